@@ -1,0 +1,60 @@
+"""Jobs and the executor choice.
+
+The embedded default runs steps in process: the heavy lifting already fans out inside a
+step (sandbox slots, vLLM requests), and a 2-core machine gains nothing from one process
+per step. Set `VERILEARN_EXECUTOR=multiprocess` to run steps in parallel processes on a
+bigger host; a distributed engine plugs in here the same way.
+"""
+
+from __future__ import annotations
+
+import os
+
+from dagster import (
+    AssetSelection,
+    ExecutorDefinition,
+    define_asset_job,
+    in_process_executor,
+    multiprocess_executor,
+)
+
+from verilearn_assets.partitions import SOURCE_SPLIT, SPLIT
+
+EXECUTORS: dict[str, ExecutorDefinition] = {
+    "in_process": in_process_executor,
+    "multiprocess": multiprocess_executor,
+}
+
+
+def executor_from_env() -> ExecutorDefinition:
+    name = os.environ.get("VERILEARN_EXECUTOR", "in_process")
+    if name not in EXECUTORS:
+        raise ValueError(f"VERILEARN_EXECUTOR={name!r}: expected one of {sorted(EXECUTORS)}")
+    return EXECUTORS[name]
+
+
+platform_job = define_asset_job(
+    "platform_job", selection=AssetSelection.assets("raw_datasets", "tables", "smoke_suite"),
+    description="Build typed, profiled tables from the catalog and run the sandbox smoke suite.")
+
+analysis_job = define_asset_job(
+    "analysis_job",
+    selection=AssetSelection.assets("questions", "episodes"),
+    partitions_def=SOURCE_SPLIT,
+    description="Questions and teacher episodes for one source × split, with their gate.")
+
+training_job = define_asset_job(
+    "training_job", selection=AssetSelection.assets("sft_dataset"),
+    partitions_def=SPLIT,
+    description="The smoke suite and the SFT data behind the reliability gate.")
+
+reports_job = define_asset_job(
+    "reports_job", selection=AssetSelection.groups("reports"),
+    description="DuckDB staging views, marts and the report.")
+
+gate_job = define_asset_job(
+    "gate_job", selection=AssetSelection.checks_for_assets("questions", "episodes"),
+    partitions_def=SOURCE_SPLIT,
+    description="Re-run the gate's checks on one source × split without re-materializing.")
+
+JOBS = [gate_job, platform_job, analysis_job, training_job, reports_job]

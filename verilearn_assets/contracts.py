@@ -53,6 +53,12 @@ class Record(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _reject_legacy(cls, data: Any) -> Any:
+        cls.reject_legacy_keys(data)
+        return data
+
+    @classmethod
+    def reject_legacy_keys(cls, data: Any) -> None:
+        """Raise ContractError naming the legacy key and the record id."""
         if isinstance(data, dict):
             legacy = [k for k in data if k in LEGACY_KEYS]
             if legacy:
@@ -60,7 +66,6 @@ class Record(BaseModel):
                 raise ContractError(
                     f"{cls.__name__} {rid!r}: legacy key {legacy[0]!r} is not accepted "
                     f"(use 'answer'/'answer_hashes' and 'source')")
-        return data
 
     # --- Parquet round trip -------------------------------------------------
     @classmethod
@@ -79,6 +84,7 @@ class Record(BaseModel):
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Record:
+        cls.reject_legacy_keys(row)
         data = dict(row)
         for name, f in cls.model_fields.items():
             if name in data and _is_json_field(f.annotation) and isinstance(data[name], str):

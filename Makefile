@@ -1,0 +1,83 @@
+# verilearn — the two commands: `make demo` and `make test`.
+# Everything a fresh machine needs is installed from here (apt packages, the venvs,
+# the Docker daemon), so CI (`.ci/run` → `make test`) needs no other step.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := .venv
+VPY := $(VENV)/bin/python
+INSTALL_STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-12)
+APT_PACKAGES := docker.io bubblewrap chromium chromium-driver
+export VERILEARN_HOME ?= $(CURDIR)/.verilearn
+export DAGSTER_HOME ?= $(VERILEARN_HOME)/dagster
+
+include mk/vllm.mk
+
+.PHONY: help demo test install system-deps dockerd lint check-defs ui bench clean
+
+help:
+	@echo "make demo   — install, materialize the default graph, print the report"
+	@echo "make test   — install, start the real services, run the whole suite"
+	@echo "make ui     — open the Dagster UI on the same instance (http://127.0.0.1:3000)"
+	@echo "make bench  — run the benchmarks"
+
+$(VPY):
+	$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), f"need Python 3.11, got {sys.version}"'
+	$(PYTHON) -m venv $(VENV)
+
+$(INSTALL_STAMP): pyproject.toml | $(VPY)
+	$(VPY) -m pip install -q --upgrade pip
+	$(VPY) -m pip install -q -e '.[dev]'
+	rm -f $(VENV)/.installed-*
+	touch $@
+
+install: $(INSTALL_STAMP)
+
+# apt packages are installed only when one is missing (CI and new machines).
+system-deps:
+	@missing=""; for p in $(APT_PACKAGES); do \
+	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing apt packages:$$missing"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq; \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+# Start dockerd when no daemon answers; the sandbox falls back to bubblewrap otherwise.
+dockerd: system-deps
+	@if docker info >/dev/null 2>&1; then echo "docker: daemon answers"; else \
+	  echo "docker: starting dockerd"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  ( $$SUDO nohup dockerd >/tmp/verilearn-dockerd.log 2>&1 & ); \
+	  for i in $$(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 1; done; \
+	  docker info >/dev/null 2>&1 || { echo "dockerd did not start:"; tail -20 /tmp/verilearn-dockerd.log; exit 1; }; \
+	fi
+
+demo: install system-deps dockerd
+	$(VENV)/bin/verilearn demo
+
+lint: install
+	$(VENV)/bin/ruff check .
+
+check-defs: install
+	cd $(CURDIR) && $(VENV)/bin/dg check defs
+
+test: install system-deps dockerd vllm-env tiny-model lint check-defs
+	VERILEARN_REQUIRE_DOCKER=1 VERILEARN_REQUIRE_VLLM=1 \
+	VERILEARN_TINY_MODEL=$(CURDIR)/$(TINY_MODEL_DIR) \
+	$(VENV)/bin/pytest -ra -q --durations=15
+
+ui: install
+	$(VENV)/bin/dagster dev -m verilearn_assets.definitions -h 127.0.0.1 -p 3000
+
+bench: install dockerd
+	$(VPY) benchmarks/sandbox.py
+	$(VPY) benchmarks/questions.py
+	$(VPY) benchmarks/reports.py
+
+clean:
+	rm -rf .verilearn .pytest_cache .ruff_cache

@@ -1,0 +1,209 @@
+"""Benchmark: raw vLLM throughput vs the throughput of our episode pipeline.
+
+Raw: the same first-turn chat request sent N times at each concurrency level; the best
+level's completion tokens/s is the server's ceiling. Pipeline: `run_episode` with the vLLM
+teacher (multi-turn conversations, parsing, re-prompts, sandbox cells when a reply parses)
+at that same concurrency. Both use `ignore_eos` with a fixed `max_tokens`, so every reply
+costs the server the same work and the ratio compares like with like.
+
+    .venv/bin/python benchmarks/episodes.py [--base-url URL] [--levels 1,2,4,8]
+
+Without --base-url a local server is launched from configs/vllm.yaml (`server:`), building
+the tiny random-weight model first if it is missing. A random-weight model writes
+gibberish, so most pipeline turns end as format errors (re-prompts); the figure measures the
+loop and client overhead around the server, not a model's analysis skill.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import subprocess
+import sys
+import time
+from contextlib import ExitStack
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from verilearn_assets.analysis.profile import profile_frame
+from verilearn_assets.analysis.teacher.config import SamplingConfig, TeacherConfig
+from verilearn_assets.analysis.teacher.loop import run_episode
+from verilearn_assets.analysis.teacher.policy import VllmPolicy, chat_messages
+from verilearn_assets.analysis.teacher.prompts import question_prompt, system_prompt
+from verilearn_assets.answers import answer_hash
+from verilearn_assets.contracts import (
+    AnswerSchema,
+    Message,
+    QuestionRecord,
+    TableRecord,
+    canonical_json,
+)
+from verilearn_assets.llm.client import VllmClient
+from verilearn_assets.llm.config import load_vllm_config
+from verilearn_assets.llm.launcher import resolve_python, server_from_config
+from verilearn_assets.sandbox.config import SandboxConfig
+from verilearn_assets.sandbox.pool import SandboxPool
+
+OUT = Path(__file__).resolve().parent / "_output"
+
+
+def bench_table(directory: Path) -> TableRecord:
+    rng = np.random.default_rng(0)
+    n = 200
+    df = pd.DataFrame({"region": rng.choice(["north", "south", "east"], n),
+                       "qty": rng.integers(1, 30, n), "price": np.round(rng.gamma(3, 4, n), 2)})
+    path = directory / "bench.parquet"
+    df.to_parquet(path)
+    path.chmod(0o644)
+    return TableRecord(id="bench", dataset="bench", name="bench", split="train", path=str(path),
+                       n_rows=n, n_columns=3, sha256="0" * 64, columns=profile_frame(df))
+
+
+def bench_question(table: TableRecord, i: int) -> QuestionRecord:
+    schema = AnswerSchema(kind="number")
+    code = f"submit(float(df['price'].mean()) + {i})"
+    answer = canonical_json(0.0)
+    return QuestionRecord(
+        id=QuestionRecord.make_id("llm", "bench", table.id, code), source="llm",
+        split="train", dataset="bench", table=table.id,
+        question=f"What is the mean price plus {i}?", question_mechanical="mean(price) + i",
+        answer_schema=schema, answer=answer, answer_hashes=[answer_hash(answer, schema)],
+        code=code, n_steps=1, difficulty="easy")
+
+
+async def raw_level(client: VllmClient, messages: list[dict], concurrency: int, n: int,
+                    sampling: dict) -> dict:
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(i: int) -> int:
+        async with gate:
+            result = await client.chat(messages, seed=i, **sampling)
+            return result.completion_tokens
+
+    t0 = time.perf_counter()
+    tokens = sum(await asyncio.gather(*(one(i) for i in range(n))))
+    wall = time.perf_counter() - t0
+    return {"concurrency": concurrency, "requests": n, "completion_tokens": tokens,
+            "wall_s": wall, "tokens_per_s": tokens / wall}
+
+
+async def pipeline(client: VllmClient, pool: SandboxPool, table: TableRecord,
+                   cfg: TeacherConfig, concurrency: int, n_episodes: int) -> dict:
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(i: int):
+        async with gate:
+            policy = VllmPolicy(client, cfg.sampling, seed=cfg.seed + i)
+            return await run_episode(bench_question(table, i), table, policy, pool, cfg)
+
+    t0 = time.perf_counter()
+    episodes = await asyncio.gather(*(one(i) for i in range(n_episodes)))
+    wall = time.perf_counter() - t0
+    tokens = sum(e.completion_tokens for e in episodes)
+    calls = sum(e.n_turns for e in episodes)
+    return {"concurrency": concurrency, "episodes": n_episodes, "requests": calls,
+            "cells_executed": sum(len(e.cells) for e in episodes),
+            "completion_tokens": tokens, "wall_s": wall, "tokens_per_s": tokens / wall,
+            "failure_classes": sorted({str(e.failure_class) for e in episodes})}
+
+
+async def main_async(base_url: str, model: str, args: argparse.Namespace,
+                     workdir: Path) -> dict:
+    vcfg = load_vllm_config().model_copy(deep=True)
+    vcfg = vcfg.model_validate({**vcfg.model_dump(), "base_urls": [base_url], "model": model,
+                                "launch": False,
+                                "max_concurrency_per_server": max(args.levels)})
+    sampling = SamplingConfig(temperature=0.7, top_p=1.0, max_tokens=args.max_tokens)
+    extra = {"ignore_eos": True}
+    table = bench_table(workdir)
+    cfg = TeacherConfig(teacher="vllm", model=model, max_turns=args.max_turns,
+                        max_format_errors=args.max_format_errors, sampling=sampling,
+                        tool_output_chars=1000)
+    first = [Message(turn=0, role="system", kind="prompt",
+                     content=system_prompt(table, cfg.max_turns)),
+             Message(turn=1, role="user", kind="prompt",
+                     content=question_prompt("What is the mean price?",
+                                             AnswerSchema(kind="number")))]
+    async with VllmClient(vcfg) as client:
+        # VllmPolicy sends the teacher sampling; ignore_eos rides on the client defaults
+        client.cfg.sampling.extra.update(extra)
+        await raw_level(client, chat_messages(first), 1, 2, sampling.params())  # warm-up
+        raw = []
+        for c in args.levels:
+            raw.append(await raw_level(client, chat_messages(first), c, args.requests,
+                                       sampling.params()))
+            log(f"raw concurrency {c}: {raw[-1]['tokens_per_s']:.1f} tokens/s")
+        best = max(raw, key=lambda r: r["tokens_per_s"])
+        slots = min(best["concurrency"], args.max_slots)
+        async with SandboxPool(SandboxConfig(backend=args.backend, slots=slots)) as pool:
+            log(f"pipeline: {args.episodes} episodes at concurrency {best['concurrency']}")
+            pipe = await pipeline(client, pool, table, cfg, best["concurrency"], args.episodes)
+            pipe["sandbox_backend"] = pool.backend
+            pipe["sandbox_slots"] = slots
+    return {"model": model, "max_tokens": args.max_tokens, "raw": raw, "best_raw": best,
+            "pipeline": pipe, "ratio": pipe["tokens_per_s"] / best["tokens_per_s"]}
+
+
+def log(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def ensure_tiny_model(path: Path) -> None:
+    if (path / "config.json").is_file():
+        return
+    print(f"building the tiny model at {path} ...", file=sys.stderr)
+    subprocess.run([str(resolve_python(None)), "-m", "verilearn_assets.llm.tiny_model",
+                    str(path)], check=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--base-url", help="an already running server (else launch one)")
+    parser.add_argument("--model", help="served model name (default: configs/vllm.yaml)")
+    parser.add_argument("--levels", default="1,2,4,8",
+                        type=lambda s: [int(x) for x in s.split(",")])
+    parser.add_argument("--requests", type=int, default=24, help="raw requests per level")
+    parser.add_argument("--episodes", type=int, default=12)
+    parser.add_argument("--max-tokens", type=int, default=48)
+    parser.add_argument("--max-turns", type=int, default=4)
+    parser.add_argument("--max-format-errors", type=int, default=2)
+    parser.add_argument("--max-slots", type=int, default=4)
+    parser.add_argument("--backend", default="auto", choices=["auto", "docker", "bwrap"])
+    parser.add_argument("--startup-timeout", type=float, default=900.0,
+                        help="seconds to wait for a launched server (first start compiles)")
+    args = parser.parse_args(argv)
+    vcfg = load_vllm_config()
+    model = args.model or vcfg.model
+    OUT.mkdir(parents=True, exist_ok=True)
+    workdir = OUT / "episodes_tables"
+    workdir.mkdir(exist_ok=True)
+    with ExitStack() as stack:
+        base_url = args.base_url
+        if base_url is None:
+            server = server_from_config(vcfg.server, model)
+            assert server.model_path is not None
+            ensure_tiny_model(server.model_path)
+            server.startup_timeout_s = args.startup_timeout
+            log(f"starting vLLM ({server.model_path.name}) ...")
+            stack.enter_context(server)
+            base_url = server.base_url
+        report = asyncio.run(main_async(base_url, model, args, workdir))
+    print(f"{'concurrency':>11} {'tokens/s':>10} {'wall s':>8}")
+    for r in report["raw"]:
+        print(f"{r['concurrency']:>11} {r['tokens_per_s']:>10.1f} {r['wall_s']:>8.2f}")
+    pipe = report["pipeline"]
+    print(f"best raw: {report['best_raw']['tokens_per_s']:.1f} tokens/s at concurrency "
+          f"{report['best_raw']['concurrency']}")
+    print(f"pipeline: {pipe['tokens_per_s']:.1f} tokens/s ({pipe['episodes']} episodes, "
+          f"{pipe['requests']} requests, {pipe['cells_executed']} cells, "
+          f"{pipe['sandbox_backend']} sandbox)")
+    print(f"ratio pipeline/raw: {report['ratio']:.3f} (target >= 0.9)")
+    (OUT / "episodes.json").write_text(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,81 @@
+"""Dagster resource for the vLLM servers: thin wiring over `verilearn_assets.llm`.
+
+Reads `configs/vllm.yaml` (or `config_dir`). With `launch: true` it starts and owns a local
+server for the run (setup) and stops it afterwards (teardown); assets get a fresh
+`VllmClient` per event loop from `client()`, or run a batch synchronously with `chat_batch`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from dagster import ConfigurableResource, InitResourceContext
+from pydantic import PrivateAttr
+
+from verilearn_assets.llm.client import ChatResult, VllmClient
+from verilearn_assets.llm.config import VllmConfig, load_vllm_config
+from verilearn_assets.llm.launcher import VllmServer, server_from_config
+
+
+class VllmResource(ConfigurableResource):
+    """OpenAI-compatible vLLM server(s) described by `configs/vllm.yaml`."""
+
+    config_dir: str | None = None
+
+    _cfg: VllmConfig | None = PrivateAttr(default=None)
+    _server: VllmServer | None = PrivateAttr(default=None)
+
+    def setup_for_execution(self, context: InitResourceContext) -> None:
+        cfg = load_vllm_config(self.config_dir)
+        if cfg.launch:
+            server = server_from_config(cfg.server, cfg.model)
+            url = server.start()
+            try:
+                seconds = server.wait_healthy()
+            except BaseException:
+                server.stop()
+                raise
+            if context.log:
+                context.log.info(f"launched vLLM at {url} in {seconds:.1f}s ({server.log_path})")
+            self._server = server
+            cfg = cfg.model_copy(update={"base_urls": [*cfg.base_urls, url]})
+        self._cfg = cfg
+
+    def teardown_after_execution(self, context: InitResourceContext) -> None:
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
+
+    @property
+    def vllm_config(self) -> VllmConfig:
+        if self._cfg is None:
+            self._cfg = load_vllm_config(self.config_dir)
+        return self._cfg
+
+    def client(self) -> VllmClient:
+        """A new client; `await client.start()` in the loop that will use it."""
+        return VllmClient(self.vllm_config)
+
+    def chat_batch(
+        self,
+        conversations: list[list[dict[str, Any]]],
+        seeds: list[int | None] | None = None,
+        **sampling: Any,
+    ) -> tuple[list[ChatResult], dict[str, Any]]:
+        """Run many chats concurrently (under the configured caps); return results and stats."""
+        seeds = seeds if seeds is not None else [None] * len(conversations)
+        if len(seeds) != len(conversations):
+            raise ValueError(f"{len(seeds)} seeds for {len(conversations)} conversations")
+
+        async def run() -> tuple[list[ChatResult], dict[str, Any]]:
+            async with self.client() as client:
+                results = await asyncio.gather(
+                    *(
+                        client.chat(messages, seed=seed, **sampling)
+                        for messages, seed in zip(conversations, seeds, strict=True)
+                    )
+                )
+                return list(results), client.stats()
+
+        return asyncio.run(run())

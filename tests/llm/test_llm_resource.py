@@ -1,0 +1,59 @@
+"""The Dagster resource: real materializations against the session's vLLM server."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+from dagster import AssetExecutionContext, asset, materialize
+
+from resources.vllm import VllmResource
+from verilearn_assets.llm.launcher import VllmEnvironmentMissing
+
+pytestmark = pytest.mark.vllm
+
+
+def write_config(directory: Path, data: dict) -> str:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "vllm.yaml").write_text(yaml.safe_dump(data))
+    return str(directory)
+
+
+@asset
+def greetings(context: AssetExecutionContext, vllm: VllmResource) -> list[str]:
+    # The first and last conversations are identical and share a seed.
+    conversations = [[{"role": "user", "content": f"Say hello #{i % 2}"}] for i in range(3)]
+    results, stats = vllm.chat_batch(conversations, seeds=[1, 2, 1], max_tokens=5)
+    context.add_output_metadata({"completion_tokens": stats["completion_tokens"]})
+    return [r.text for r in results]
+
+
+def test_asset_chats_through_the_resource(vllm_server, tmp_path: Path) -> None:
+    cfg_dir = write_config(
+        tmp_path / "cfg",
+        {"base_urls": [vllm_server.base_url], "model": vllm_server.model, "launch": False,
+         "sampling": {"temperature": 1.0}},
+    )
+    result = materialize([greetings], resources={"vllm": VllmResource(config_dir=cfg_dir)})
+    assert result.success
+    texts = result.output_for_node("greetings")
+    assert len(texts) == 3 and all(texts)
+    assert texts[0] == texts[2]  # same prompt and seed: same text
+    meta = result.asset_materializations_for_node("greetings")[0].metadata
+    assert meta["completion_tokens"].value >= 3
+
+
+def test_launch_without_vllm_environment_fails_naming_the_python(tmp_path: Path) -> None:
+    missing = tmp_path / "no-venv" / "bin" / "python"
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    cfg_dir = write_config(
+        tmp_path / "cfg",
+        {"model": "m", "launch": True,
+         "server": {"model_path": str(model), "python": str(missing)}},
+    )
+    with pytest.raises(VllmEnvironmentMissing, match=str(missing)):
+        materialize(
+            [greetings], resources={"vllm": VllmResource(config_dir=cfg_dir)},
+            raise_on_error=True,
+        )

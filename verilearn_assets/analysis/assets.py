@@ -1,0 +1,157 @@
+"""Dagster wiring for the analysis family: `questions` and `episodes`, per source × split.
+
+Each asset resolves its partition, starts a sandbox pool (and a vLLM client for the `llm`
+source or the `vllm` teacher), calls the pure builders, and writes exactly its own lake
+partition. (No `from __future__ import annotations`: Dagster inspects the annotations.)
+"""
+
+import asyncio
+import contextlib
+
+from dagster import AssetExecutionContext, Failure, MaterializeResult, MetadataValue, asset
+
+from resources.container_pool import ContainerPoolResource
+from resources.vllm import VllmResource
+from verilearn_assets import lake
+from verilearn_assets.analysis.question_build import (
+    PartitionQuestions,
+    build_generated,
+    markdown_counts,
+    summarize,
+)
+from verilearn_assets.analysis.questions_config import load_questions_config
+from verilearn_assets.analysis.teacher.config import load_teacher_config
+from verilearn_assets.analysis.teacher.llm_questions import propose_questions
+from verilearn_assets.analysis.teacher.runner import (
+    TeacherUnavailableError,
+    compact_partition,
+    policy_factory,
+    run_partition,
+)
+from verilearn_assets.contracts import Episode, QuestionRecord
+from verilearn_assets.ingest.assets import tables
+from verilearn_assets.ingest.tables import load_table_records
+from verilearn_assets.partitions import SOURCE_SPLIT, source_split
+
+LLM_HOWTO = ("the llm source needs a vLLM server: set `base_urls` (or `launch: true` with a "
+             "local model path) in configs/vllm.yaml")
+
+
+@contextlib.asynccontextmanager
+async def _llm_client(vllm: VllmResource, needed: bool):
+    """A started client when `needed`, else None; fails fast when none is configured."""
+    if not needed:
+        yield None
+        return
+    cfg = vllm.vllm_config
+    if not cfg.base_urls:
+        raise Failure(description=f"no vLLM server configured: {LLM_HOWTO}")
+    client = vllm.client()
+    try:
+        await client.start()
+    except Exception as exc:
+        await client.close()
+        raise Failure(description=f"vLLM server(s) {cfg.base_urls} not healthy: {exc}. "
+                      f"{LLM_HOWTO}") from exc
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+async def _llm_questions(tables_, pool, client, teacher_cfg) -> PartitionQuestions:
+    cfg = teacher_cfg.model_copy(update={"teacher": "vllm"})
+    make_policy = policy_factory(cfg, client)
+    out = PartitionQuestions()
+    for table in tables_:
+        proposals = await propose_questions(table, make_policy, pool, cfg)
+        out.candidates += len(proposals.outcomes)
+        out.records.extend(proposals.records)
+    return out
+
+
+@asset(partitions_def=SOURCE_SPLIT, deps=[tables], group_name="analysis",
+       description="Questions with proven answers for one source × split: generated "
+       "(template/procedural) or proposed by a model (llm), then verified by clean "
+       "re-execution in the sandbox. Rejected candidates are kept with their reason.")
+def questions(context: AssetExecutionContext, container_pool: ContainerPoolResource,
+              vllm: VllmResource) -> MaterializeResult:
+    source, split = source_split(context.partition_key)
+    split_tables = load_table_records(lake.home(), split)
+    qcfg = load_questions_config()
+
+    async def run() -> PartitionQuestions:
+        async with container_pool.get_pool() as pool:
+            context.log.info(f"sandbox backend: {pool.backend}")
+            if source == "llm":
+                async with _llm_client(vllm, True) as client:
+                    return await _llm_questions(split_tables, pool, client,
+                                                load_teacher_config())
+            return await build_generated(split_tables, source, split, qcfg, pool)
+
+    built = asyncio.run(run())
+    lake.write_records("questions", built.records, QuestionRecord, source=source, split=split)
+    summary = summarize(built.records)
+    context.log.info(f"{source}/{split}: {summary['accepted']} accepted, "
+                     f"{summary['rejected']} rejected from {len(split_tables)} tables")
+    return MaterializeResult(metadata={
+        "tables": len(split_tables),
+        "candidates": built.candidates,
+        "accepted": summary["accepted"],
+        "rejected": summary["rejected"],
+        "alternatives_rate": summary["alternatives_rate"],
+        "datasets": summary["datasets"],
+        "by_template": MetadataValue.md(markdown_counts(summary["by_template"], "template")),
+        "by_operator_family": MetadataValue.md(
+            markdown_counts(summary["by_operator_family"], "operator family")),
+        "rejection_reasons": MetadataValue.md(
+            markdown_counts(summary["rejection_reasons"], "reason")),
+        "not_applicable": MetadataValue.md(
+            markdown_counts(dict(built.not_applicable), "template not applicable (tables)")),
+    })
+
+
+@asset(partitions_def=SOURCE_SPLIT, deps=[questions], group_name="analysis",
+       description="Multi-turn teacher traces run cell by cell in the sandbox. "
+       "template/procedural: the trace must reach the ground truth; llm: triangulation "
+       "decides. Written per question as they finish; a re-run skips finished ones.")
+def episodes(context: AssetExecutionContext, container_pool: ContainerPoolResource,
+             vllm: VllmResource) -> MaterializeResult:
+    source, split = source_split(context.partition_key)
+    tcfg = load_teacher_config()
+    qs = [q for q in lake.read_records("questions", QuestionRecord, source=source, split=split)
+          if q.status == "accepted"]
+    tables_by_id = {t.id: t for t in load_table_records(lake.home(), split)}
+
+    async def run():
+        async with container_pool.get_pool() as pool, \
+                _llm_client(vllm, tcfg.teacher == "vllm") as client:
+            try:
+                make_policy = policy_factory(tcfg, client)
+            except TeacherUnavailableError as exc:
+                raise Failure(description=str(exc)) from exc
+            return await run_partition(qs, tables_by_id, make_policy, pool, tcfg,
+                                       source=source, split=split)
+
+    stats = asyncio.run(run())
+    total = compact_partition(source, split)
+    if stats.errors:
+        raise Failure(description=f"{len(stats.errors)} question(s) could not be run "
+                      f"(finished episodes are kept; a re-run resumes): "
+                      + "; ".join(stats.errors[:10]))
+    eps = lake.read_records("episodes", Episode, source=source, split=split)
+    verified = sum(e.verified for e in eps)
+    return MaterializeResult(metadata={
+        "questions": len(qs),
+        "episodes": total,
+        "written_this_run": stats.written,
+        "skipped_questions": stats.skipped_questions,
+        "verified": verified,
+        "pass_rate": round(verified / total, 4) if total else 0.0,
+        "teacher": tcfg.teacher,
+        "failure_classes": MetadataValue.md(markdown_counts(
+            dict(stats.failures), "failure class (this run)")),
+    })
+
+
+ANALYSIS_ASSETS = [questions, episodes]

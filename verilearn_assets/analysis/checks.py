@@ -1,0 +1,187 @@
+"""The reliability-to-training gate on questions and episodes: partitioned asset checks.
+
+Blocking checks (severity ERROR) stop downstream steps in the same run; `sft_dataset`
+re-reads their latest evaluations so a later run cannot slip past a failed one. Drift
+checks warn only. The rules themselves live in `verilearn_assets.gate` (pure).
+"""
+
+import asyncio
+
+from dagster import (
+    AssetCheckExecutionContext,
+    AssetCheckResult,
+    AssetCheckSeverity,
+    AssetKey,
+    AssetRecordsFilter,
+    MetadataValue,
+    asset_check,
+)
+
+from resources.container_pool import ContainerPoolResource
+from verilearn_assets import lake
+from verilearn_assets.analysis.assets import episodes, questions
+from verilearn_assets.analysis.verify import reverify
+from verilearn_assets.contracts import SOURCES, SPLITS, Episode, QuestionRecord
+from verilearn_assets.gate import episode_rules, question_rules
+from verilearn_assets.gate.config import load_gate_config
+from verilearn_assets.gate.outcome import RuleOutcome
+from verilearn_assets.ingest.tables import load_table_records
+from verilearn_assets.partitions import SOURCE_SPLIT, source_split
+
+
+def _result(outcome: RuleOutcome, **extra) -> AssetCheckResult:
+    meta = {"checked": outcome.checked, "failures": len(outcome.failures), **outcome.stats,
+            **extra}
+    if outcome.failures:
+        meta["failing"] = MetadataValue.md("\n".join(f"- {f}" for f in outcome.failures[:50]))
+    return AssetCheckResult(passed=outcome.passed, description=outcome.summary(),
+                            metadata=meta)
+
+
+def _questions(context) -> tuple[str, str, list[QuestionRecord]]:
+    source, split = source_split(context.partition_key)
+    return source, split, lake.read_records("questions", QuestionRecord, source=source,
+                                            split=split)
+
+
+# --- questions ---------------------------------------------------------------------------
+@asset_check(asset=questions, blocking=True, partitions_def=SOURCE_SPLIT,
+             description="Every row is a valid QuestionRecord: triad vocabulary only, no "
+             "legacy keys, in its own partition, id = content hash.")
+def questions_schema_contract(context: AssetCheckExecutionContext) -> AssetCheckResult:
+    source, split = source_split(context.partition_key)
+    frame = lake.read_partition("questions", source=source, split=split)
+    return _result(question_rules.schema_contract(frame, source, split))
+
+
+@asset_check(asset=questions, blocking=True, partitions_def=SOURCE_SPLIT,
+             description="Every accepted answer reproduces in a fresh sandbox task.")
+def questions_reproduce(context: AssetCheckExecutionContext,
+                        container_pool: ContainerPoolResource) -> AssetCheckResult:
+    source, split, qs = _questions(context)
+    accepted = [q for q in qs if q.status == "accepted"]
+    limit = load_gate_config().reproduce_limit
+    sample = accepted if limit is None else accepted[:limit]
+    paths = {t.id: t.path for t in load_table_records(lake.home(), split)}
+
+    async def run():
+        async with container_pool.get_pool() as pool:
+            return await reverify(pool, sample, paths)
+
+    mismatches = asyncio.run(run())
+    return _result(RuleOutcome(
+        rule="reproduce", checked=len(sample),
+        failures=[f"question {m.question_id}: {m.reason}" for m in mismatches]))
+
+
+@asset_check(asset=questions, blocking=True, partitions_def=SOURCE_SPLIT,
+             description="No dataset appears in two splits (tables and every questions "
+             "partition on disk).")
+def questions_datasets_one_split(context: AssetCheckExecutionContext) -> AssetCheckResult:
+    pairs = [(t.dataset, t.split) for t in load_table_records(lake.home())]
+    for source in SOURCES:
+        for split in SPLITS:
+            frame = lake.read_partition("questions", source=source, split=split)
+            if "dataset" in frame.columns:
+                pairs.extend((d, split) for d in frame["dataset"].unique().to_list())
+    return _result(question_rules.datasets_in_one_split(pairs))
+
+
+@asset_check(asset=questions, blocking=True, partitions_def=SOURCE_SPLIT,
+             description="Every accepted answer (primary and alternatives) has its hash "
+             "in answer_hashes.")
+def questions_answer_hashes(context: AssetCheckExecutionContext) -> AssetCheckResult:
+    return _result(question_rules.answer_hash_present(_questions(context)[2]))
+
+
+@asset_check(asset=questions, blocking=True, partitions_def=SOURCE_SPLIT,
+             description="Accepted questions reach the floors of configs/gate.yaml "
+             "(total, per template, per operator family) when the split has tables.")
+def questions_floors(context: AssetCheckExecutionContext) -> AssetCheckResult:
+    source, split, qs = _questions(context)
+    n_tables = len(load_table_records(lake.home(), split))
+    floors = load_gate_config().floors.get(source)
+    if floors is None or n_tables == 0:
+        return AssetCheckResult(passed=True, metadata={"tables": n_tables},
+                                description="no floors apply (no floors for this source "
+                                "or no tables in this split)")
+    return _result(question_rules.floors(qs, floors.per_template, floors.per_operator_family,
+                                         floors.total), tables=n_tables)
+
+
+def _previous_metadata(context, key: str, name: str) -> float | None:
+    """`name` from the materialization before the latest one of this partition."""
+    recs = context.instance.fetch_materializations(
+        AssetRecordsFilter(asset_key=AssetKey(key), asset_partitions=[context.partition_key]),
+        limit=2, ascending=False).records
+    if len(recs) < 2:
+        return None
+    value = recs[1].asset_materialization.metadata.get(name)
+    return None if value is None else float(value.value)
+
+
+@asset_check(asset=questions, blocking=False, partitions_def=SOURCE_SPLIT,
+             description="Warns when the alternatives (ambiguity) rate rises more than "
+             "configured versus the previous materialization.")
+def questions_ambiguity_drift(context: AssetCheckExecutionContext) -> AssetCheckResult:
+    _, _, qs = _questions(context)
+    accepted = [q for q in qs if q.status == "accepted"]
+    rate = sum(bool(q.alternatives) for q in accepted) / len(accepted) if accepted else 0.0
+    before = _previous_metadata(context, "questions", "alternatives_rate")
+    limit = load_gate_config().drift.max_alternatives_rate_rise
+    ok = before is None or rate - before <= limit
+    return AssetCheckResult(
+        passed=ok, severity=AssetCheckSeverity.WARN,
+        description=f"alternatives rate {rate:.3f} (previous {before}, max rise {limit})",
+        metadata={"rate": rate, "previous": -1.0 if before is None else before})
+
+
+# --- episodes ----------------------------------------------------------------------------
+def _episodes(context) -> list[Episode]:
+    source, split = source_split(context.partition_key)
+    return lake.read_records("episodes", Episode, source=source, split=split)
+
+
+@asset_check(asset=episodes, blocking=True, partitions_def=SOURCE_SPLIT,
+             description="Zero critical integrity failures: contiguous turns, every cell "
+             "paired with its assistant turn and tool output, no orphan output.")
+def episodes_trace_integrity(context: AssetCheckExecutionContext) -> AssetCheckResult:
+    return _result(episode_rules.trace_integrity(_episodes(context)))
+
+
+@asset_check(asset=episodes, blocking=True, partitions_def=SOURCE_SPLIT,
+             description="Every hook grounds in a whole executed line (strict matching); "
+             "stored counts agree with a recomputation.")
+def episodes_hooks_grounded(context: AssetCheckExecutionContext) -> AssetCheckResult:
+    return _result(episode_rules.hooks_grounded(_episodes(context)))
+
+
+@asset_check(asset=episodes, blocking=True, partitions_def=SOURCE_SPLIT,
+             description="Verified episodes really match their question's answer.")
+def episodes_verified_match(context: AssetCheckExecutionContext) -> AssetCheckResult:
+    source, split = source_split(context.partition_key)
+    qs = {q.id: q for q in lake.read_records("questions", QuestionRecord, source=source,
+                                             split=split)}
+    return _result(episode_rules.verified_match_question(_episodes(context), qs))
+
+
+@asset_check(asset=episodes, blocking=False, partitions_def=SOURCE_SPLIT,
+             description="Warns when the pass rate drops more than configured versus the "
+             "previous materialization.")
+def episodes_pass_rate_drift(context: AssetCheckExecutionContext) -> AssetCheckResult:
+    eps = _episodes(context)
+    rate = sum(e.verified for e in eps) / len(eps) if eps else 0.0
+    before = _previous_metadata(context, "episodes", "pass_rate")
+    limit = load_gate_config().drift.max_pass_rate_drop
+    ok = before is None or before - rate <= limit
+    return AssetCheckResult(
+        passed=ok, severity=AssetCheckSeverity.WARN,
+        description=f"pass rate {rate:.3f} (previous {before}, max drop {limit})",
+        metadata={"rate": rate, "previous": -1.0 if before is None else before})
+
+
+QUESTION_CHECKS = [questions_schema_contract, questions_reproduce,
+                   questions_datasets_one_split, questions_answer_hashes, questions_floors]
+EPISODE_CHECKS = [episodes_trace_integrity, episodes_hooks_grounded, episodes_verified_match]
+BLOCKING_CHECKS = QUESTION_CHECKS + EPISODE_CHECKS
+ANALYSIS_CHECKS = BLOCKING_CHECKS + [questions_ambiguity_drift, episodes_pass_rate_drift]

@@ -1,0 +1,92 @@
+"""Procedural question source: typed operators, grammar search, reduction, pandas compiler.
+
+`generate_programs` turns a table profile into verified-later `Candidate`s: the grammar
+grows typed skeletons, columns are bound from the profile only, programs are reduced to a
+canonical form and de-duplicated, then compiled to hooked pandas code and worded.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import pandas as pd
+
+from verilearn_assets.analysis.candidate import Candidate
+from verilearn_assets.analysis.programs.compile import compile_program
+from verilearn_assets.analysis.programs.coverage import coverage_report, is_evidence_decision_chain
+from verilearn_assets.analysis.programs.dryrun import AnswerUnusable, load_table, run_in_process
+from verilearn_assets.analysis.programs.operators import FAMILIES, OPERATORS, OpSpec
+from verilearn_assets.analysis.programs.program import (
+    DeadCodeError,
+    Node,
+    Program,
+    ProgramError,
+    Step,
+    linearize,
+    validate,
+)
+from verilearn_assets.analysis.programs.reduce import dedupe, reduce_program
+from verilearn_assets.analysis.programs.search import (
+    ProgramSearchConfig,
+    SearchResult,
+    SearchStats,
+    search_programs,
+)
+from verilearn_assets.analysis.programs.types import ANSWER_FORMATS
+from verilearn_assets.analysis.programs.wording import mechanical_question, natural_question
+from verilearn_assets.contracts import ColumnProfile
+
+__all__ = [
+    "FAMILIES", "OPERATORS", "DeadCodeError", "Node", "OpSpec", "Program", "ProgramError",
+    "ProgramSearchConfig", "SearchResult", "SearchStats", "Step", "compile_program",
+    "coverage_report", "dedupe", "generate_programs", "is_evidence_decision_chain",
+    "linearize", "reduce_program", "search_programs", "to_candidate", "validate",
+]
+
+
+def _difficulty(program: Program) -> str:
+    n = len(program.steps)
+    if "decision" in program.families:
+        return "hard" if n >= 7 else "medium"
+    return "easy" if n <= 3 else "medium" if n <= 6 else "hard"
+
+
+def to_candidate(program: Program, digits: int = 4) -> Candidate:
+    """Compile and word one program."""
+    return Candidate(
+        source="procedural",
+        program_ops=program.ops,
+        op_families=program.families,
+        question=natural_question(program, digits),
+        question_mechanical=mechanical_question(program, digits),
+        answer_schema=ANSWER_FORMATS[program.output_type].schema,
+        code=compile_program(program, digits),
+        n_steps=len(program.steps),
+        difficulty=_difficulty(program),  # type: ignore[arg-type]
+    )
+
+
+def _dry_run(df: pd.DataFrame, digits: int, program: Program) -> str | None:
+    try:
+        run_in_process(compile_program(program, digits), df)
+    except AnswerUnusable:
+        return "unusable_answer"
+    except (ValueError, ZeroDivisionError, TypeError, KeyError, IndexError,
+            FloatingPointError) as exc:
+        return f"dry_run_{type(exc).__name__}"
+    return None
+
+
+def generate_programs(columns: list[ColumnProfile], table_path: str | None,
+                      cfg: ProgramSearchConfig | None = None) -> list[Candidate]:
+    """Procedural candidates for one table, deterministic for a given profile and seed.
+
+    Bindings use the profile only; when `table_path` is given (and `cfg.dry_run`), each
+    program is also run in-process on the table and dropped if its answer is unusable.
+    """
+    cfg = cfg or ProgramSearchConfig()
+    accept = None
+    if table_path is not None and cfg.dry_run:
+        accept = partial(_dry_run, load_table(table_path), cfg.digits)
+    result = search_programs(columns, cfg, accept=accept)
+    return [to_candidate(p, cfg.digits) for p in result.programs]

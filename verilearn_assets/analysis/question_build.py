@@ -1,0 +1,66 @@
+"""Build one questions partition: generate per table, verify in the sandbox, summarise.
+
+Pure orchestration over `generate`, `verify` and the teacher's LLM proposals; the Dagster
+asset only resolves the partition, hands in a started pool, and writes the result.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from verilearn_assets.analysis.generate import generate
+from verilearn_assets.analysis.questions_config import QuestionsConfig
+from verilearn_assets.analysis.verify import Verifier
+from verilearn_assets.contracts import QuestionRecord, Split, TableRecord
+
+
+@dataclass
+class PartitionQuestions:
+    records: list[QuestionRecord] = field(default_factory=list)
+    not_applicable: Counter[str] = field(default_factory=Counter)  # template → tables
+    candidates: int = 0
+    sandbox_ms: float = 0.0
+
+    @property
+    def accepted(self) -> list[QuestionRecord]:
+        return [r for r in self.records if r.status == "accepted"]
+
+
+async def build_generated(tables: list[TableRecord], source: str, split: Split,
+                          cfg: QuestionsConfig, pool: Any) -> PartitionQuestions:
+    """Template or procedural questions for every table of the split, verified."""
+    out = PartitionQuestions()
+    jobs = []
+    for table in tables:
+        gen = generate(table, source, cfg)
+        out.not_applicable.update(gen.not_applicable.keys())
+        jobs.extend((table, cand) for cand in gen.candidates)
+    out.candidates = len(jobs)
+    verifier = Verifier(pool, cfg)
+    out.records = sorted(await verifier.verify_all(jobs, split=split), key=lambda r: r.id)
+    out.sandbox_ms = verifier.stats.sandbox_ms
+    return out
+
+
+def summarize(records: list[QuestionRecord]) -> dict[str, Any]:
+    """Counts per template / operator family, rejection reasons and the alternatives rate."""
+    accepted = [r for r in records if r.status == "accepted"]
+    rejected = [r for r in records if r.status == "rejected"]
+    reasons = Counter((r.rejection_reason or "").split(":", 1)[0] for r in rejected)
+    with_alts = sum(1 for r in accepted if r.alternatives)
+    return {
+        "accepted": len(accepted),
+        "rejected": len(rejected),
+        "by_template": dict(Counter(r.template for r in accepted if r.template)),
+        "by_operator_family": dict(Counter(f for r in accepted for f in set(r.op_families))),
+        "rejection_reasons": dict(reasons),
+        "alternatives_rate": round(with_alts / len(accepted), 4) if accepted else 0.0,
+        "datasets": len({r.dataset for r in accepted}),
+    }
+
+
+def markdown_counts(counts: dict[str, int], header: str) -> str:
+    rows = "\n".join(f"| {k} | {v} |" for k, v in sorted(counts.items()))
+    return f"| {header} | count |\n|---|---|\n{rows}" if rows else f"_no {header}_"

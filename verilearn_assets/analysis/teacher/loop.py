@@ -1,0 +1,253 @@
+"""One teacher episode: prompt, reply, run the cell, show the output, until it ends.
+
+Every message is stored exactly as the policy saw or said it — system prompt, question,
+rejected replies, re-prompts, tool outputs — each with its turn index. Turns are handed
+out by one `Transcript`, and each `CellRun` records the turns it was given, so the trace
+and the executions cannot drift apart; `check_alignment` proves it for a finished episode.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from verilearn_assets.analysis.teacher.config import TeacherConfig
+from verilearn_assets.analysis.teacher.grounding import ground_hooks
+from verilearn_assets.analysis.teacher.parse import FormatError, parse_reply
+from verilearn_assets.analysis.teacher.policy import Policy
+from verilearn_assets.analysis.teacher.prompts import (
+    Observation,
+    question_prompt,
+    reprompt,
+    system_prompt,
+    tool_message,
+)
+from verilearn_assets.answers import answer_hash, answers_match, parse_answer
+from verilearn_assets.contracts import (
+    CellRun,
+    Episode,
+    FailureClass,
+    HookRecord,
+    Message,
+    MessageKind,
+    QuestionRecord,
+    Role,
+    TableRecord,
+)
+
+log = logging.getLogger(__name__)
+
+
+class AlignmentError(AssertionError):
+    """An episode's messages and cell runs disagree — a bug, never a data problem."""
+
+
+class Transcript:
+    """The only place turn indices are assigned: contiguous, from 0, in append order."""
+
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+
+    def add(self, role: Role, kind: MessageKind, content: str) -> int:
+        turn = len(self.messages)
+        self.messages.append(Message(turn=turn, role=role, kind=kind, content=content))
+        return turn
+
+
+@dataclass
+class Trace:
+    """A finished conversation before it is judged against an answer."""
+
+    messages: list[Message]
+    cells: list[CellRun]
+    submissions: list[str]
+    hooks: list[HookRecord]
+    hooks_total: int
+    hooks_malformed: int
+    end: str  # submitted | max_turns | format_errors
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    duration_ms: float = 0.0
+    hook_details: list[Any] = field(default_factory=list)
+
+    @property
+    def answer(self) -> str | None:
+        return self.submissions[-1] if self.submissions else None
+
+    @property
+    def n_turns(self) -> int:
+        """Assistant messages, rejected ones included."""
+        return sum(m.role == "assistant" for m in self.messages)
+
+    def failure_without_answer(self) -> FailureClass:
+        """Why a trace that never submitted failed."""
+        if self.end == "format_errors":
+            return "format_error"
+        if self.cells and self.cells[-1].status != "ok":
+            return "execution_failure"
+        return "max_turns" if self.end == "max_turns" else "no_submission"
+
+
+# The sandbox validates hook records itself and replaces a malformed one by a note on the
+# cell's stderr; those notes are counted as malformed entries so none vanishes unseen.
+SANDBOX_MALFORMED_HOOK_NOTE = "[sandbox] dropped a malformed hook:"
+
+
+def _result_hooks(result: Any) -> list[Any]:
+    """Hook entries of a cell result, malformed ones included (they are counted)."""
+    entries: list[Any] = list(getattr(result, "hooks", []) or [])
+    malformed = getattr(result, "malformed_hooks", None)
+    if malformed is not None:
+        entries.extend(malformed)
+    else:
+        entries.extend(line for line in (result.stderr or "").splitlines()
+                       if line.startswith(SANDBOX_MALFORMED_HOOK_NOTE))
+    return entries
+
+
+async def run_trace(task_prompt: str, table: TableRecord, policy: Policy, pool: Any,
+                    cfg: TeacherConfig) -> Trace:
+    """Drive one conversation in a fresh sandbox slot holding `table`.
+
+    `task_prompt` is the first user message (a question, or the exploration brief).
+    """
+    started = time.monotonic()
+    tx = Transcript()
+    tx.add("system", "prompt", system_prompt(table, cfg.max_turns))
+    tx.add("user", "prompt", task_prompt)
+    cells: list[CellRun] = []
+    codes: list[str] = []
+    submissions: list[str] = []
+    hooks: list[HookRecord] = []
+    details: list[Any] = []
+    hooks_total = hooks_malformed = 0
+    format_errors = 0
+    prompt_tokens = completion_tokens = 0
+    end = "max_turns"
+    async with contextlib.AsyncExitStack() as stack:
+        task = None  # the slot is taken at the first cell: rejected replies need none
+        while True:
+            reply = await policy.next_message(list(tx.messages))
+            prompt_tokens += reply.prompt_tokens
+            completion_tokens += reply.completion_tokens
+            parsed = parse_reply(reply.text)
+            if isinstance(parsed, FormatError):
+                tx.add("assistant", "rejected_reply", reply.text)
+                format_errors += 1
+                if format_errors > cfg.max_format_errors:
+                    end = "format_errors"
+                    break
+                tx.add("user", "reprompt",
+                       reprompt(parsed.reason, cfg.max_format_errors - format_errors))
+                continue
+            turn = tx.add("assistant", "reply", reply.text)
+            if task is None:
+                task = await stack.enter_async_context(pool.task(table.path))
+            result = await task.run_cell(parsed.code, timeout_s=cfg.cell_timeout_s)
+            obs = Observation(result.status, result.duration_ms, result.stdout, result.stderr,
+                              result.value_repr, list(result.submissions))
+            output_turn = tx.add("tool", "tool_output", tool_message(obs, cfg.tool_output_chars))
+            cells.append(CellRun(turn=turn, output_turn=output_turn, code=parsed.code,
+                                 status=result.status, stdout=result.stdout,
+                                 stderr=result.stderr, duration_ms=result.duration_ms))
+            codes.append(parsed.code)
+            submissions.extend(result.submissions)
+            entries = _result_hooks(result)
+            # A hook may only ground against this cell and the cells that ran before it.
+            grounded, malformed, cell_details = ground_hooks(entries, codes)
+            hooks.extend(grounded)
+            details.extend(cell_details)
+            hooks_total += len(entries)
+            hooks_malformed += len(malformed)
+            if result.submissions:
+                end = "submitted"
+                break
+            if len(cells) >= cfg.max_turns:
+                end = "max_turns"
+                break
+    trace = Trace(tx.messages, cells, submissions, hooks, hooks_total, hooks_malformed, end,
+                  prompt_tokens, completion_tokens, (time.monotonic() - started) * 1000,
+                  details)
+    check_alignment(trace.messages, trace.cells)
+    return trace
+
+
+def check_alignment(messages: Sequence[Message], cells: Sequence[CellRun]) -> None:
+    """Raise `AlignmentError` unless turns are contiguous and each cell pairs correctly.
+
+    Each cell's `turn` must be an accepted assistant reply whose python block is exactly
+    the cell's code, its `output_turn` the tool message right after it; every reply and
+    every tool message belongs to exactly one cell.
+    """
+    for i, m in enumerate(messages):
+        if m.turn != i:
+            raise AlignmentError(f"message {i} has turn {m.turn}; turns must be 0..n-1")
+    if messages and messages[0].role != "system":
+        raise AlignmentError("turn 0 must be the system prompt")
+    replies = [m.turn for m in messages if m.role == "assistant" and m.kind == "reply"]
+    tools = [m.turn for m in messages if m.role == "tool"]
+    if [c.turn for c in cells] != replies:
+        raise AlignmentError(f"cell turns {[c.turn for c in cells]} != replies {replies}")
+    if [c.output_turn for c in cells] != tools:
+        raise AlignmentError(f"cell output turns {[c.output_turn for c in cells]} != "
+                             f"tool messages {tools}")
+    for c in cells:
+        if c.output_turn != c.turn + 1:
+            raise AlignmentError(f"cell at turn {c.turn}: output at {c.output_turn}")
+        parsed = parse_reply(messages[c.turn].content)
+        if isinstance(parsed, FormatError) or parsed.code != c.code:
+            raise AlignmentError(f"cell at turn {c.turn} does not hold the reply's code")
+
+
+def judge(answer: str | None, question: QuestionRecord) -> bool:
+    """Does a submission match the question's answer, an alternative, or a known hash?"""
+    if answer is None:
+        return False
+    schema = question.answer_schema
+    try:
+        got = parse_answer(answer)
+        if answer_hash(got, schema) in set(question.answer_hashes):
+            return True
+        expected = [question.answer] + [a.answer for a in question.alternatives]
+        return any(answers_match(parse_answer(e), got, schema) for e in expected)
+    except ValueError as exc:  # an answer that cannot be normalised is simply wrong
+        log.info("question %s: submission %r rejected: %s", question.id, answer[:200], exc)
+        return False
+
+
+def to_episode(trace: Trace, question: QuestionRecord, *, teacher: str, sampling_key: str,
+               role: str = "single", index: int = 0, verified: bool | None = None,
+               failure_class: FailureClass | None = None) -> Episode:
+    """An `Episode` record; `verified` defaults to matching the question's answer."""
+    if verified is None:
+        verified = judge(trace.answer, question)
+        if not verified:
+            failure_class = ("wrong_answer" if trace.answer is not None
+                             else trace.failure_without_answer())
+    return Episode(
+        id=Episode.make_id(question.id, teacher, sampling_key, role, index),
+        question_id=question.id, source=question.source, split=question.split,
+        dataset=question.dataset, template=question.template, teacher=teacher,
+        sampling_key=sampling_key, role=role, messages=trace.messages, cells=trace.cells,
+        submissions=trace.submissions, answer=trace.answer, hooks=trace.hooks,
+        hooks_total=trace.hooks_total, hooks_grounded=len(trace.hooks),
+        hooks_malformed=trace.hooks_malformed, verified=verified,
+        failure_class=None if verified else failure_class, n_turns=trace.n_turns,
+        prompt_tokens=trace.prompt_tokens, completion_tokens=trace.completion_tokens,
+        duration_ms=trace.duration_ms)
+
+
+async def run_episode(question: QuestionRecord, table: TableRecord, policy: Policy, pool: Any,
+                      cfg: TeacherConfig, *, role: str = "single", index: int = 0) -> Episode:
+    """Run one trace for `question` and judge it against the question's answer."""
+    if question.table != table.id:
+        raise ValueError(f"question {question.id}: table {question.table!r} is not the "
+                         f"given table {table.id!r}")
+    prompt = question_prompt(question.question, question.answer_schema)
+    trace = await run_trace(prompt, table, policy, pool, cfg)
+    return to_episode(trace, question, teacher=policy.name,
+                      sampling_key=cfg.sampling_key(policy.name), role=role, index=index)

@@ -1,0 +1,167 @@
+"""Episodes for a whole partition: per-question dispatch, skip-on-rerun, incremental writes.
+
+Template/procedural questions get one trace judged against the ground truth; `llm`
+questions get a gold trace plus K consistency traces decided by triangulation. Each
+question's episodes are appended to the lake as soon as they finish, so a crash loses at
+most the episodes in flight, and a re-run skips every episode id already written (ids
+are keyed by question, teacher and sampling config).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from verilearn_assets import lake
+from verilearn_assets.analysis.teacher.config import TeacherConfig
+from verilearn_assets.analysis.teacher.loop import run_episode, run_trace, to_episode
+from verilearn_assets.analysis.teacher.policy import Policy, ProgramPolicy, VllmPolicy
+from verilearn_assets.analysis.teacher.prompts import question_prompt
+from verilearn_assets.analysis.teacher.triangulate import TraceOutcome, triangulate
+from verilearn_assets.contracts import Episode, QuestionRecord, TableRecord
+
+log = logging.getLogger(__name__)
+
+EPISODES_ASSET = "episodes"
+# make_policy(reference_code, trace_index) -> a fresh policy for one trace
+PolicyFactory = Callable[[str | None, int], Policy]
+
+
+class TeacherUnavailableError(RuntimeError):
+    """The configured teacher cannot run here (no server, no reference code)."""
+
+
+def policy_factory(cfg: TeacherConfig, client: Any | None = None) -> PolicyFactory:
+    """Policies for `cfg.teacher`; trace i of a triangulation samples with seed + i."""
+    if cfg.teacher == "vllm" and client is None:
+        raise TeacherUnavailableError(
+            "teacher 'vllm' needs a vLLM server: set base_urls (or launch: true) in "
+            "configs/vllm.yaml and start the server, or set teacher: program in "
+            "configs/teacher.yaml to replay verified reference code instead")
+
+    def make(code: str | None, index: int) -> Policy:
+        if cfg.teacher == "program":
+            if code is None:
+                raise TeacherUnavailableError(
+                    "the program teacher replays reference code, and this task has none "
+                    "(llm-source question proposals need teacher: vllm)")
+            return ProgramPolicy(code, max_cells=cfg.max_turns)
+        return VllmPolicy(client, cfg.sampling, cfg.seed + index)
+
+    return make
+
+
+def planned_ids(question: QuestionRecord, cfg: TeacherConfig,
+                teacher: str | None = None) -> list[str]:
+    """The episode ids a complete run writes for `question` under `cfg`."""
+    teacher = teacher or cfg.teacher
+    key = cfg.sampling_key(teacher)
+    if question.source == "llm":
+        return [Episode.make_id(question.id, teacher, key, "gold", 0)] + [
+            Episode.make_id(question.id, teacher, key, "consistency", i)
+            for i in range(1, cfg.n_traces)]
+    return [Episode.make_id(question.id, teacher, key, "single", 0)]
+
+
+async def triangulated_episodes(question: QuestionRecord, table: TableRecord,
+                                make_policy: PolicyFactory, pool: Any,
+                                cfg: TeacherConfig) -> list[Episode]:
+    """Gold + K consistency traces; triangulation sets `verified` and the failure class."""
+    policies = [make_policy(question.code, i) for i in range(cfg.n_traces)]
+    prompt = question_prompt(question.question, question.answer_schema)
+    traces = await asyncio.gather(*(
+        run_trace(prompt, table, p, pool, cfg) for p in policies))
+    outcomes = [TraceOutcome(t.answer, None if t.answer else t.failure_without_answer())
+                for t in traces]
+    tri = triangulate(outcomes, question.answer_schema, cfg.required_votes)
+    key = cfg.sampling_key(policies[0].name)
+    episodes = []
+    for i, (trace, policy) in enumerate(zip(traces, policies, strict=True)):
+        role = "gold" if i == 0 else "consistency"
+        ok = tri.in_winning_cluster(i)
+        failure = None if ok else (tri.failure_class or "disagreement")
+        episodes.append(to_episode(trace, question, teacher=policy.name, sampling_key=key,
+                                   role=role, index=i, verified=ok, failure_class=failure))
+    return episodes
+
+
+async def question_episodes(question: QuestionRecord, table: TableRecord,
+                            make_policy: PolicyFactory, pool: Any,
+                            cfg: TeacherConfig) -> list[Episode]:
+    if question.source == "llm":
+        return await triangulated_episodes(question, table, make_policy, pool, cfg)
+    return [await run_episode(question, table, make_policy(question.code, 0), pool, cfg)]
+
+
+@dataclass
+class PartitionRun:
+    written: int = 0
+    skipped_questions: int = 0
+    verified: int = 0
+    failures: Counter = field(default_factory=Counter)
+    errors: list[str] = field(default_factory=list)
+
+
+def existing_episode_ids(source: str, split: str, root: Path | None = None) -> set[str]:
+    frame = lake.read_partition(EPISODES_ASSET, root, schema=Episode.polars_schema(),
+                                source=source, split=split)
+    return set(frame["id"].to_list()) if "id" in frame.columns else set()
+
+
+async def run_partition(questions: Sequence[QuestionRecord],
+                        tables: Mapping[str, TableRecord], make_policy: PolicyFactory,
+                        pool: Any, cfg: TeacherConfig, *, source: str, split: str,
+                        root: Path | None = None, teacher: str | None = None,
+                        ) -> PartitionRun:
+    """Run every question of one partition that is not already done; append as they end.
+
+    A failing question (the sandbox or server erred) is recorded in `errors` and the run
+    goes on; the caller decides whether any error fails the materialization.
+    """
+    done = existing_episode_ids(source, split, root)
+    stats = PartitionRun()
+    todo = []
+    for q in questions:
+        if (q.source, q.split) != (source, split):
+            raise ValueError(f"question {q.id} is {q.source}/{q.split}, not {source}/{split}")
+        if q.table not in tables:
+            raise ValueError(f"question {q.id}: table {q.table!r} is not in the tables asset")
+        if set(planned_ids(q, cfg, teacher)) <= done:
+            stats.skipped_questions += 1
+        else:
+            todo.append(q)
+    gate = asyncio.Semaphore(cfg.concurrency)
+    write_lock = asyncio.Lock()
+
+    async def one(q: QuestionRecord) -> None:
+        async with gate:
+            try:
+                episodes = await question_episodes(q, tables[q.table], make_policy, pool, cfg)
+            except Exception as exc:  # recorded with the question named; the caller decides
+                log.error("question %s: episode run failed: %s", q.id, exc)
+                stats.errors.append(f"question {q.id}: {type(exc).__name__}: {exc}")
+                return
+        async with write_lock:
+            lake.append_part(EPISODES_ASSET, Episode.to_frame(episodes), root,
+                             source=source, split=split)
+        stats.written += len(episodes)
+        for e in episodes:
+            stats.verified += e.verified
+            if e.failure_class:
+                stats.failures[e.failure_class] += 1
+
+    await asyncio.gather(*(one(q) for q in todo))
+    return stats
+
+
+def compact_partition(source: str, split: str, root: Path | None = None) -> int:
+    """Rewrite a partition's parts as one, keeping the last record of each id."""
+    records = lake.read_records(EPISODES_ASSET, Episode, root, source=source, split=split)
+    unique = list({r.id: r for r in records}.values())
+    lake.write_records(EPISODES_ASSET, unique, Episode, root, source=source, split=split)
+    return len(unique)

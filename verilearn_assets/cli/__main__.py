@@ -1,0 +1,5 @@
+import sys
+
+from verilearn_assets.cli import main
+
+sys.exit(main())

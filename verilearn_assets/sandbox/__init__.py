@@ -1,0 +1,1 @@
+"""Sandbox: run untrusted analysis code fast, in isolation, and survive faults."""

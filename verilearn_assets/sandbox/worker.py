@@ -1,0 +1,491 @@
+"""The worker that runs inside each sandbox slot (a zygote that forks one child per task).
+
+The zygote imports the heavy libraries once and keeps recently used tables in memory.
+`begin` forks a child: copy-on-write memory gives the task a pristine `df` and namespace
+in a few milliseconds, and nothing the task does can reach the zygote's copy. `end` kills
+every process of the task and wipes the workspace, so the next task starts clean.
+
+The zygote runs as PID 1 of the slot's PID namespace: the kernel drops SIGKILL sent to it
+from inside, so a cell cannot kill its own supervisor. Cells reach the host only as JSON
+frames (results, submissions, hooks) on a channel separate from stdout.
+
+Run as a script inside the jail (`python -I -B worker.py ...`); it imports only the
+stdlib, `protocol` and `runtime` from its own directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import builtins
+import collections
+import importlib
+import json
+import linecache
+import os
+import resource
+import select
+import shutil
+import signal
+import socket
+import sys
+import time
+import traceback
+from typing import Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _load_siblings() -> tuple[Any, Any]:
+    sys.path.insert(0, HERE)
+    return importlib.import_module("protocol"), importlib.import_module("runtime")
+
+
+protocol, runtime = _load_siblings()
+
+CUT_MARKER = "\n[... {n} bytes cut from the middle of this output ...]\n"
+
+
+class Capped:
+    """Keeps the head and the tail of a stream; the middle is dropped past `cap` bytes."""
+
+    def __init__(self, cap: int) -> None:
+        self.head_cap = cap // 2
+        self.tail_cap = cap - self.head_cap
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def feed(self, data: bytes) -> None:
+        self.total += len(data)
+        room = self.head_cap - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if data:
+            self.tail += data[-self.tail_cap:]
+            if len(self.tail) > self.tail_cap:
+                del self.tail[: len(self.tail) - self.tail_cap]
+
+    def text(self) -> str:
+        kept = len(self.head) + len(self.tail)
+        head = self.head.decode(errors="replace")
+        tail = self.tail.decode(errors="replace")
+        if self.total <= kept:
+            return (self.head + self.tail).decode(errors="replace")
+        return head + CUT_MARKER.format(n=self.total - kept) + tail
+
+
+# --------------------------------------------------------------------------- child side
+def _trim_traceback(tb: Any) -> Any:
+    while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
+        tb = tb.tb_next
+    return tb
+
+
+def run_cell(code: str, n: int, ns: dict[str, Any], repr_cap: int) -> tuple[str, str | None]:
+    """Execute one cell with notebook semantics; returns (status, repr of last value)."""
+    filename = f"<cell {n}>"
+    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+    try:
+        tree = ast.parse(code, filename, "exec")
+        last = None
+        if tree.body and isinstance(tree.body[-1], ast.Expr):
+            last = ast.Expression(tree.body.pop().value)
+        exec(compile(tree, filename, "exec"), ns)
+        if last is None:
+            return "ok", None
+        value = eval(compile(last, filename, "eval"), ns)
+        if value is None:
+            return "ok", None
+        text = repr(value)
+        if len(text) > repr_cap:
+            text = text[: repr_cap - 3] + "..."
+        print(text)
+        return "ok", text
+    except BaseException as exc:  # the cell's own failure, SystemExit included
+        traceback.print_exception(type(exc), exc, _trim_traceback(exc.__traceback__),
+                                  file=sys.stderr)
+        return "error", None
+
+
+def _vm_bytes() -> int:
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def child_main(cmd_r: int, evt_w: int, df: Any, cfg: dict[str, Any]) -> None:
+    """Body of the forked task process: set limits, then serve cells until EOF."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        with open("/proc/self/oom_score_adj", "w") as fh:
+            fh.write("1000")  # the task, never the zygote, is the OOM killer's victim
+    except OSError:
+        pass
+    extra = cfg["memory_mb"] * 1024 * 1024
+    limit = _vm_bytes() + extra
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    fsize = cfg["workspace_mb"] * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    workspace = cfg["workspace"]
+    os.chdir(workspace)
+    os.environ.update({"HOME": workspace, "TMPDIR": workspace, "MPLCONFIGDIR": workspace})
+    sys.stdout = open(1, "w", encoding="utf-8", errors="replace", closefd=False)
+    sys.stderr = open(2, "w", encoding="utf-8", errors="replace", closefd=False)
+
+    def emit(message: dict[str, Any]) -> None:
+        protocol.write_frame_fd(evt_w, message)
+
+    recorder = runtime.Recorder(emit, summary_chars=cfg["hook_summary_chars"],
+                                submission_cap=cfg["submission_cap_bytes"])
+    stats = sys.modules.get("scipy.stats")
+    ns: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins, "df": df,
+                          "pd": sys.modules.get("pandas"), "np": sys.modules.get("numpy"),
+                          "stats": stats, "submit": recorder.submit, "hook": recorder.hook}
+    while True:
+        try:
+            msg = protocol.read_frame_fd(cmd_r)
+        except protocol.ProtocolError:
+            return
+        status, value_repr = run_cell(msg["code"], msg["n"], ns, cfg["value_repr_chars"])
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        emit({"ev": "done", "status": status, "value_repr": value_repr})
+
+
+# -------------------------------------------------------------------------- zygote side
+class Zygote:
+    """Serves the host: begin/cell/end/ping over one socket, one task at a time."""
+
+    def __init__(self, sock: socket.socket, cfg: dict[str, Any]) -> None:
+        self.sock = sock
+        self.cfg = cfg
+        self.tables: collections.OrderedDict[tuple[str, int, int], Any] = (
+            collections.OrderedDict())
+        self.table_key: tuple[str, int, int] | None = None
+        self.child: int | None = None
+        self.fds: dict[str, int] = {}
+        self.cell_no = 0
+        self.tasks = 0
+
+    # --- tables
+    def load_table(self, path: str) -> tuple[str, int, int]:
+        st = os.stat(path)
+        key = (path, st.st_mtime_ns, st.st_size)
+        if key not in self.tables:
+            pd = importlib.import_module("pandas")
+            if path.endswith((".parquet", ".pq")):
+                frame = pd.read_parquet(path)
+            elif path.endswith((".csv", ".csv.gz", ".tsv")):
+                frame = pd.read_csv(path, sep="\t" if path.endswith(".tsv") else ",")
+            else:
+                raise ValueError(f"table {path}: unsupported file type (use .parquet or .csv)")
+            self.tables[key] = frame
+            while len(self.tables) > self.cfg.get("table_cache", 4):
+                self.tables.popitem(last=False)
+        self.tables.move_to_end(key)
+        return key
+
+    # --- task processes
+    def spawn(self) -> None:
+        df = self.tables[self.table_key] if self.table_key else None
+        cmd_r, cmd_w = os.pipe()
+        evt_r, evt_w = os.pipe()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # child
+            code = 0
+            try:
+                os.setsid()
+                null = os.open(os.devnull, os.O_RDONLY)
+                os.dup2(null, 0)
+                os.dup2(out_w, 1)
+                os.dup2(err_w, 2)
+                os.dup2(cmd_r, 3)
+                os.dup2(evt_w, 4)
+                self.sock.detach()
+                os.closerange(5, 1 << 16)
+                self.tables = collections.OrderedDict()  # other tasks' tables: dropped
+                child_main(3, 4, df, self.cfg)
+            except BaseException:  # report and die; never return into the zygote loop
+                traceback.print_exc()
+                code = 70
+            finally:
+                os._exit(code)
+        for fd in (cmd_r, evt_w, out_w, err_w):
+            os.close(fd)
+        for fd in (evt_r, out_r, err_r):
+            os.set_blocking(fd, False)
+        self.child = pid
+        self.fds = {"cmd": cmd_w, "evt": evt_r, "out": out_r, "err": err_r}
+
+    def _close_fds(self) -> None:
+        for fd in self.fds.values():
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.fds = {}
+
+    def _reap_all(self) -> None:
+        while True:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+
+    def _others(self) -> list[int]:
+        me = os.getpid()
+        return [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != me]
+
+    def kill_task(self) -> None:
+        """SIGKILL every process of the task (escapees included) and reap them."""
+        if self.child is not None:
+            try:
+                os.killpg(self.child, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + 5.0
+        while time.monotonic() < deadline:
+            if os.getpid() == 1:  # own PID namespace: everything else belongs to the task
+                for pid in self._others():
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+            elif self.child is not None:
+                try:
+                    os.kill(self.child, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            self._reap_all()
+            if os.getpid() != 1 or not self._others():
+                break
+            time.sleep(0.001)
+        self.child = None
+        self._close_fds()
+
+    def wipe(self) -> None:
+        for root in (self.cfg["workspace"], "/dev/shm"):
+            if not os.path.isdir(root):
+                continue
+            for name in os.listdir(root):
+                path = os.path.join(root, name)
+                try:
+                    if os.path.isdir(path) and not os.path.islink(path):
+                        _chmod_tree(path)
+                        shutil.rmtree(path)
+                    else:
+                        os.unlink(path)
+                except OSError as exc:
+                    print(f"worker: could not remove {path}: {exc}", file=sys.stderr)
+
+    # --- requests
+    def begin(self, msg: dict[str, Any]) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        self.end_task()
+        table = msg.get("table")
+        try:
+            self.table_key = self.load_table(table) if table else None
+        except Exception as exc:  # reported to the host, which names the table
+            return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+        self.cell_no = 0
+        self.tasks += 1
+        self.spawn()
+        return {"ok": True, "ms": (time.perf_counter() - t0) * 1000}
+
+    def end_task(self) -> None:
+        if self.child is not None or self.fds:
+            self.kill_task()
+        self.wipe()
+
+    def cell(self, msg: dict[str, Any]) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        timeout = float(msg.get("timeout") or self.cfg["cell_timeout_s"])
+        if self.child is None:
+            self.spawn()  # a previous cell killed the task's process: fresh namespace
+        self.cell_no += 1
+        out, err = Capped(self.cfg["output_cap_bytes"]), Capped(self.cfg["output_cap_bytes"])
+        submissions: list[str] = []
+        hooks: list[dict[str, Any]] = []
+        status: str | None = None
+        value_repr = None
+        note = ""
+        evt_buf = bytearray()
+        try:
+            protocol.write_frame_fd(self.fds["cmd"], {"code": msg["code"], "n": self.cell_no})
+        except OSError:
+            status = "killed"
+        open_fds = {self.fds["evt"]: "evt", self.fds["out"]: "out", self.fds["err"]: "err"}
+        deadline = t0 + timeout
+        while status is None:
+            remaining = deadline - time.perf_counter()
+            if remaining <= 0:
+                status = "timeout"
+                note = (f"[sandbox] the cell ran past its {timeout:g}s wall-clock limit and "
+                        "was killed; the task's variables were reset")
+                break
+            ready, _, _ = select.select(list(open_fds), [], [], remaining)
+            for fd in ready:
+                try:
+                    data = os.read(fd, 1 << 16)
+                except BlockingIOError:
+                    continue
+                name = open_fds[fd]
+                if not data:
+                    del open_fds[fd]
+                    if name == "evt":
+                        status = "killed"
+                    continue
+                if name == "out":
+                    out.feed(data)
+                elif name == "err":
+                    err.feed(data)
+                else:
+                    evt_buf += data
+                    for event in _frames(evt_buf):
+                        kind = event.get("ev")
+                        if kind == "submit":
+                            submissions.append(str(event.get("value")))
+                        elif kind == "hook":
+                            hooks.append(event.get("hook"))
+                        elif kind == "done":
+                            status = str(event.get("status"))
+                            value_repr = event.get("value_repr")
+            if status is None and not open_fds:
+                status = "killed"
+        if status == "killed":
+            note = f"[sandbox] the task's process died ({self._death()}); its variables were reset"
+        if status in ("killed", "timeout"):
+            self.kill_task()
+        for fd, name in list(open_fds.items()):
+            if name in ("out", "err"):
+                _drain(fd, out if name == "out" else err)
+        stderr = err.text()
+        if note:
+            stderr = f"{stderr}{'' if not stderr or stderr.endswith(chr(10)) else chr(10)}{note}\n"
+        return {"status": status, "stdout": out.text(), "stderr": stderr,
+                "value_repr": value_repr, "submissions": submissions, "hooks": hooks,
+                "duration_ms": (time.perf_counter() - t0) * 1000}
+
+    def _death(self) -> str:
+        """Why the task process ended (exit code or signal), waiting briefly for it."""
+        pid = self.child
+        if pid is None:
+            return "unknown cause"
+        deadline = time.monotonic() + 0.5
+        while time.monotonic() < deadline:
+            try:
+                done, status = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                return "already reaped"
+            if done:
+                self.child = None
+                if os.WIFSIGNALED(status):
+                    sig = os.WTERMSIG(status)
+                    why = signal.Signals(sig).name
+                    if sig == signal.SIGKILL:
+                        why += ", e.g. out of memory or killed by the cell"
+                    return f"signal {why}"
+                return f"exit code {os.WEXITSTATUS(status)}"
+            time.sleep(0.002)
+        return "closed its result channel"
+
+    def serve(self) -> None:
+        fd = self.sock.fileno()
+        protocol.write_frame_fd(fd, {"op": "hello", "pid": os.getpid(), "uid": os.getuid(),
+                                     "python": sys.version.split()[0]})
+        while True:
+            try:
+                msg = protocol.read_frame_fd(fd)
+            except protocol.ProtocolError:
+                break  # host went away
+            op = msg.get("op")
+            try:
+                if op == "ping":
+                    reply = {"ok": True, "tasks": self.tasks}
+                elif op == "begin":
+                    reply = self.begin(msg)
+                elif op == "cell":
+                    reply = self.cell(msg)
+                elif op == "end":
+                    t0 = time.perf_counter()
+                    self.end_task()
+                    reply = {"ok": True, "ms": (time.perf_counter() - t0) * 1000}
+                elif op == "exit":
+                    break
+                else:
+                    reply = {"ok": False, "error": f"unknown op {op!r}"}
+            except Exception as exc:  # keep serving; the host sees the error
+                reply = {"ok": False, "error": f"worker: {type(exc).__name__}: {exc}"}
+            protocol.write_frame_fd(fd, reply)
+        self.end_task()
+
+
+def _frames(buf: bytearray) -> list[dict[str, Any]]:
+    """Pop complete frames off the front of `buf`; malformed frames are skipped."""
+    events = []
+    size = protocol.HEADER.size
+    while len(buf) >= size:
+        (length,) = protocol.HEADER.unpack(bytes(buf[:size]))
+        if length > protocol.MAX_FRAME:
+            buf.clear()
+            break
+        if len(buf) < size + length:
+            break
+        body = bytes(buf[size: size + length])
+        del buf[: size + length]
+        try:
+            events.append(protocol.decode_body(body))
+        except protocol.ProtocolError:
+            continue
+    return events
+
+
+def _drain(fd: int, sink: Capped) -> None:
+    while True:
+        try:
+            data = os.read(fd, 1 << 16)
+        except (BlockingIOError, OSError):
+            return
+        if not data:
+            return
+        sink.feed(data)
+
+
+def _chmod_tree(path: str) -> None:
+    """Give the owner rwx back everywhere so a cell's chmod 000 can't block the wipe."""
+    for root, dirs, _files in os.walk(path):
+        for name in dirs:
+            try:
+                os.chmod(os.path.join(root, name), 0o700)
+            except OSError:
+                pass
+    os.chmod(path, 0o700)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="verilearn sandbox worker")
+    parser.add_argument("--socket", required=True)
+    parser.add_argument("--config", required=True, help="JSON limits and settings")
+    args = parser.parse_args(argv)
+    cfg = json.loads(args.config)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for name in cfg.get("preload", []):
+        importlib.import_module(name)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(args.socket)
+    Zygote(sock, cfg).serve()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
