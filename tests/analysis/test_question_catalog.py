@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+import pytest
+
 from verilearn_assets.analysis.generate import generate
 from verilearn_assets.analysis.questions_config import load_questions_config
 from verilearn_assets.analysis.templates import REGISTRY
@@ -11,6 +13,8 @@ from verilearn_assets.ingest.catalog import load_datasets_config
 from verilearn_assets.ingest.tables import build_tables
 
 
+@pytest.mark.slow  # ~1700 fresh sandbox runs: about 8-10 min on 2 shared cores
+@pytest.mark.timeout(2400)
 def test_every_template_on_every_bundled_table(tmp_path, pool_runner):
     cfg = load_questions_config()
     tables = build_tables(load_datasets_config(), tmp_path)

@@ -56,7 +56,8 @@ _WRITER = """
 import sys, polars as pl
 from verilearn_assets import lake
 n = 30_000_000
-frame = pl.DataFrame({"id": pl.arange(0, n, eager=True).cast(pl.Utf8), "v": pl.arange(0, n, eager=True)})
+ids = pl.arange(0, n, eager=True)
+frame = pl.DataFrame({"id": ids.cast(pl.Utf8), "v": ids})
 print("ready", flush=True)
 lake.write_partition("questions", frame, source="template", split="train")
 print("done", flush=True)

@@ -7,10 +7,10 @@ import json
 import logging
 import time
 
+import docker
 import pytest
 from sandbox_helpers import LoopThread, require_backend, test_config
 
-import docker
 from verilearn_assets.sandbox.jail import LABEL
 from verilearn_assets.sandbox.pool import SandboxError, SandboxPool
 

@@ -43,9 +43,9 @@ async def _llm_client(vllm: VllmResource, needed: bool):
     if not needed:
         yield None
         return
-    cfg = vllm.vllm_config
-    if not cfg.base_urls:
+    if not vllm.configured:
         raise Failure(description=f"no vLLM server configured: {LLM_HOWTO}")
+    cfg = vllm.vllm_config
     client = vllm.client()
     try:
         await client.start()

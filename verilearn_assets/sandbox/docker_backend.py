@@ -15,9 +15,9 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from docker.errors import DockerException, ImageNotFound, NotFound
-
 import docker
+from docker.errors import APIError, DockerException, ImageNotFound, NotFound
+
 from verilearn_assets.sandbox.config import SandboxConfig
 from verilearn_assets.sandbox.jail import (
     CTL_DIR_IN_JAIL,
@@ -131,6 +131,7 @@ class DockerBackend:
             pids_limit=self.config.pids, nano_cpus=int(self.config.cpus * 1e9),
             cap_drop=["ALL"], security_opt=["no-new-privileges"],
             init=False,  # the worker is PID 1: the kernel shields it from its own cells
+            auto_remove=True,  # a host that dies leaves no container behind
         )
         return DockerSlot(container=container, name=name)
 
@@ -153,6 +154,9 @@ class DockerBackend:
             slot.container.remove(force=True)
         except NotFound:
             pass
+        except APIError as exc:
+            if exc.status_code != 409:  # 409: the daemon is already removing it
+                raise
 
     def own_containers(self) -> list[Any]:
         return self.client.containers.list(all=True, filters={"label": f"{LABEL}={self.pool_id}"})
@@ -165,6 +169,9 @@ class DockerBackend:
                 container.remove(force=True)
             except NotFound:
                 continue
+            except APIError as exc:
+                if exc.status_code != 409:
+                    failures.append((container.short_id, str(exc)))
             except DockerException as exc:
                 failures.append((container.short_id, str(exc)))
         return failures

@@ -1,0 +1,58 @@
+"""One real demo run on a small catalog, shared by the end-to-end tests.
+
+The demo runs as a user runs it (`verilearn demo` in a subprocess) against a temporary
+VERILEARN_HOME and a copy of `configs/` whose catalog keeps a few small bundled datasets.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+from demo_support import REPO, DemoHome, Planted, small_configs
+
+
+@pytest.fixture(scope="session")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> DemoHome:
+    root = tmp_path_factory.mktemp("demo")
+    home = root / "home"
+    env = os.environ | {
+        "VERILEARN_HOME": str(home),
+        "VERILEARN_CONFIG_DIR": str(small_configs(root / "configs")),
+        "DAGSTER_HOME": str(home / "dagster"),
+    }
+    proc = subprocess.run([sys.executable, "-m", "verilearn_assets.cli", "demo"], env=env,
+                          capture_output=True, text=True, timeout=2400, cwd=REPO)
+    assert proc.returncode == 0, (
+        f"verilearn demo failed ({proc.returncode})\n{proc.stdout[-6000:]}\n"
+        f"{proc.stderr[-6000:]}")
+    return DemoHome(root, env, proc.stdout)
+
+
+@pytest.fixture(scope="session")
+def planted(demo: DemoHome, tmp_path_factory: pytest.TempPathFactory) -> Planted:
+    """A copy of the demo home with one corrupted trace planted and the gate run on it."""
+    from verilearn_assets import lake
+    from verilearn_assets.contracts import Episode
+
+    root = tmp_path_factory.mktemp("planted")
+    shutil.copytree(demo.home, root / "home")
+    env = demo.env | {"VERILEARN_HOME": str(root / "home"),
+                      "DAGSTER_HOME": str(root / "home" / "dagster")}
+    copy = DemoHome(root, env, demo.stdout)
+    with copy.environ():
+        for split in ("train", "dev", "test"):
+            eps = lake.read_records("episodes", Episode, source="template", split=split)
+            if eps:
+                break
+        assert eps, "the demo wrote no template episodes"
+        victim = eps[0]
+        tool = next(m for m in victim.messages if m.role == "tool")
+        # drop one tool output: the cell that produced it is left unpaired
+        victim.messages = [m for m in victim.messages if m is not tool]
+        lake.write_records("episodes", eps, Episode, source="template", split=split)
+    gate = copy.run("gate", "--sources", "template", "--splits", split)
+    return Planted(copy, f"template|{split}", gate)

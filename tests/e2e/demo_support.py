@@ -1,0 +1,72 @@
+"""Support for the end-to-end tests: a demo home and its helpers.
+
+The demo runs as a user runs it (`verilearn demo` in a subprocess) against a temporary
+VERILEARN_HOME and a copy of `configs/` whose catalog keeps a few small bundled datasets.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+DEMO_DATASETS = ("iris", "heart", "statecrime", "stackloss")
+
+
+@dataclass
+class DemoHome:
+    root: Path
+    env: dict[str, str]
+    stdout: str
+
+    @property
+    def home(self) -> Path:
+        return Path(self.env["VERILEARN_HOME"])
+
+    def run(self, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "verilearn_assets.cli", *args],
+                              env=self.env, capture_output=True, text=True, timeout=timeout,
+                              cwd=REPO)
+
+    @contextmanager
+    def environ(self) -> Iterator[None]:
+        """Point this process at the demo's home and Dagster instance for a while."""
+        keys = ("VERILEARN_HOME", "VERILEARN_CONFIG_DIR", "DAGSTER_HOME")
+        saved = {k: os.environ.get(k) for k in keys}
+        os.environ.update({k: self.env[k] for k in keys})
+        try:
+            yield
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
+
+def small_configs(target: Path, datasets: tuple[str, ...] = DEMO_DATASETS) -> Path:
+    shutil.copytree(REPO / "configs", target)
+    path = target / "datasets.yaml"
+    data = yaml.safe_load(path.read_text())
+    data["datasets"] = [d for d in data["datasets"] if d["name"] in datasets]
+    assert len(data["datasets"]) == len(datasets), "a demo dataset left the catalog"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return target
+
+
+
+@dataclass
+class Planted:
+    home: DemoHome
+    partition: str
+    gate: subprocess.CompletedProcess  # `verilearn gate` run right after planting
+
+

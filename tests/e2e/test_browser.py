@@ -1,0 +1,107 @@
+"""The Dagster UI in headless Chromium: the graph, materialized partitions, a failed check."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from demo_support import REPO, Planted
+
+OUTPUT = REPO / "tests" / "_output" / "browser"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def webserver(planted: Planted) -> Iterator[str]:
+    port = _free_port()
+    exe = Path(sys.executable).parent / "dagster-webserver"
+    log = (planted.home.root / "webserver.log").open("w")
+    proc = subprocess.Popen([str(exe), "-m", "verilearn_assets.definitions", "-h",
+                             "127.0.0.1", "-p", str(port)], env=planted.home.env, cwd=REPO,
+                            stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            assert proc.poll() is None, (planted.home.root / "webserver.log").read_text()[-3000:]
+            try:
+                if httpx.get(f"{url}/server_info", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.5)
+        else:
+            pytest.fail("dagster-webserver did not answer within 120 s")
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
+    if not (chromium and driver):
+        if os.environ.get("VERILEARN_REQUIRE_BROWSER") == "1":
+            pytest.fail("chromium/chromedriver missing (apt: chromium chromium-driver)")
+        pytest.skip("chromium/chromedriver not installed")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = chromium
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                "--no-first-run", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
+                "--window-size=1600,1000"):
+        opts.add_argument(arg)
+    drv = webdriver.Chrome(service=Service(driver), options=opts)
+    try:
+        yield drv
+    finally:
+        drv.quit()
+
+
+def _page_text(drv, url: str, expect: list[str], shot: str, timeout: float = 60) -> str:
+    """Load `url`, wait until every expected string shows, save a screenshot."""
+    drv.get(url)
+    deadline = time.time() + timeout
+    text = ""
+    while time.time() < deadline:
+        text = drv.find_element("tag name", "body").text
+        if all(e in text for e in expect):
+            break
+        time.sleep(0.5)
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    drv.save_screenshot(str(OUTPUT / shot))
+    missing = [e for e in expect if e not in text]
+    assert not missing, f"{url}: {missing} not on the page; page text: {text[:1500]}"
+    return text
+
+
+@pytest.mark.browser
+def test_graph_partitions_and_failed_check(webserver: str, browser, planted: Planted) -> None:
+    _page_text(browser, f"{webserver}/asset-groups/analysis", ["questions", "episodes"],
+               "graph.png")
+    text = _page_text(browser, f"{webserver}/assets/questions?view=partitions",
+                      ["Materialized ("], "questions_partitions.png")
+    count = int(text.split("Materialized (", 1)[1].split(")", 1)[0])
+    assert count >= 2, text[:800]  # template and procedural of at least one split
+    text = _page_text(browser, f"{webserver}/assets/episodes?view=checks",
+                      ["episodes_trace_integrity"], "episodes_checks.png")
+    after = text.split("episodes_trace_integrity", 1)[1].lstrip()
+    assert after.startswith("Failed"), text[:1500]
+    assert (OUTPUT / "episodes_checks.png").stat().st_size > 10_000
