@@ -53,8 +53,7 @@ class VllmResource(ConfigurableResource):
     @property
     def configured(self) -> bool:
         """True when a server is reachable by config: listed base URLs or `launch: true`."""
-        cfg = self.vllm_config
-        return bool(cfg.base_urls) or cfg.launch
+        return self.vllm_config.has_server
 
     def teardown_after_execution(self, context: InitResourceContext) -> None:
         if self._server is not None:

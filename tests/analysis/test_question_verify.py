@@ -107,3 +107,12 @@ def test_bad_programs_are_rejected_and_kept(golden, pool_runner):
     assert "status error" in reasons[4] and "no_such_column" in reasons[4]
     assert "expected a number" in reasons[5]
     assert all(r.status == "rejected" and r.answer_hashes == [] for r in records)
+
+
+def test_plain_string_answer_is_accepted(golden, pool_runner):
+    table, cfg, *_ = golden
+    records, _ = pool_runner.verify([(table, _cand("submit(str(df['g'].mode()[0]))\n",
+                                                   "string"))], cfg)
+    assert records[0].status == "accepted", records[0].rejection_reason
+    assert parse_answer(records[0].answer) == "a"
+    assert records[0].answer_hashes == [answer_hash('"a"', AnswerSchema(kind="string"))]

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from verilearn_assets.config import ConfigError
+from verilearn_assets.llm.client import VllmClient, VllmError
 from verilearn_assets.llm.config import VllmConfig, load_vllm_config
 from verilearn_assets.llm.launcher import VllmServer, server_from_config
 
@@ -16,9 +17,9 @@ def write(tmp_path: Path, text: str) -> Path:
     return tmp_path
 
 
-def test_shipped_config_loads_and_launches_the_tiny_model(repo_root: Path) -> None:
+def test_shipped_config_needs_no_model_but_knows_the_tiny_one(repo_root: Path) -> None:
     cfg = load_vllm_config(repo_root / "configs")
-    assert cfg.launch and cfg.base_urls == []
+    assert not cfg.launch and cfg.base_urls == [] and not cfg.has_server
     server = server_from_config(cfg.server, cfg.model)
     assert server.model_path == repo_root / cfg.server.model_path
     assert server.model_name == cfg.model
@@ -37,10 +38,12 @@ def test_nested_misspelt_key_is_rejected(tmp_path: Path) -> None:
         load_vllm_config(d)
 
 
-def test_no_server_and_no_launch_is_an_error(tmp_path: Path) -> None:
+def test_no_server_and_no_launch_loads_but_a_client_refuses(tmp_path: Path) -> None:
     d = write(tmp_path, "model: m\nlaunch: false\n")
-    with pytest.raises(ConfigError, match="base_urls is empty"):
-        load_vllm_config(d)
+    cfg = load_vllm_config(d)
+    assert not cfg.has_server
+    with pytest.raises(VllmError, match="no vLLM server configured"):
+        VllmClient(cfg)
 
 
 def test_base_urls_are_normalized_and_deduplicated() -> None:

@@ -76,7 +76,7 @@ def check_run(result: TaskResult, schema: AnswerSchema) -> tuple[str, str]:
         problem = validate_answer(value, schema)
         if problem:
             raise RunFailed(problem)
-        return answer, answer_hash(value, schema)
+        return answer, answer_hash(answer, schema)  # the JSON text: a bare str is data
     except AnswerError as exc:
         raise RunFailed(str(exc)) from exc
 

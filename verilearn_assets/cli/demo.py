@@ -6,6 +6,7 @@ import argparse
 import time
 
 from rich.console import Console
+from rich.markup import escape
 
 from verilearn_assets.contracts import SPLITS
 
@@ -39,9 +40,9 @@ def run(args: argparse.Namespace) -> int:
         out = run_job(instance, job, partition)
         outcomes.append(out)
         mark = "[green]ok[/]" if out.success else "[red]FAILED[/]"
-        console.print(f"  {job}{f' [{partition}]' if partition else ''}: {mark} "
-                      f"({time.perf_counter() - t0:.1f}s)")
-        for line in out.failed_checks + out.failed_steps:
+        where = escape(f" [{partition}]") if partition else ""
+        console.print(f"  {job}{where}: {mark} ({time.perf_counter() - t0:.1f}s)")
+        for line in out.failed_checks + out.failed_steps + out.errors:
             console.print(f"    {line}", markup=False)
 
     step("platform_job")

@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
             blocking = [c for c in out.failed_checks if c.startswith("[ERROR]")]
             failures.extend(blocking)
             if not out.success and not blocking:
-                failures.extend(f"{key}: {s}" for s in out.failed_steps)
+                failures.extend(f"{key}: {s}" for s in out.failed_steps + out.errors)
             status = "ok" if not blocking and out.success else "FAILED"
             print(f"gate {key}: {status}")
             for line in out.failed_checks:

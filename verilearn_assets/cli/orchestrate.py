@@ -52,4 +52,12 @@ def run_job(instance: DagsterInstance, job_name: str,
             err = event.event_specific_data.error
             msg = err.message.strip().splitlines()[0] if err else "failed"
             out.failed_steps.append(f"{event.step_key}: {msg}")
+        elif event.event_type in (DagsterEventType.RESOURCE_INIT_FAILURE,
+                                  DagsterEventType.RUN_FAILURE):
+            err = getattr(event.event_specific_data, "error", None)
+            cause = err
+            while cause is not None and cause.cause is not None:
+                cause = cause.cause  # the user's exception, not Dagster's wrapper
+            text = (cause.message.strip() if cause else event.message) or "failed"
+            out.errors.append(f"{event.event_type_value}: {text}")
     return out

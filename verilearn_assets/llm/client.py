@@ -113,7 +113,8 @@ class VllmClient:
 
     def __init__(self, cfg: VllmConfig) -> None:
         if not cfg.base_urls:
-            raise VllmError("VllmConfig.base_urls is empty: launch a server first (see launcher)")
+            raise VllmError("no vLLM server configured: set base_urls (or launch: true with a "
+                            "local model) in configs/vllm.yaml")
         self.cfg = cfg
         self.usage: list[ChatResult] = []
         self._servers = [_Server(url) for url in cfg.base_urls]

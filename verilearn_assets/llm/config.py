@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_validator
 
 from verilearn_assets.config import StrictConfig, load_config
 
@@ -101,11 +101,10 @@ class VllmConfig(StrictConfig):
             raise ValueError(f"duplicate server in base_urls: {normalized}")
         return normalized
 
-    @model_validator(mode="after")
-    def _needs_a_server(self) -> VllmConfig:
-        if not self.launch and not self.base_urls:
-            raise ValueError("base_urls is empty and launch is false: no server to talk to")
-        return self
+    @property
+    def has_server(self) -> bool:
+        """False for the embedded default (no model): nothing listed and nothing to launch."""
+        return bool(self.base_urls) or self.launch
 
     @property
     def global_cap(self) -> int:
