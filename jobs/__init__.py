@@ -52,9 +52,4 @@ reports_job = define_asset_job(
     "reports_job", selection=AssetSelection.groups("reports"),
     description="DuckDB staging views, marts and the report.")
 
-gate_job = define_asset_job(
-    "gate_job", selection=AssetSelection.checks_for_assets("questions", "episodes"),
-    partitions_def=SOURCE_SPLIT,
-    description="Re-run the gate's checks on one source × split without re-materializing.")
-
-JOBS = [gate_job, platform_job, analysis_job, training_job, reports_job]
+JOBS = [platform_job, analysis_job, training_job, reports_job]

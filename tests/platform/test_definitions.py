@@ -27,7 +27,7 @@ def test_definitions_load_with_shared_partitioning() -> None:
     checks = {k.name for k in graph.asset_check_keys}
     assert {"questions_schema_contract", "questions_reproduce", "episodes_trace_integrity",
             "episodes_hooks_grounded", "smoke_suite_passes"} <= checks
-    for job in ("platform_job", "analysis_job", "training_job", "reports_job", "gate_job"):
+    for job in ("platform_job", "analysis_job", "training_job", "reports_job"):
         assert defs.get_job_def(job) is not None
 
 

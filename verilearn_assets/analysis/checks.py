@@ -38,10 +38,8 @@ def _result(outcome: RuleOutcome, **extra) -> AssetCheckResult:
                             metadata=meta)
 
 
-def _questions(context) -> tuple[str, str, list[QuestionRecord]]:
-    source, split = source_split(context.partition_key)
-    return source, split, lake.read_records("questions", QuestionRecord, source=source,
-                                            split=split)
+def _questions(source: str, split: str) -> list[QuestionRecord]:
+    return lake.read_records("questions", QuestionRecord, source=source, split=split)
 
 
 # --- questions ---------------------------------------------------------------------------
@@ -49,7 +47,10 @@ def _questions(context) -> tuple[str, str, list[QuestionRecord]]:
              description="Every row is a valid QuestionRecord: triad vocabulary only, no "
              "legacy keys, in its own partition, id = content hash.")
 def questions_schema_contract(context: AssetCheckExecutionContext) -> AssetCheckResult:
-    source, split = source_split(context.partition_key)
+    return eval_schema_contract(*source_split(context.partition_key))
+
+
+def eval_schema_contract(source: str, split: str, pool=None) -> AssetCheckResult:
     frame = lake.read_partition("questions", source=source, split=split)
     return _result(question_rules.schema_contract(frame, source, split))
 
@@ -58,7 +59,11 @@ def questions_schema_contract(context: AssetCheckExecutionContext) -> AssetCheck
              description="Every accepted answer reproduces in a fresh sandbox task.")
 def questions_reproduce(context: AssetCheckExecutionContext,
                         container_pool: ContainerPoolResource) -> AssetCheckResult:
-    source, split, qs = _questions(context)
+    return eval_reproduce(*source_split(context.partition_key), container_pool)
+
+
+def eval_reproduce(source: str, split: str, container_pool) -> AssetCheckResult:
+    qs = _questions(source, split)
     accepted = [q for q in qs if q.status == "accepted"]
     limit = load_gate_config().reproduce_limit
     sample = accepted if limit is None else accepted[:limit]
@@ -78,12 +83,16 @@ def questions_reproduce(context: AssetCheckExecutionContext,
              description="No dataset appears in two splits (tables and every questions "
              "partition on disk).")
 def questions_datasets_one_split(context: AssetCheckExecutionContext) -> AssetCheckResult:
+    return eval_datasets_one_split(*source_split(context.partition_key))
+
+
+def eval_datasets_one_split(source: str, split: str, pool=None) -> AssetCheckResult:
     pairs = [(t.dataset, t.split) for t in load_table_records(lake.home())]
-    for source in SOURCES:
-        for split in SPLITS:
-            frame = lake.read_partition("questions", source=source, split=split)
+    for src in SOURCES:
+        for spl in SPLITS:
+            frame = lake.read_partition("questions", source=src, split=spl)
             if "dataset" in frame.columns:
-                pairs.extend((d, split) for d in frame["dataset"].unique().to_list())
+                pairs.extend((d, spl) for d in frame["dataset"].unique().to_list())
     return _result(question_rules.datasets_in_one_split(pairs))
 
 
@@ -91,14 +100,22 @@ def questions_datasets_one_split(context: AssetCheckExecutionContext) -> AssetCh
              description="Every accepted answer (primary and alternatives) has its hash "
              "in answer_hashes.")
 def questions_answer_hashes(context: AssetCheckExecutionContext) -> AssetCheckResult:
-    return _result(question_rules.answer_hash_present(_questions(context)[2]))
+    return eval_answer_hashes(*source_split(context.partition_key))
+
+
+def eval_answer_hashes(source: str, split: str, pool=None) -> AssetCheckResult:
+    return _result(question_rules.answer_hash_present(_questions(source, split)))
 
 
 @asset_check(asset=questions, blocking=True, partitions_def=SOURCE_SPLIT,
              description="Accepted questions reach the floors of configs/gate.yaml "
              "(total, per template, per operator family) when the split has tables.")
 def questions_floors(context: AssetCheckExecutionContext) -> AssetCheckResult:
-    source, split, qs = _questions(context)
+    return eval_floors(*source_split(context.partition_key))
+
+
+def eval_floors(source: str, split: str, pool=None) -> AssetCheckResult:
+    qs = _questions(source, split)
     n_tables = len(load_table_records(lake.home(), split))
     floors = load_gate_config().floors.get(source)
     if floors is None or n_tables == 0:
@@ -124,7 +141,7 @@ def _previous_metadata(context, key: str, name: str) -> float | None:
              description="Warns when the alternatives (ambiguity) rate rises more than "
              "configured versus the previous materialization.")
 def questions_ambiguity_drift(context: AssetCheckExecutionContext) -> AssetCheckResult:
-    _, _, qs = _questions(context)
+    qs = _questions(*source_split(context.partition_key))
     accepted = [q for q in qs if q.status == "accepted"]
     rate = sum(bool(q.alternatives) for q in accepted) / len(accepted) if accepted else 0.0
     before = _previous_metadata(context, "questions", "alternatives_rate")
@@ -137,8 +154,7 @@ def questions_ambiguity_drift(context: AssetCheckExecutionContext) -> AssetCheck
 
 
 # --- episodes ----------------------------------------------------------------------------
-def _episodes(context) -> list[Episode]:
-    source, split = source_split(context.partition_key)
+def _episodes(source: str, split: str) -> list[Episode]:
     return lake.read_records("episodes", Episode, source=source, split=split)
 
 
@@ -146,30 +162,40 @@ def _episodes(context) -> list[Episode]:
              description="Zero critical integrity failures: contiguous turns, every cell "
              "paired with its assistant turn and tool output, no orphan output.")
 def episodes_trace_integrity(context: AssetCheckExecutionContext) -> AssetCheckResult:
-    return _result(episode_rules.trace_integrity(_episodes(context)))
+    return eval_trace_integrity(*source_split(context.partition_key))
+
+
+def eval_trace_integrity(source: str, split: str, pool=None) -> AssetCheckResult:
+    return _result(episode_rules.trace_integrity(_episodes(source, split)))
 
 
 @asset_check(asset=episodes, blocking=True, partitions_def=SOURCE_SPLIT,
              description="Every hook grounds in a whole executed line (strict matching); "
              "stored counts agree with a recomputation.")
 def episodes_hooks_grounded(context: AssetCheckExecutionContext) -> AssetCheckResult:
-    return _result(episode_rules.hooks_grounded(_episodes(context)))
+    return eval_hooks_grounded(*source_split(context.partition_key))
+
+
+def eval_hooks_grounded(source: str, split: str, pool=None) -> AssetCheckResult:
+    return _result(episode_rules.hooks_grounded(_episodes(source, split)))
 
 
 @asset_check(asset=episodes, blocking=True, partitions_def=SOURCE_SPLIT,
              description="Verified episodes really match their question's answer.")
 def episodes_verified_match(context: AssetCheckExecutionContext) -> AssetCheckResult:
-    source, split = source_split(context.partition_key)
-    qs = {q.id: q for q in lake.read_records("questions", QuestionRecord, source=source,
-                                             split=split)}
-    return _result(episode_rules.verified_match_question(_episodes(context), qs))
+    return eval_verified_match(*source_split(context.partition_key))
+
+
+def eval_verified_match(source: str, split: str, pool=None) -> AssetCheckResult:
+    qs = {q.id: q for q in _questions(source, split)}
+    return _result(episode_rules.verified_match_question(_episodes(source, split), qs))
 
 
 @asset_check(asset=episodes, blocking=False, partitions_def=SOURCE_SPLIT,
              description="Warns when the pass rate drops more than configured versus the "
              "previous materialization.")
 def episodes_pass_rate_drift(context: AssetCheckExecutionContext) -> AssetCheckResult:
-    eps = _episodes(context)
+    eps = _episodes(*source_split(context.partition_key))
     rate = sum(e.verified for e in eps) / len(eps) if eps else 0.0
     before = _previous_metadata(context, "episodes", "pass_rate")
     limit = load_gate_config().drift.max_pass_rate_drop
@@ -179,6 +205,19 @@ def episodes_pass_rate_drift(context: AssetCheckExecutionContext) -> AssetCheckR
         description=f"pass rate {rate:.3f} (previous {before}, max drop {limit})",
         metadata={"rate": rate, "previous": -1.0 if before is None else before})
 
+
+# Each blocking check with the evaluator it wraps, so `verilearn gate` runs the very same
+# code headless (a checks-only job cannot take a partition key in Dagster 1.13).
+EVALUATORS = {
+    "questions_schema_contract": eval_schema_contract,
+    "questions_reproduce": eval_reproduce,
+    "questions_datasets_one_split": eval_datasets_one_split,
+    "questions_answer_hashes": eval_answer_hashes,
+    "questions_floors": eval_floors,
+    "episodes_trace_integrity": eval_trace_integrity,
+    "episodes_hooks_grounded": eval_hooks_grounded,
+    "episodes_verified_match": eval_verified_match,
+}
 
 QUESTION_CHECKS = [questions_schema_contract, questions_reproduce,
                    questions_datasets_one_split, questions_answer_hashes, questions_floors]

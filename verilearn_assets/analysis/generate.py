@@ -29,10 +29,9 @@ def generate(table: TableRecord, source: str, cfg: QuestionsConfig) -> Generatio
         outcome = apply_templates(table.columns, table.n_rows, table.path, cfg)
         return Generation(outcome.candidates, outcome.not_applicable)
     if source == "procedural":
-        from verilearn_assets.analysis.programs import ProgramSearchConfig, generate_programs
+        from verilearn_assets.analysis.programs import generate_programs
 
-        search_cfg = ProgramSearchConfig.model_validate(cfg.procedural)
-        return Generation(generate_programs(table.columns, table.path, search_cfg))
+        return Generation(generate_programs(table.columns, table.path, cfg.procedural))
     raise ValueError(f"question source {source!r} cannot be generated here "
                      f"(choose one of {list(GENERATED_SOURCES)})")
 

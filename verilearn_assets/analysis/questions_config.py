@@ -6,6 +6,7 @@ from pathlib import Path
 
 from pydantic import Field
 
+from verilearn_assets.analysis.programs import ProgramSearchConfig
 from verilearn_assets.config import StrictConfig, load_config
 
 
@@ -29,13 +30,6 @@ class TemplateSourceConfig(StrictConfig):
     tie_digits: int = Field(10, ge=3)  # values equal to this many significant digits tie
 
 
-class FloorsConfig(StrictConfig):
-    """Minimum accepted questions the catalog should hold (read by asset checks)."""
-
-    per_template: int = Field(1, ge=0)
-    per_op_family: int = Field(1, ge=0)
-
-
 class VerifyConfig(StrictConfig):
     runs: int = Field(2, ge=2)  # fresh executions that must agree
     timeout_s: float | None = Field(None, gt=0)
@@ -44,9 +38,9 @@ class VerifyConfig(StrictConfig):
 class QuestionsConfig(StrictConfig):
     eligibility: EligibilityConfig = Field(default_factory=EligibilityConfig)
     template: TemplateSourceConfig = Field(default_factory=TemplateSourceConfig)
-    floors: FloorsConfig = Field(default_factory=FloorsConfig)
     verify: VerifyConfig = Field(default_factory=VerifyConfig)
-    procedural: dict[str, object] = Field(default_factory=dict)  # passed to generate_programs
+    # the procedural search, validated at load like every other key
+    procedural: ProgramSearchConfig = Field(default_factory=ProgramSearchConfig)
 
 
 def load_questions_config(directory: str | Path | None = None) -> QuestionsConfig:

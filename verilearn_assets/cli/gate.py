@@ -1,4 +1,9 @@
-"""`verilearn gate`: run the gate's checks headless; exit 1 naming every failing check."""
+"""`verilearn gate`: run the blocking checks headless; exit 1 naming every failing check.
+
+The evaluations are the asset checks' own code, and each one is recorded in the Dagster
+instance (as a run-less check evaluation on its partition), so the UI and the training
+gate see exactly what this command saw.
+"""
 
 from __future__ import annotations
 
@@ -16,30 +21,43 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dagster import AssetCheckEvaluation
+
+    from resources.container_pool import ContainerPoolResource
     from verilearn_assets import lake
+    from verilearn_assets.analysis.checks import BLOCKING_CHECKS, EVALUATORS
     from verilearn_assets.cli import CliError
-    from verilearn_assets.cli.orchestrate import instance_for_home, run_job
+    from verilearn_assets.cli.orchestrate import instance_for_home
     from verilearn_assets.partitions import partition_key
 
-    home = lake.home()
-    instance = instance_for_home(home)
+    instance = instance_for_home(lake.home())
+    pool = ContainerPoolResource()
     ran = 0
     failures: list[str] = []
     for source in args.sources:
         for split in args.splits:
             if not lake.partition_dir("questions", source=source, split=split).exists():
                 continue
-            key = str(partition_key(source, split))
-            out = run_job(instance, "gate_job", key)
             ran += 1
-            blocking = [c for c in out.failed_checks if c.startswith("[ERROR]")]
-            failures.extend(blocking)
-            if not out.success and not blocking:
-                failures.extend(f"{key}: {s}" for s in out.failed_steps + out.errors)
-            status = "ok" if not blocking and out.success else "FAILED"
-            print(f"gate {key}: {status}")
-            for line in out.failed_checks:
-                print(f"  {line}")
+            key = str(partition_key(source, split))
+            has_episodes = lake.partition_dir("episodes", source=source,
+                                              split=split).exists()
+            print(f"gate {key}:")
+            for chk in BLOCKING_CHECKS:
+                (ck,) = chk.check_keys
+                if ck.asset_key.to_user_string() == "episodes" and not has_episodes:
+                    print(f"  {ck.name}: skipped (episodes not materialized)")
+                    continue
+                result = EVALUATORS[ck.name](source, split, pool)
+                instance.report_runless_asset_event(AssetCheckEvaluation(
+                    asset_key=ck.asset_key, check_name=ck.name, passed=result.passed,
+                    metadata=result.metadata, severity=result.severity,
+                    description=result.description, blocking=True, partition=key))
+                status = "ok" if result.passed else "FAILED"
+                print(f"  {ck.name}: {status} — {result.description}")
+                if not result.passed:
+                    failures.append(f"{ck.name} on {ck.asset_key.to_user_string()} [{key}]: "
+                                    f"{result.description}")
     if ran == 0:
         raise CliError(f"no questions partition under {lake.lake_root()}: run "
                        "`verilearn demo` (or materialize questions) first")

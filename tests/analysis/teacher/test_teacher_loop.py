@@ -127,6 +127,18 @@ def test_wrong_answer_and_alternative_answers(sandbox: Sandbox, table: TableReco
     ep = sandbox.run(run_episode(question, table, ScriptedPolicy([cell("submit(0.5 + 1e-12)")]),
                                  sandbox.pool, TeacherConfig()))
     assert ep.verified  # within the schema's tolerance
+    # string answers: judged by hash of the canonical JSON and by the schema's comparison
+    word = make_question(table, "submit('north')", "north", AnswerSchema(kind="string"))
+    for reply, ok in [("submit('north')", True), ("submit(' north ')", True),
+                      ("submit('south')", False)]:
+        ep = sandbox.run(run_episode(word, table, ScriptedPolicy([cell(reply)]),
+                                     sandbox.pool, TeacherConfig()))
+        assert ep.verified is ok, reply
+    # an answer the schema cannot normalise is wrong, not an error
+    ep = sandbox.run(run_episode(make_question(table, "submit(3)", 3, INT), table,
+                                 ScriptedPolicy([cell("submit(2.5)")]), sandbox.pool,
+                                 TeacherConfig()))
+    assert not ep.verified and ep.failure_class == "wrong_answer"
 
 
 def test_hooks_ground_only_against_lines_that_ran(sandbox: Sandbox, table: TableRecord) -> None:

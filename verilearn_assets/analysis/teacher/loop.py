@@ -26,7 +26,7 @@ from verilearn_assets.analysis.teacher.prompts import (
     system_prompt,
     tool_message,
 )
-from verilearn_assets.answers import answer_hash, answers_match, parse_answer
+from verilearn_assets.answers import AnswerError, answer_hash, answers_match, parse_answer
 from verilearn_assets.contracts import (
     CellRun,
     Episode,
@@ -210,13 +210,14 @@ def judge(answer: str | None, question: QuestionRecord) -> bool:
     schema = question.answer_schema
     try:
         got = parse_answer(answer)
-        if answer_hash(got, schema) in set(question.answer_hashes):
-            return True
-        expected = [question.answer] + [a.answer for a in question.alternatives]
-        return any(answers_match(parse_answer(e), got, schema) for e in expected)
-    except ValueError as exc:  # an answer that cannot be normalised is simply wrong
+        digest = answer_hash(answer, schema)  # the canonical JSON, not the parsed value
+    except AnswerError as exc:  # a submission that cannot be normalised is simply wrong
         log.info("question %s: submission %r rejected: %s", question.id, answer[:200], exc)
         return False
+    if digest in set(question.answer_hashes):
+        return True
+    expected = [question.answer] + [a.answer for a in question.alternatives]
+    return any(answers_match(parse_answer(e), got, schema) for e in expected)
 
 
 def to_episode(trace: Trace, question: QuestionRecord, *, teacher: str, sampling_key: str,
