@@ -54,5 +54,19 @@ def planted(demo: DemoHome, tmp_path_factory: pytest.TempPathFactory) -> Planted
         # drop one tool output: the cell that produced it is left unpaired
         victim.messages = [m for m in victim.messages if m is not tool]
         lake.write_records("episodes", eps, Episode, source="template", split=split)
+        # re-materialize the partition as a person would from the UI: finished episodes
+        # are kept (the corrupted one too), and the blocking checks run in that run
+        from dagster import DagsterInstance, materialize
+
+        from verilearn_assets.analysis.assets import episodes
+        from verilearn_assets.analysis.checks import ANALYSIS_CHECKS
+        from verilearn_assets.definitions import RESOURCES
+
+        checks = [c for c in ANALYSIS_CHECKS
+                  if all(k.asset_key == episodes.key for k in c.check_keys)]
+        run = materialize([episodes, *checks], partition_key=f"template|{split}",
+                          instance=DagsterInstance.get(), resources=RESOURCES,
+                          raise_on_error=False)
+        assert not run.success, "a corrupted trace did not fail the episodes run"
     gate = copy.run("gate", "--sources", "template", "--splits", split)
     return Planted(copy, f"template|{split}", gate)

@@ -103,8 +103,12 @@ def test_graph_partitions_and_failed_check(webserver: str, browser, planted: Pla
                       ["Materialized ("], "questions_partitions.png")
     count = int(text.split("Materialized (", 1)[1].split(")", 1)[0])
     assert count >= 2, text[:800]  # template and procedural of at least one split
-    text = _page_text(browser, f"{webserver}/assets/episodes?view=checks",
-                      ["episodes_trace_integrity"], "episodes_checks.png")
-    after = text.split("episodes_trace_integrity", 1)[1].lstrip()
-    assert after.startswith("Failed"), text[:1500]
+    text = _page_text(
+        browser, f"{webserver}/assets/episodes?view=checks&checkDetail=episodes_trace_integrity",
+        ["Latest execution", "Evaluation result"], "episodes_checks.png")
+    latest = text.split("Latest execution", 1)[1]
+    assert "trace_integrity: " in latest and "failure(s)" in latest, latest[:800]
+    assert planted.partition in latest, latest[:800]
+    verdict = latest.split("Evaluation result", 1)[1].lstrip()
+    assert verdict.startswith("Failed"), latest[:800]
     assert (OUTPUT / "episodes_checks.png").stat().st_size > 10_000

@@ -43,23 +43,9 @@ def _questions(source: str, split: str) -> list[QuestionRecord]:
 
 
 # --- questions ---------------------------------------------------------------------------
-@asset_check(asset=questions, blocking=True, partitions_def=SOURCE_SPLIT,
-             description="Every row is a valid QuestionRecord: triad vocabulary only, no "
-             "legacy keys, in its own partition, id = content hash.")
-def questions_schema_contract(context: AssetCheckExecutionContext) -> AssetCheckResult:
-    return eval_schema_contract(*source_split(context.partition_key))
-
-
 def eval_schema_contract(source: str, split: str, pool=None) -> AssetCheckResult:
     frame = lake.read_partition("questions", source=source, split=split)
     return _result(question_rules.schema_contract(frame, source, split))
-
-
-@asset_check(asset=questions, blocking=True, partitions_def=SOURCE_SPLIT,
-             description="Every accepted answer reproduces in a fresh sandbox task.")
-def questions_reproduce(context: AssetCheckExecutionContext,
-                        container_pool: ContainerPoolResource) -> AssetCheckResult:
-    return eval_reproduce(*source_split(context.partition_key), container_pool)
 
 
 def eval_reproduce(source: str, split: str, container_pool) -> AssetCheckResult:
@@ -79,13 +65,6 @@ def eval_reproduce(source: str, split: str, container_pool) -> AssetCheckResult:
         failures=[f"question {m.question_id}: {m.reason}" for m in mismatches]))
 
 
-@asset_check(asset=questions, blocking=True, partitions_def=SOURCE_SPLIT,
-             description="No dataset appears in two splits (tables and every questions "
-             "partition on disk).")
-def questions_datasets_one_split(context: AssetCheckExecutionContext) -> AssetCheckResult:
-    return eval_datasets_one_split(*source_split(context.partition_key))
-
-
 def eval_datasets_one_split(source: str, split: str, pool=None) -> AssetCheckResult:
     pairs = [(t.dataset, t.split) for t in load_table_records(lake.home())]
     for src in SOURCES:
@@ -96,22 +75,8 @@ def eval_datasets_one_split(source: str, split: str, pool=None) -> AssetCheckRes
     return _result(question_rules.datasets_in_one_split(pairs))
 
 
-@asset_check(asset=questions, blocking=True, partitions_def=SOURCE_SPLIT,
-             description="Every accepted answer (primary and alternatives) has its hash "
-             "in answer_hashes.")
-def questions_answer_hashes(context: AssetCheckExecutionContext) -> AssetCheckResult:
-    return eval_answer_hashes(*source_split(context.partition_key))
-
-
 def eval_answer_hashes(source: str, split: str, pool=None) -> AssetCheckResult:
     return _result(question_rules.answer_hash_present(_questions(source, split)))
-
-
-@asset_check(asset=questions, blocking=True, partitions_def=SOURCE_SPLIT,
-             description="Accepted questions reach the floors of configs/gate.yaml "
-             "(total, per template, per operator family) when the split has tables.")
-def questions_floors(context: AssetCheckExecutionContext) -> AssetCheckResult:
-    return eval_floors(*source_split(context.partition_key))
 
 
 def eval_floors(source: str, split: str, pool=None) -> AssetCheckResult:
@@ -137,6 +102,17 @@ def _previous_metadata(context, key: str, name: str) -> float | None:
     return None if value is None else float(value.value)
 
 
+def _drift(what: str, rate: float, before: float | None, limit: float, *,
+           worse_when_higher: bool) -> AssetCheckResult:
+    """A WARN-severity verdict on how far `rate` moved the wrong way since last time."""
+    moved = 0.0 if before is None else (rate - before if worse_when_higher else before - rate)
+    direction = "rise" if worse_when_higher else "drop"
+    return AssetCheckResult(
+        passed=moved <= limit, severity=AssetCheckSeverity.WARN,
+        description=f"{what} {rate:.3f} (previous {before}, max {direction} {limit})",
+        metadata={"rate": rate, "previous": -1.0 if before is None else before})
+
+
 @asset_check(asset=questions, blocking=False, partitions_def=SOURCE_SPLIT,
              description="Warns when the alternatives (ambiguity) rate rises more than "
              "configured versus the previous materialization.")
@@ -146,11 +122,7 @@ def questions_ambiguity_drift(context: AssetCheckExecutionContext) -> AssetCheck
     rate = sum(bool(q.alternatives) for q in accepted) / len(accepted) if accepted else 0.0
     before = _previous_metadata(context, "questions", "alternatives_rate")
     limit = load_gate_config().drift.max_alternatives_rate_rise
-    ok = before is None or rate - before <= limit
-    return AssetCheckResult(
-        passed=ok, severity=AssetCheckSeverity.WARN,
-        description=f"alternatives rate {rate:.3f} (previous {before}, max rise {limit})",
-        metadata={"rate": rate, "previous": -1.0 if before is None else before})
+    return _drift("alternatives rate", rate, before, limit, worse_when_higher=True)
 
 
 # --- episodes ----------------------------------------------------------------------------
@@ -158,32 +130,12 @@ def _episodes(source: str, split: str) -> list[Episode]:
     return lake.read_records("episodes", Episode, source=source, split=split)
 
 
-@asset_check(asset=episodes, blocking=True, partitions_def=SOURCE_SPLIT,
-             description="Zero critical integrity failures: contiguous turns, every cell "
-             "paired with its assistant turn and tool output, no orphan output.")
-def episodes_trace_integrity(context: AssetCheckExecutionContext) -> AssetCheckResult:
-    return eval_trace_integrity(*source_split(context.partition_key))
-
-
 def eval_trace_integrity(source: str, split: str, pool=None) -> AssetCheckResult:
     return _result(episode_rules.trace_integrity(_episodes(source, split)))
 
 
-@asset_check(asset=episodes, blocking=True, partitions_def=SOURCE_SPLIT,
-             description="Every hook grounds in a whole executed line (strict matching); "
-             "stored counts agree with a recomputation.")
-def episodes_hooks_grounded(context: AssetCheckExecutionContext) -> AssetCheckResult:
-    return eval_hooks_grounded(*source_split(context.partition_key))
-
-
 def eval_hooks_grounded(source: str, split: str, pool=None) -> AssetCheckResult:
     return _result(episode_rules.hooks_grounded(_episodes(source, split)))
-
-
-@asset_check(asset=episodes, blocking=True, partitions_def=SOURCE_SPLIT,
-             description="Verified episodes really match their question's answer.")
-def episodes_verified_match(context: AssetCheckExecutionContext) -> AssetCheckResult:
-    return eval_verified_match(*source_split(context.partition_key))
 
 
 def eval_verified_match(source: str, split: str, pool=None) -> AssetCheckResult:
@@ -199,28 +151,50 @@ def episodes_pass_rate_drift(context: AssetCheckExecutionContext) -> AssetCheckR
     rate = sum(e.verified for e in eps) / len(eps) if eps else 0.0
     before = _previous_metadata(context, "episodes", "pass_rate")
     limit = load_gate_config().drift.max_pass_rate_drop
-    ok = before is None or before - rate <= limit
-    return AssetCheckResult(
-        passed=ok, severity=AssetCheckSeverity.WARN,
-        description=f"pass rate {rate:.3f} (previous {before}, max drop {limit})",
-        metadata={"rate": rate, "previous": -1.0 if before is None else before})
+    return _drift("pass rate", rate, before, limit, worse_when_higher=False)
 
 
-# Each blocking check with the evaluator it wraps, so `verilearn gate` runs the very same
-# code headless (a checks-only job cannot take a partition key in Dagster 1.13).
-EVALUATORS = {
-    "questions_schema_contract": eval_schema_contract,
-    "questions_reproduce": eval_reproduce,
-    "questions_datasets_one_split": eval_datasets_one_split,
-    "questions_answer_hashes": eval_answer_hashes,
-    "questions_floors": eval_floors,
-    "episodes_trace_integrity": eval_trace_integrity,
-    "episodes_hooks_grounded": eval_hooks_grounded,
-    "episodes_verified_match": eval_verified_match,
-}
+def _blocking_check(asset, name: str, evaluator, description: str, needs_pool: bool = False):
+    """A blocking, partitioned asset check that wraps a plain evaluator, so `verilearn gate`
+    runs the very same code headless (a checks-only job cannot take a partition key)."""
+    if needs_pool:
+        @asset_check(asset=asset, name=name, blocking=True, partitions_def=SOURCE_SPLIT,
+                     description=description)
+        def pooled(context: AssetCheckExecutionContext,
+                   container_pool: ContainerPoolResource) -> AssetCheckResult:
+            return evaluator(*source_split(context.partition_key), container_pool)
 
-QUESTION_CHECKS = [questions_schema_contract, questions_reproduce,
-                   questions_datasets_one_split, questions_answer_hashes, questions_floors]
-EPISODE_CHECKS = [episodes_trace_integrity, episodes_hooks_grounded, episodes_verified_match]
-BLOCKING_CHECKS = QUESTION_CHECKS + EPISODE_CHECKS
+        return pooled
+
+    @asset_check(asset=asset, name=name, blocking=True, partitions_def=SOURCE_SPLIT,
+                 description=description)
+    def plain(context: AssetCheckExecutionContext) -> AssetCheckResult:
+        return evaluator(*source_split(context.partition_key))
+
+    return plain
+
+
+_BLOCKING = [
+    (questions, "questions_schema_contract", eval_schema_contract, "Every row is a valid "
+     "QuestionRecord: triad vocabulary only, no legacy keys, in its own partition, id = "
+     "content hash."),
+    (questions, "questions_reproduce", eval_reproduce, "Every accepted answer reproduces "
+     "in a fresh sandbox task.", True),
+    (questions, "questions_datasets_one_split", eval_datasets_one_split, "No dataset "
+     "appears in two splits (tables and every questions partition on disk)."),
+    (questions, "questions_answer_hashes", eval_answer_hashes, "Every accepted answer "
+     "(primary and alternatives) has its hash in answer_hashes."),
+    (questions, "questions_floors", eval_floors, "Accepted questions reach the floors of "
+     "configs/gate.yaml (total, per template, per operator family) when the split has "
+     "tables."),
+    (episodes, "episodes_trace_integrity", eval_trace_integrity, "Zero critical integrity "
+     "failures: contiguous turns, every cell paired with its assistant turn and tool "
+     "output, no orphan output."),
+    (episodes, "episodes_hooks_grounded", eval_hooks_grounded, "Every hook grounds in a "
+     "whole executed line (strict matching); stored counts agree with a recomputation."),
+    (episodes, "episodes_verified_match", eval_verified_match, "Verified episodes really "
+     "match their question's answer."),
+]
+BLOCKING_CHECKS = [_blocking_check(*spec) for spec in _BLOCKING]
+EVALUATORS = {spec[1]: spec[2] for spec in _BLOCKING}
 ANALYSIS_CHECKS = BLOCKING_CHECKS + [questions_ambiguity_drift, episodes_pass_rate_drift]
