@@ -74,10 +74,11 @@ test: install system-deps dockerd vllm-env tiny-model lint check-defs
 ui: install
 	$(VENV)/bin/dagster dev -m verilearn_assets.definitions -h 127.0.0.1 -p 3000
 
-bench: install dockerd
+bench: install dockerd vllm-env tiny-model
 	$(VPY) benchmarks/sandbox.py
 	$(VPY) benchmarks/questions.py
 	$(VPY) benchmarks/reports.py
+	$(VPY) benchmarks/episodes.py
 
 clean:
 	rm -rf .verilearn .pytest_cache .ruff_cache

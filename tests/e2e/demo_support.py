@@ -1,4 +1,4 @@
-"""Support for the end-to-end tests: a demo home and its helpers.
+"""Support for the end-to-end tests: the demo home (full shipped catalog) and its helpers.
 
 The demo runs as a user runs it (`verilearn demo` in a subprocess) against a temporary
 VERILEARN_HOME and a copy of `configs/` whose catalog keeps a few small bundled datasets.
@@ -7,7 +7,6 @@ VERILEARN_HOME and a copy of `configs/` whose catalog keeps a few small bundled 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -18,7 +17,6 @@ from pathlib import Path
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
-DEMO_DATASETS = ("iris", "heart", "statecrime", "stackloss")
 
 
 @dataclass
@@ -52,14 +50,11 @@ class DemoHome:
                     os.environ[k] = v
 
 
-def small_configs(target: Path, datasets: tuple[str, ...] = DEMO_DATASETS) -> Path:
-    shutil.copytree(REPO / "configs", target)
-    path = target / "datasets.yaml"
-    data = yaml.safe_load(path.read_text())
-    data["datasets"] = [d for d in data["datasets"] if d["name"] in datasets]
-    assert len(data["datasets"]) == len(datasets), "a demo dataset left the catalog"
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return target
+def catalog_datasets() -> set[str]:
+    """Names of the enabled bundled datasets of the shipped catalog (what the demo uses)."""
+    catalog = yaml.safe_load((REPO / "configs" / "datasets.yaml").read_text())
+    return {d["name"] for d in catalog["datasets"]
+            if d["kind"] == "bundled" and d.get("enabled", True)}
 
 
 

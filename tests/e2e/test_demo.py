@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import polars as pl
 from dagster import AssetCheckKey, DagsterInstance
 from dagster._core.event_api import PartitionKeyFilter
-from demo_support import DemoHome, Planted
+from demo_support import DemoHome, Planted, catalog_datasets
 
 from verilearn_assets import lake
 from verilearn_assets.contracts import SPLITS, Episode, QuestionRecord, TableRecord
@@ -14,8 +16,12 @@ from verilearn_assets.contracts import SPLITS, Episode, QuestionRecord, TableRec
 def test_demo_materializes_tables_questions_episodes(demo: DemoHome) -> None:
     with demo.environ():
         tables = [t for s in SPLITS for t in lake.read_records("tables", TableRecord, split=s)]
-        assert {t.dataset for t in tables} == {"iris", "heart", "statecrime", "stackloss"}
-        by_split = {t.dataset: t.split for t in tables}
+        assert {t.dataset for t in tables} == catalog_datasets()
+        assert all(Path(t.path).is_file() and t.n_rows > 0 and t.columns for t in tables)
+        by_split: dict[str, str] = {}
+        for t in tables:  # a dataset never spans two splits
+            assert by_split.setdefault(t.dataset, t.split) == t.split, t.dataset
+        assert set(by_split.values()) == set(SPLITS)
         for source in ("template", "procedural"):
             for split in set(by_split.values()):
                 qs = lake.read_records("questions", QuestionRecord, source=source, split=split)
@@ -24,7 +30,8 @@ def test_demo_materializes_tables_questions_episodes(demo: DemoHome) -> None:
                 assert {q.dataset for q in qs} <= {d for d, s in by_split.items() if s == split}
                 eps = lake.read_records("episodes", Episode, source=source, split=split)
                 assert {e.question_id for e in eps} == {q.id for q in accepted}
-                # the program teacher replays verified code: it must reach every answer
+                # the program teacher replays verified code: it must reach every answer of
+                # every verified question on every bundled table
                 assert all(e.verified for e in eps), [
                     (e.question_id, e.failure_class) for e in eps if not e.verified]
         sft = pl.concat([lake.read_partition("sft_dataset", split=s) for s in SPLITS],
