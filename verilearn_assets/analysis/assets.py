@@ -28,7 +28,7 @@ from verilearn_assets.analysis.teacher.runner import (
     policy_factory,
     run_partition,
 )
-from verilearn_assets.contracts import Episode, QuestionRecord
+from verilearn_assets.contracts import QuestionRecord
 from verilearn_assets.ingest.assets import tables
 from verilearn_assets.ingest.tables import load_table_records
 from verilearn_assets.partitions import SOURCE_SPLIT, source_split
@@ -134,12 +134,12 @@ def episodes(context: AssetExecutionContext, container_pool: ContainerPoolResour
                                        source=source, split=split)
 
     stats = asyncio.run(run())
-    total = compact_partition(source, split)
+    eps = compact_partition(source, split)
     if stats.errors:
         raise Failure(description=f"{len(stats.errors)} question(s) could not be run "
                       f"(finished episodes are kept; a re-run resumes): "
                       + "; ".join(stats.errors[:10]))
-    eps = lake.read_records("episodes", Episode, source=source, split=split)
+    total = len(eps)
     verified = sum(e.verified for e in eps)
     return MaterializeResult(metadata={
         "questions": len(qs),

@@ -59,7 +59,7 @@ def test_partition_run_writes_incrementally_and_skips_on_rerun(
     again = sandbox.run(run_partition(questions, tables, make, sandbox.pool, cfg,
                                       source="template", split="train", root=tmp_path))
     assert (again.written, again.skipped_questions) == (0, 3)
-    assert compact_partition("template", "train", tmp_path) == 3
+    assert len(compact_partition("template", "train", tmp_path)) == 3
     assert len(list((tmp_path / "episodes/source=template/split=train").glob("*.parquet"))) == 1
 
     # a different sampling config is a different episode set: nothing is skipped

@@ -159,9 +159,9 @@ async def run_partition(questions: Sequence[QuestionRecord],
     return stats
 
 
-def compact_partition(source: str, split: str, root: Path | None = None) -> int:
-    """Rewrite a partition's parts as one, keeping the last record of each id."""
+def compact_partition(source: str, split: str, root: Path | None = None) -> list[Episode]:
+    """Rewrite a partition's parts as one, keeping the last record of each id; return it."""
     records = lake.read_records(EPISODES_ASSET, Episode, root, source=source, split=split)
     unique = list({r.id: r for r in records}.values())
     lake.write_records(EPISODES_ASSET, unique, Episode, root, source=source, split=split)
-    return len(unique)
+    return unique
