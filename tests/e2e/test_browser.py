@@ -105,7 +105,7 @@ def test_graph_partitions_and_failed_check(webserver: str, browser, planted: Pla
     assert count >= 2, text[:800]  # template and procedural of at least one split
     text = _page_text(
         browser, f"{webserver}/assets/episodes?view=checks&checkDetail=episodes_trace_integrity",
-        ["Latest execution", "Evaluation result"], "episodes_checks.png")
+        ["Latest execution", "Evaluation result", "failure(s) of"], "episodes_checks.png")
     latest = text.split("Latest execution", 1)[1]
     assert "trace_integrity: " in latest and "failure(s)" in latest, latest[:800]
     assert planted.partition in latest, latest[:800]
