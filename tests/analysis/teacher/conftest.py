@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from teacher_harness import LoopThread, Sandbox, make_frame, sandbox_config
+from teacher_harness import Sandbox, make_frame, started_sandbox
 
 from verilearn_assets.analysis.profile import profile_frame
 from verilearn_assets.contracts import TableRecord
 from verilearn_assets.sandbox.bwrap_backend import bwrap_path
-from verilearn_assets.sandbox.pool import SandboxPool
 
 
 @pytest.fixture(scope="module")
@@ -18,14 +17,8 @@ def sandbox() -> Iterator[Sandbox]:
     """A warm bubblewrap pool (the Docker backend is covered by the program-teacher test)."""
     if bwrap_path() is None:
         pytest.fail("bubblewrap is not installed (apt-get install bubblewrap)")
-    runner = LoopThread()
-    pool = SandboxPool(sandbox_config("bwrap"))
-    runner.run(pool.start())
-    try:
-        yield Sandbox(pool, runner)
-    finally:
-        runner.run(pool.stop())
-        runner.close()
+    with started_sandbox("bwrap") as sb:
+        yield sb
 
 
 @pytest.fixture(scope="module")

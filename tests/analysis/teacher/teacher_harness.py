@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import numpy as np
@@ -49,6 +50,19 @@ class Sandbox:
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float = 180) -> T:
         return self.runner.run(coro, timeout)
+
+
+@contextmanager
+def started_sandbox(backend: str) -> Iterator[Sandbox]:
+    """A started pool on its own loop thread, stopped on exit (fixtures share this)."""
+    runner = LoopThread()
+    pool = SandboxPool(sandbox_config(backend))
+    runner.run(pool.start())
+    try:
+        yield Sandbox(pool, runner)
+    finally:
+        runner.run(pool.stop())
+        runner.close()
 
 
 def sandbox_config(backend: str) -> SandboxConfig:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from teacher_harness import LoopThread, Sandbox, sandbox_config
+from teacher_harness import Sandbox, started_sandbox
 
 from verilearn_assets.analysis.generate import generate
 from verilearn_assets.analysis.questions_config import load_questions_config
@@ -20,21 +20,14 @@ from verilearn_assets.analysis.teacher.loop import run_episode
 from verilearn_assets.analysis.teacher.policy import ProgramPolicy
 from verilearn_assets.analysis.verify import Verifier
 from verilearn_assets.contracts import QuestionRecord, TableRecord
-from verilearn_assets.sandbox.pool import SandboxPool
 
 N_TEMPLATE, N_PROCEDURAL = 8, 4
 
 
 @pytest.fixture(scope="module")
 def auto_sandbox() -> Iterator[Sandbox]:
-    runner = LoopThread()
-    pool = SandboxPool(sandbox_config("auto"))
-    runner.run(pool.start())
-    try:
-        yield Sandbox(pool, runner)
-    finally:
-        runner.run(pool.stop())
-        runner.close()
+    with started_sandbox("auto") as sb:
+        yield sb
 
 
 def verified_questions(sandbox: Sandbox, table: TableRecord, source: str,
