@@ -8,6 +8,7 @@ of one vLLM server look like two servers to the client.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from dataclasses import dataclass, field
@@ -57,11 +58,15 @@ class CountingProxy:
         *,
         script: list[ScriptedReply] | None = None,
         shared: InFlightGauge | None = None,
+        hold_s: float = 0.0,
     ) -> None:
         self.upstream = upstream.rstrip("/")
         self.script = list(script or [])
         self.local = InFlightGauge()
         self.shared = shared
+        # Keeps each chat request in flight at least this long, so overlap between
+        # concurrent requests does not hinge on how fast the tiny model answers.
+        self.hold_s = hold_s
         self.chat_requests = 0
         self.scripted_sent = 0
         self.port = free_port()
@@ -95,6 +100,8 @@ class CountingProxy:
             if self.shared:
                 self.shared.enter()
         try:
+            if is_chat and self.hold_s:
+                await asyncio.sleep(self.hold_s)
             async with httpx.AsyncClient(timeout=120) as client:
                 upstream = await client.request(
                     request.method,

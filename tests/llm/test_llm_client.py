@@ -77,8 +77,8 @@ def test_caps_hold_and_requests_spread_over_servers(vllm_server) -> None:
     """Two proxies = two servers. The proxies, not the client, measure concurrency."""
     total = InFlightGauge()
     with (
-        CountingProxy(vllm_server.base_url, shared=total) as p1,
-        CountingProxy(vllm_server.base_url, shared=total) as p2,
+        CountingProxy(vllm_server.base_url, shared=total, hold_s=0.4) as p1,
+        CountingProxy(vllm_server.base_url, shared=total, hold_s=0.4) as p2,
     ):
         cfg = vllm_server.config(
             base_urls=[p1.url, p2.url], max_concurrency_per_server=2, max_concurrency=3
