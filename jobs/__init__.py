@@ -18,8 +18,6 @@ from dagster import (
     multiprocess_executor,
 )
 
-from verilearn_assets.partitions import SOURCE_SPLIT, SPLIT
-
 EXECUTORS: dict[str, ExecutorDefinition] = {
     "in_process": in_process_executor,
     "multiprocess": multiprocess_executor,
@@ -40,12 +38,10 @@ platform_job = define_asset_job(
 analysis_job = define_asset_job(
     "analysis_job",
     selection=AssetSelection.assets("questions", "episodes"),
-    partitions_def=SOURCE_SPLIT,
     description="Questions and teacher episodes for one source × split, with their gate.")
 
 training_job = define_asset_job(
     "training_job", selection=AssetSelection.assets("sft_dataset"),
-    partitions_def=SPLIT,
     description="The smoke suite and the SFT data behind the reliability gate.")
 
 reports_job = define_asset_job(

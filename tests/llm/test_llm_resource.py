@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+import httpx
 import pytest
 import yaml
 from dagster import AssetExecutionContext, asset, materialize
@@ -30,8 +31,12 @@ def greetings(context: AssetExecutionContext, vllm: VllmResource) -> list[str]:
 def test_asset_chats_through_the_resource(vllm_server, tmp_path: Path) -> None:
     cfg_dir = write_config(
         tmp_path / "cfg",
-        {"base_urls": [vllm_server.base_url], "model": vllm_server.model, "launch": False,
-         "sampling": {"temperature": 1.0}},
+        {
+            "base_urls": [vllm_server.base_url],
+            "model": vllm_server.model,
+            "launch": False,
+            "sampling": {"temperature": 1.0},
+        },
     )
     result = materialize([greetings], resources={"vllm": VllmResource(config_dir=cfg_dir)})
     assert result.success
@@ -49,10 +54,40 @@ def test_launch_without_vllm_environment_fails_naming_the_python(tmp_path: Path)
     (model / "config.json").write_text("{}")
     cfg_dir = write_config(
         tmp_path / "cfg",
-        {"model": "m", "launch": True,
-         "server": {"model_path": str(model), "python": str(missing)}},
+        {
+            "model": "m",
+            "launch": True,
+            "server": {"model_path": str(model), "python": str(missing)},
+        },
     )
     # the server is launched lazily, when the asset first asks for a client
     with pytest.raises(VllmEnvironmentMissing) as err:
         materialize([greetings], resources={"vllm": VllmResource(config_dir=cfg_dir)})
     assert str(missing) in str(err.value)
+
+
+@asset
+def owned_server_greeting(vllm: VllmResource) -> dict[str, str]:
+    (result,), _ = vllm.chat_batch([[{"role": "user", "content": "hi"}]], seeds=[3], max_tokens=4)
+    return {"server": result.server, "text": result.text}
+
+
+def test_launch_true_starts_owns_and_stops_a_server(tiny_model_dir: Path, tmp_path: Path) -> None:
+    """`launch: true`: the resource starts its own server for the run and stops it after."""
+    cfg_dir = write_config(
+        tmp_path / "cfg",
+        {
+            "model": "owned-tiny",
+            "launch": True,
+            "server": {"model_path": str(tiny_model_dir), "max_model_len": 512},
+        },
+    )
+    result = materialize(
+        [owned_server_greeting], resources={"vllm": VllmResource(config_dir=cfg_dir)}
+    )
+    assert result.success
+    out = result.output_for_node("owned_server_greeting")
+    assert out["text"] and out["server"].startswith("http://127.0.0.1:")
+    # teardown stopped the owned server: its port no longer answers
+    with pytest.raises(httpx.TransportError):
+        httpx.get(f"{out['server']}/health", timeout=2)

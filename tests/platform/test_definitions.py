@@ -28,7 +28,7 @@ def test_definitions_load_with_shared_partitioning() -> None:
     assert {"questions_schema_contract", "questions_reproduce", "episodes_trace_integrity",
             "episodes_hooks_grounded", "smoke_suite_passes"} <= checks
     for job in ("platform_job", "analysis_job", "training_job", "reports_job"):
-        assert defs.get_job_def(job) is not None
+        assert defs.resolve_job_def(job) is not None
 
 
 def test_report_assets_depend_on_lake_assets_parsed_from_sql() -> None:

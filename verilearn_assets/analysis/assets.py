@@ -134,7 +134,8 @@ def episodes(context: AssetExecutionContext, container_pool: ContainerPoolResour
                                        source=source, split=split)
 
     stats = asyncio.run(run())
-    eps = compact_partition(source, split)
+    compacted = compact_partition(source, split, question_ids={q.id for q in qs})
+    eps = compacted.episodes
     if stats.errors:
         raise Failure(description=f"{len(stats.errors)} question(s) could not be run "
                       f"(finished episodes are kept; a re-run resumes): "
@@ -146,6 +147,7 @@ def episodes(context: AssetExecutionContext, container_pool: ContainerPoolResour
         "episodes": total,
         "written_this_run": stats.written,
         "skipped_questions": stats.skipped_questions,
+        "dropped_stale": compacted.stale,
         "verified": verified,
         "pass_rate": round(verified / total, 4) if total else 0.0,
         "teacher": tcfg.teacher,

@@ -36,7 +36,7 @@ def run_job(instance: DagsterInstance, job_name: str,
     """Execute one job (one partition) in process; collect check and step failures."""
     from verilearn_assets.definitions import defs
 
-    job = defs.get_job_def(job_name)
+    job = defs.resolve_job_def(job_name)
     result = job.execute_in_process(instance=instance, partition_key=partition,
                                     raise_on_error=False)
     out = RunOutcome(job_name, partition, result.success)

@@ -59,8 +59,16 @@ def test_partition_run_writes_incrementally_and_skips_on_rerun(
     again = sandbox.run(run_partition(questions, tables, make, sandbox.pool, cfg,
                                       source="template", split="train", root=tmp_path))
     assert (again.written, again.skipped_questions) == (0, 3)
-    assert len(compact_partition("template", "train", tmp_path)) == 3
+    compacted = compact_partition("template", "train", tmp_path)
+    assert (len(compacted.episodes), compacted.stale) == (3, 0)
     assert len(list((tmp_path / "episodes/source=template/split=train").glob("*.parquet"))) == 1
+
+    # a question re-drawn away (its id left the partition) takes its episode with it
+    kept_ids = {q.id for q in questions[:2]}
+    compacted = compact_partition("template", "train", tmp_path, question_ids=kept_ids)
+    assert compacted.stale == 1
+    stored = lake.read_records("episodes", Episode, tmp_path, source="template", split="train")
+    assert {e.question_id for e in stored} == kept_ids
 
     # a different sampling config is a different episode set: nothing is skipped
     other = TeacherConfig(teacher="vllm", model="m")

@@ -159,9 +159,27 @@ async def run_partition(questions: Sequence[QuestionRecord],
     return stats
 
 
-def compact_partition(source: str, split: str, root: Path | None = None) -> list[Episode]:
-    """Rewrite a partition's parts as one, keeping the last record of each id; return it."""
+@dataclass
+class Compacted:
+    episodes: list[Episode]
+    stale: int  # episodes dropped because their question left the partition
+
+
+def compact_partition(source: str, split: str, root: Path | None = None, *,
+                      question_ids: set[str] | None = None) -> Compacted:
+    """Rewrite a partition's parts as one, keeping the last record of each id.
+
+    With `question_ids`, episodes of questions no longer in the question partition (a config
+    change re-drew its ids) are dropped: they can never be re-run or checked against an
+    answer, and keeping them would fail `episodes_verified_match` for good.
+    """
     records = lake.read_records(EPISODES_ASSET, Episode, root, source=source, split=split)
     unique = list({r.id: r for r in records}.values())
-    lake.write_records(EPISODES_ASSET, unique, Episode, root, source=source, split=split)
-    return unique
+    kept = unique if question_ids is None else [
+        r for r in unique if r.question_id in question_ids]
+    stale = len(unique) - len(kept)
+    if stale:
+        log.warning("%s/%s: dropping %d episode(s) of questions no longer in the partition",
+                    source, split, stale)
+    lake.write_records(EPISODES_ASSET, kept, Episode, root, source=source, split=split)
+    return Compacted(kept, stale)
