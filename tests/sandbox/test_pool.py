@@ -21,6 +21,7 @@ def test_cells_share_state_and_show_last_value(pool, table_parquet: str) -> None
             first = await task.run_cell("total = int(df['a'].sum())\ntotal * 2")
             second = await task.run_cell("print('seen', total)\nsubmit(total)\nsubmit([1, 2])")
             return first, second
+
     first, second = pool.run(go())
     assert first.status == "ok" and first.value_repr == str(sum(range(100)) * 2)
     assert second.stdout == f"seen {sum(range(100))}\n"
@@ -28,14 +29,43 @@ def test_cells_share_state_and_show_last_value(pool, table_parquet: str) -> None
 
 
 def test_program_result_collects_hooks_and_answer(pool, table_csv: str) -> None:
-    result = pool.program([
-        "g = hook(df.groupby('b')['a'].sum(), \"g = df.groupby('b')['a'].sum()\")",
-        "best = hook(g.idxmax(), 'best = g.idxmax()', depends_on=['g'])\nsubmit(best)",
-    ], table_csv)
+    result = pool.program(
+        [
+            "g = hook(df.groupby('b')['a'].sum(), \"g = df.groupby('b')['a'].sum()\")",
+            "best = hook(g.idxmax(), 'best = g.idxmax()', depends_on=['g'])\nsubmit(best)",
+        ],
+        table_csv,
+    )
     assert result.status == "ok" and result.answer == '"x"' and result.attempts == 1
     assert [h.name for h in result.hooks] == ["g", "best"]
     assert result.hooks[1].depends_on == ["g"]
     assert "Series" in result.hooks[0].summary
+
+
+FORGE_BAD_RECORDS = """
+emit = hook.__self__._emit  # cell code can reach the event channel and forge records
+emit({'ev': 'hook', 'hook': {'name': 'half', 'value_hash': 'ab'}})  # no code_line
+hook(1, 'x = 1', name='good')
+emit({'ev': 'hook', 'hook': 'not a record'})
+emit({'ev': 'submit', 'value': '{not json'})
+submit(3)
+"""
+
+
+def test_malformed_records_are_dropped_into_typed_fields(pool, table_csv: str) -> None:
+    result = pool.program(FORGE_BAD_RECORDS, table_csv)
+    cell = result.cells[0]
+    assert cell.status == "ok" and [h.name for h in cell.hooks] == ["good"]
+    assert cell.submissions == ["3"] and result.answer == "3"
+    assert len(cell.malformed_hooks) == 2 and len(cell.malformed_submissions) == 1
+    assert cell.malformed_hooks[0].startswith("hook 0: code_line:")  # names the field
+    assert cell.malformed_hooks[1].startswith("hook 2: record:")
+    assert cell.malformed_submissions[0].startswith("submission 0:")
+    # the task aggregates them, and stderr still tells a human reading the trace
+    assert result.malformed_hooks == cell.malformed_hooks
+    assert result.malformed_submissions == cell.malformed_submissions
+    for reason in cell.malformed_hooks + cell.malformed_submissions:
+        assert f"[sandbox] dropped a malformed {reason}\n" in cell.stderr
 
 
 def test_bad_table_is_a_clear_error(pool, tmp_path) -> None:
@@ -53,9 +83,14 @@ def test_more_tasks_than_slots_share_them_with_back_pressure(pool, table_csv: st
 
     async def go():
         t0 = time.monotonic()
-        results = await asyncio.gather(*(pool.pool.run_program(
-            f"import time\ntime.sleep(0.3)\nsubmit({i})", table_csv) for i in range(n)))
+        results = await asyncio.gather(
+            *(
+                pool.pool.run_program(f"import time\ntime.sleep(0.3)\nsubmit({i})", table_csv)
+                for i in range(n)
+            )
+        )
         return results, time.monotonic() - t0
+
     results, elapsed = pool.run(go())
     assert [json.loads(r.answer) for r in results] == list(range(n))
     assert elapsed >= 0.3 * n / 2  # never more than 2 tasks at once
@@ -74,8 +109,9 @@ def test_dead_slot_is_detected_replaced_and_task_retried(pool, table_csv: str) -
 
 async def run_and_kill_busy_slot(sandbox: SandboxPool, table: str, kills: int):
     """Run a slow program and kill whichever slot runs it, `kills` times."""
-    task = asyncio.create_task(sandbox.run_program(
-        "import time\ntime.sleep(2)\nsubmit('done')", table))
+    task = asyncio.create_task(
+        sandbox.run_program("import time\ntime.sleep(2)\nsubmit('done')", table)
+    )
     for _ in range(kills):
         deadline = time.monotonic() + 60
         while not sandbox.busy_slots():
@@ -123,7 +159,8 @@ def test_docker_cleanup_touches_only_its_own_pool(caplog) -> None:
         # logged with its id, and not stop the rest.
         broken = mine.slot_handles()[0]
         broken.container.client = docker.DockerClient(
-            base_url="unix:///nonexistent.sock", version="1.41")
+            base_url="unix:///nonexistent.sock", version="1.41"
+        )
         with caplog.at_level(logging.ERROR, logger="verilearn.sandbox"):
             runner.run(mine.stop())
         assert broken.name in caplog.text and "failed to stop" in caplog.text
@@ -147,6 +184,14 @@ def test_zygote_is_pid_one_and_runs_host_libraries(pool) -> None:
     result = pool.program(
         "import pandas, scipy, statsmodels, sklearn, os\n"
         "submit([pandas.__version__, scipy.__version__, statsmodels.__version__, "
-        "sklearn.__version__, os.getppid()])", None, 60)
-    assert json.loads(result.answer) == [pandas.__version__, scipy.__version__,
-                                         statsmodels.__version__, sklearn.__version__, 1]
+        "sklearn.__version__, os.getppid()])",
+        None,
+        60,
+    )
+    assert json.loads(result.answer) == [
+        pandas.__version__,
+        scipy.__version__,
+        statsmodels.__version__,
+        sklearn.__version__,
+        1,
+    ]

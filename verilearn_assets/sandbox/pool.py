@@ -51,6 +51,10 @@ class CellResult(BaseModel):
     value_repr: str | None = None
     submissions: list[str] = []  # canonical JSON, in order
     hooks: list[HookRecord] = []
+    # Records the worker sent that failed validation, as one reason each: typed so that
+    # consumers count them without parsing stderr (which also gets a note, for humans).
+    malformed_submissions: list[str] = []
+    malformed_hooks: list[str] = []
     duration_ms: float
 
 
@@ -61,46 +65,82 @@ class TaskResult(BaseModel):
     answer: str | None  # the last submission (canonical JSON)
     submissions: list[str]
     hooks: list[HookRecord]
+    malformed_submissions: list[str] = []
+    malformed_hooks: list[str] = []
     duration_ms: float
     cells: list[CellResult]
     attempts: int = 1
 
     @classmethod
-    def from_cells(cls, cells: list[CellResult], duration_ms: float,
-                   attempts: int = 1) -> TaskResult:
+    def from_cells(
+        cls, cells: list[CellResult], duration_ms: float, attempts: int = 1
+    ) -> TaskResult:
         status: Status = next((c.status for c in cells if c.status != "ok"), "ok")
         submissions = [s for c in cells for s in c.submissions]
-        return cls(status=status, stdout="".join(c.stdout for c in cells),
-                   stderr="".join(c.stderr for c in cells),
-                   answer=submissions[-1] if submissions else None, submissions=submissions,
-                   hooks=[h for c in cells for h in c.hooks], duration_ms=duration_ms,
-                   cells=cells, attempts=attempts)
+        return cls(
+            status=status,
+            stdout="".join(c.stdout for c in cells),
+            stderr="".join(c.stderr for c in cells),
+            answer=submissions[-1] if submissions else None,
+            submissions=submissions,
+            hooks=[h for c in cells for h in c.hooks],
+            malformed_submissions=[m for c in cells for m in c.malformed_submissions],
+            malformed_hooks=[m for c in cells for m in c.malformed_hooks],
+            duration_ms=duration_ms,
+            cells=cells,
+            attempts=attempts,
+        )
+
+
+def _validation_reason(exc: ValidationError) -> str:
+    """Every failed field of a record with its message, e.g. `code_line: Field required`."""
+    return "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or 'record'}: {e['msg']}" for e in exc.errors()
+    )
 
 
 def _cell_from_reply(reply: dict[str, Any]) -> CellResult:
-    """Validate the worker's reply as data; malformed records are dropped with a note."""
+    """Validate the worker's reply as data.
+
+    Cell code can forge records on the event channel, so a malformed submission or hook
+    is dropped, its reason kept in `malformed_submissions` / `malformed_hooks`, and a
+    note appended to stderr for whoever reads the trace.
+    """
     notes: list[str] = []
-    submissions = []
-    for raw in reply.get("submissions") or []:
+    submissions: list[str] = []
+    malformed_submissions: list[str] = []
+    for i, raw in enumerate(reply.get("submissions") or []):
         try:
             submissions.append(canonical_json(json.loads(raw)))
         except (TypeError, ValueError) as exc:
-            notes.append(f"[sandbox] dropped a malformed submission: {exc}")
-    hooks = []
-    for raw in reply.get("hooks") or []:
+            reason = f"submission {i}: {exc}"
+            malformed_submissions.append(reason)
+            notes.append(f"[sandbox] dropped a malformed {reason}")
+    hooks: list[HookRecord] = []
+    malformed_hooks: list[str] = []
+    for i, raw in enumerate(reply.get("hooks") or []):
         try:
             hooks.append(HookRecord.model_validate(raw))
         except ValidationError as exc:
-            notes.append(f"[sandbox] dropped a malformed hook: {exc.errors()[0]['msg']}")
+            reason = f"hook {i}: {_validation_reason(exc)}"
+            malformed_hooks.append(reason)
+            notes.append(f"[sandbox] dropped a malformed {reason}")
     status = reply.get("status")
     if status not in ("ok", "error", "timeout", "killed"):
         raise SandboxError(f"worker replied with an unknown cell status {status!r}")
     stderr = str(reply.get("stderr", "")) + "".join(n + "\n" for n in notes)
     value_repr = reply.get("value_repr")
-    return CellResult(status=status, stdout=str(reply.get("stdout", "")), stderr=stderr,
-                      value_repr=None if value_repr is None else str(value_repr),
-                      submissions=submissions, hooks=hooks,
-                      duration_ms=float(reply.get("duration_ms", 0.0)))
+    return CellResult(
+        status=status,
+        stdout=str(reply.get("stdout", "")),
+        stderr=stderr,
+        value_repr=None if value_repr is None else str(value_repr),
+        submissions=submissions,
+        hooks=hooks,
+        malformed_submissions=malformed_submissions,
+        malformed_hooks=malformed_hooks,
+        duration_ms=float(reply.get("duration_ms", 0.0)),
+    )
 
 
 @dataclass
@@ -121,18 +161,16 @@ class Slot:
         try:
             self.writer.write(protocol.encode(message))
             await self.writer.drain()
-            header = await asyncio.wait_for(self.reader.readexactly(protocol.HEADER.size),
-                                            timeout)
+            header = await asyncio.wait_for(self.reader.readexactly(protocol.HEADER.size), timeout)
             (length,) = protocol.HEADER.unpack(header)
             body = await asyncio.wait_for(
-                self.reader.readexactly(protocol.check_length(length)), timeout)
+                self.reader.readexactly(protocol.check_length(length)), timeout
+            )
             return protocol.decode_body(body)
-        except (TimeoutError, OSError, asyncio.IncompleteReadError,
-                protocol.ProtocolError) as exc:
+        except (TimeoutError, OSError, asyncio.IncompleteReadError, protocol.ProtocolError) as exc:
             self.dead = True
             why = "did not answer in time" if isinstance(exc, TimeoutError) else repr(exc)
-            raise SlotDiedError(f"slot {self.index} worker {why} (op {message.get('op')})"
-                                ) from exc
+            raise SlotDiedError(f"slot {self.index} worker {why} (op {message.get('op')})") from exc
 
 
 class Task:
@@ -145,8 +183,9 @@ class Task:
 
     async def run_cell(self, code: str, timeout_s: float | None = None) -> CellResult:
         timeout = float(timeout_s or self._pool.config.cell_timeout_s)
-        reply = await self._slot.request({"op": "cell", "code": code, "timeout": timeout},
-                                          timeout + HOST_GRACE_S)
+        reply = await self._slot.request(
+            {"op": "cell", "code": code, "timeout": timeout}, timeout + HOST_GRACE_S
+        )
         if "status" not in reply:
             raise SandboxError(f"slot {self._slot.index}: {reply.get('error', reply)}")
         result = _cell_from_reply(reply)
@@ -157,8 +196,13 @@ class Task:
 class SandboxPool:
     """Async access to N sandbox slots (see module doc)."""
 
-    def __init__(self, config: SandboxConfig, *, pool_id: str | None = None,
-                 extra_ro_mounts: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        config: SandboxConfig,
+        *,
+        pool_id: str | None = None,
+        extra_ro_mounts: Sequence[str] = (),
+    ) -> None:
         self.config = config
         self.pool_id = pool_id or uuid.uuid4().hex[:10]
         self.extra_ro_mounts = [os.path.realpath(p) for p in extra_ro_mounts]
@@ -198,8 +242,7 @@ class SandboxPool:
             raise
         for slot in self._slots:
             self._free.put_nowait(slot)
-        log.info("sandbox pool %s: %d %s slots ready", self.pool_id, len(self._slots),
-                 self.backend)
+        log.info("sandbox pool %s: %d %s slots ready", self.pool_id, len(self._slots), self.backend)
 
     async def stop(self) -> None:
         """Stop every slot; failures are logged with the slot's id and skipped."""
@@ -214,13 +257,15 @@ class SandboxPool:
             try:
                 await asyncio.to_thread(self._impl.kill_slot, slot.handle)
             except Exception as exc:  # logged and skipped: stop the rest regardless
-                log.error("sandbox pool %s: failed to stop %s: %s", self.pool_id,
-                          slot.handle.ident, exc)
+                log.error(
+                    "sandbox pool %s: failed to stop %s: %s", self.pool_id, slot.handle.ident, exc
+                )
             slot.handle = None
         try:
             for ident, error in await asyncio.to_thread(self._impl.sweep):
-                log.error("sandbox pool %s: failed to remove container %s: %s",
-                          self.pool_id, ident, error)
+                log.error(
+                    "sandbox pool %s: failed to remove container %s: %s", self.pool_id, ident, error
+                )
         finally:
             self._impl.close()
             shutil.rmtree(self._runtime_dir, ignore_errors=True)
@@ -238,7 +283,8 @@ class SandboxPool:
         os.mkdir(ctl, 0o755)
         sock_path = os.path.join(ctl, "ctl.sock")
         connected: asyncio.Future[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = (
-            asyncio.get_running_loop().create_future())
+            asyncio.get_running_loop().create_future()
+        )
 
         def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             if connected.done():
@@ -246,8 +292,9 @@ class SandboxPool:
             else:
                 connected.set_result((reader, writer))
 
-        server = await asyncio.start_unix_server(on_connect, path=sock_path,
-                                                 limit=protocol.MAX_FRAME)
+        server = await asyncio.start_unix_server(
+            on_connect, path=sock_path, limit=protocol.MAX_FRAME
+        )
         os.chmod(sock_path, 0o777)
         spec = host_jail_spec(self.config, ctl, self._tables_dir, self.extra_ro_mounts)
         try:
@@ -276,8 +323,11 @@ class SandboxPool:
             alive = await asyncio.to_thread(self._impl.is_alive, slot.handle)
             if not alive or time.monotonic() > deadline:
                 logs = await asyncio.to_thread(self._impl.logs, slot.handle)
-                why = "exited" if not alive else (
-                    f"did not start within {self.config.start_timeout_s:g}s")
+                why = (
+                    "exited"
+                    if not alive
+                    else (f"did not start within {self.config.start_timeout_s:g}s")
+                )
                 raise SandboxError(f"{self.backend} slot {slot.index} {why}; log:\n{logs}")
 
     async def _replace(self, slot: Slot) -> None:
@@ -288,8 +338,12 @@ class SandboxPool:
             try:
                 await asyncio.to_thread(self._impl.kill_slot, slot.handle)
             except Exception as exc:  # the replacement matters more; say what leaked
-                log.error("sandbox pool %s: failed to stop dead %s: %s", self.pool_id,
-                          slot.handle.ident, exc)
+                log.error(
+                    "sandbox pool %s: failed to stop dead %s: %s",
+                    self.pool_id,
+                    slot.handle.ident,
+                    exc,
+                )
             slot.handle = None
         await self._launch(slot)
 
@@ -331,15 +385,15 @@ class SandboxPool:
             if slot.dead:
                 await self._replace(slot)
             try:
-                reply = await slot.request({"op": "begin", "table": table},
-                                           self.config.start_timeout_s)
+                reply = await slot.request(
+                    {"op": "begin", "table": table}, self.config.start_timeout_s
+                )
             except SlotDiedError:
                 if attempt == 2:
                     raise
                 continue
             if not reply.get("ok"):
-                raise ValueError(f"sandbox: cannot load table {table_path}: "
-                                 f"{reply.get('error')}")
+                raise ValueError(f"sandbox: cannot load table {table_path}: {reply.get('error')}")
             return
 
     @contextlib.asynccontextmanager
@@ -367,8 +421,9 @@ class SandboxPool:
             assert self._free is not None
             self._free.put_nowait(slot)
 
-    async def run_program(self, cells: str | list[str], table_path: str | None,
-                          timeout_s: float | None = None) -> TaskResult:
+    async def run_program(
+        self, cells: str | list[str], table_path: str | None, timeout_s: float | None = None
+    ) -> TaskResult:
         """Run cells in order as one fresh task (stops at the first failing cell).
 
         If the slot dies under the program it is replaced and the program re-run once;
@@ -386,12 +441,12 @@ class SandboxPool:
                         results.append(result)
                         if result.status != "ok":
                             break
-                return TaskResult.from_cells(results, (time.perf_counter() - t0) * 1e3,
-                                             attempts=attempt)
+                return TaskResult.from_cells(
+                    results, (time.perf_counter() - t0) * 1e3, attempts=attempt
+                )
             except SlotDiedError as exc:
                 last = exc
-                log.warning("sandbox pool %s: attempt %d failed: %s", self.pool_id, attempt,
-                            exc)
+                log.warning("sandbox pool %s: attempt %d failed: %s", self.pool_id, attempt, exc)
         raise SandboxError(f"sandbox slot died on both attempts: {last}")
 
     # --- introspection used by tests and the CLI
@@ -408,19 +463,31 @@ class SandboxPool:
         if handle is not None:
             self._impl.kill_slot(handle)
 
-    def _log_task(self, slot: Slot, table_path: str | None, cells: list[CellResult],
-                  duration_ms: float) -> None:
+    def _log_task(
+        self, slot: Slot, table_path: str | None, cells: list[CellResult], duration_ms: float
+    ) -> None:
         if self._log_path is None:
             return
         status = next((c.status for c in cells if c.status != "ok"), "ok")
         submissions = [s for c in cells for s in c.submissions]
-        line = canonical_json({
-            "ts": time.time(), "pool": self.pool_id, "backend": self.backend,
-            "slot": slot.index, "table": table_path, "status": status, "cells": len(cells),
-            "statuses": [c.status for c in cells], "answer": submissions[-1] if submissions
-            else None, "submissions": len(submissions),
-            "hooks": sum(len(c.hooks) for c in cells), "duration_ms": round(duration_ms, 3),
-        })
+        line = canonical_json(
+            {
+                "ts": time.time(),
+                "pool": self.pool_id,
+                "backend": self.backend,
+                "slot": slot.index,
+                "table": table_path,
+                "status": status,
+                "cells": len(cells),
+                "statuses": [c.status for c in cells],
+                "answer": submissions[-1] if submissions else None,
+                "submissions": len(submissions),
+                "hooks": sum(len(c.hooks) for c in cells),
+                "malformed_hooks": sum(len(c.malformed_hooks) for c in cells),
+                "malformed_submissions": sum(len(c.malformed_submissions) for c in cells),
+                "duration_ms": round(duration_ms, 3),
+            }
+        )
         self._log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self._log_path, "a", encoding="utf-8") as fh:
             fh.write(line + "\n")
@@ -443,8 +510,9 @@ def resolve_backend(choice: str) -> str:
     return picked
 
 
-def run_programs_sync(config: SandboxConfig,
-                      jobs: list[tuple[str | list[str], str | None]]) -> list[TaskResult]:
+def run_programs_sync(
+    config: SandboxConfig, jobs: list[tuple[str | list[str], str | None]]
+) -> list[TaskResult]:
     """Start a pool, run every (cells, table_path) job concurrently, stop the pool."""
 
     async def main() -> list[TaskResult]:

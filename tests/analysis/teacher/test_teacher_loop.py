@@ -29,19 +29,30 @@ def test_alignment_under_reprompts(sandbox: Sandbox, table: TableRecord) -> None
         cell("submit(total)", "Submit."),
     ]
     policy = ScriptedPolicy(replies, tokens=(11, 5))
-    question = make_question(table, "submit(int(df['qty'].sum()))", truth, INT,
-                             text="What is the total quantity ordered?")
+    question = make_question(
+        table,
+        "submit(int(df['qty'].sum()))",
+        truth,
+        INT,
+        text="What is the total quantity ordered?",
+    )
     cfg = TeacherConfig(max_format_errors=3)
     ep = sandbox.run(run_episode(question, table, policy, sandbox.pool, cfg))
 
     assert [m.turn for m in ep.messages] == list(range(len(ep.messages)))
     assert [(m.role, m.kind) for m in ep.messages] == [
-        ("system", "prompt"), ("user", "prompt"),
-        ("assistant", "rejected_reply"), ("user", "reprompt"),
-        ("assistant", "reply"), ("tool", "tool_output"),
-        ("assistant", "rejected_reply"), ("user", "reprompt"),
-        ("assistant", "rejected_reply"), ("user", "reprompt"),
-        ("assistant", "reply"), ("tool", "tool_output"),
+        ("system", "prompt"),
+        ("user", "prompt"),
+        ("assistant", "rejected_reply"),
+        ("user", "reprompt"),
+        ("assistant", "reply"),
+        ("tool", "tool_output"),
+        ("assistant", "rejected_reply"),
+        ("user", "reprompt"),
+        ("assistant", "rejected_reply"),
+        ("user", "reprompt"),
+        ("assistant", "reply"),
+        ("tool", "tool_output"),
     ]
     assistant = [m.content for m in ep.messages if m.role == "assistant"]
     assert assistant == replies  # rejected replies stored verbatim
@@ -84,8 +95,9 @@ def test_check_alignment_rejects_drift(sandbox: Sandbox, table: TableRecord) -> 
 def test_repeated_format_errors_end_the_episode(sandbox: Sandbox, table: TableRecord) -> None:
     policy = ScriptedPolicy(lambda convo: f"I refuse, attempt {len(convo)}")
     question = make_question(table, "submit(1)", 1, INT)
-    ep = sandbox.run(run_episode(question, table, policy, sandbox.pool,
-                                 TeacherConfig(max_format_errors=2)))
+    ep = sandbox.run(
+        run_episode(question, table, policy, sandbox.pool, TeacherConfig(max_format_errors=2))
+    )
     kinds = [m.kind for m in ep.messages]
     assert kinds.count("rejected_reply") == 3 and kinds.count("reprompt") == 2
     assert kinds[-1] == "rejected_reply" and ep.cells == []
@@ -111,8 +123,7 @@ def test_max_turns_still_runs_the_final_reply(sandbox: Sandbox, table: TableReco
 def test_execution_errors_are_shown_and_classified(sandbox: Sandbox, table: TableRecord) -> None:
     question = make_question(table, "submit(1)", 1, INT)
     policy = ScriptedPolicy([cell("df['no_such_column'].sum()"), cell("1 / 0")])
-    ep = sandbox.run(run_episode(question, table, policy, sandbox.pool,
-                                 TeacherConfig(max_turns=2)))
+    ep = sandbox.run(run_episode(question, table, policy, sandbox.pool, TeacherConfig(max_turns=2)))
     assert [c.status for c in ep.cells] == ["error", "error"]
     assert "no_such_column" in ep.messages[3].content
     assert "ZeroDivisionError" in ep.messages[5].content
@@ -121,35 +132,57 @@ def test_execution_errors_are_shown_and_classified(sandbox: Sandbox, table: Tabl
 
 def test_wrong_answer_and_alternative_answers(sandbox: Sandbox, table: TableRecord) -> None:
     question = make_question(table, "submit(0.5)", 0.5, NUM)
-    ep = sandbox.run(run_episode(question, table, ScriptedPolicy([cell("submit(0.6)")]),
-                                 sandbox.pool, TeacherConfig()))
+    ep = sandbox.run(
+        run_episode(
+            question, table, ScriptedPolicy([cell("submit(0.6)")]), sandbox.pool, TeacherConfig()
+        )
+    )
     assert not ep.verified and ep.failure_class == "wrong_answer" and ep.answer == "0.6"
-    ep = sandbox.run(run_episode(question, table, ScriptedPolicy([cell("submit(0.5 + 1e-12)")]),
-                                 sandbox.pool, TeacherConfig()))
+    ep = sandbox.run(
+        run_episode(
+            question,
+            table,
+            ScriptedPolicy([cell("submit(0.5 + 1e-12)")]),
+            sandbox.pool,
+            TeacherConfig(),
+        )
+    )
     assert ep.verified  # within the schema's tolerance
     # string answers: judged by hash of the canonical JSON and by the schema's comparison
     word = make_question(table, "submit('north')", "north", AnswerSchema(kind="string"))
-    for reply, ok in [("submit('north')", True), ("submit(' north ')", True),
-                      ("submit('south')", False)]:
-        ep = sandbox.run(run_episode(word, table, ScriptedPolicy([cell(reply)]),
-                                     sandbox.pool, TeacherConfig()))
+    for reply, ok in [
+        ("submit('north')", True),
+        ("submit(' north ')", True),
+        ("submit('south')", False),
+    ]:
+        ep = sandbox.run(
+            run_episode(word, table, ScriptedPolicy([cell(reply)]), sandbox.pool, TeacherConfig())
+        )
         assert ep.verified is ok, reply
     # an answer the schema cannot normalise is wrong, not an error
-    ep = sandbox.run(run_episode(make_question(table, "submit(3)", 3, INT), table,
-                                 ScriptedPolicy([cell("submit(2.5)")]), sandbox.pool,
-                                 TeacherConfig()))
+    ep = sandbox.run(
+        run_episode(
+            make_question(table, "submit(3)", 3, INT),
+            table,
+            ScriptedPolicy([cell("submit(2.5)")]),
+            sandbox.pool,
+            TeacherConfig(),
+        )
+    )
     assert not ep.verified and ep.failure_class == "wrong_answer"
 
 
 def test_hooks_ground_only_against_lines_that_ran(sandbox: Sandbox, table: TableRecord) -> None:
-    code1 = "\n".join([
-        "x = 10",
-        "m = df['qty'].mean()",
-        "hook(m, \"m = df['qty'].mean()\", name='mean_qty')",  # grounded
-        "hook(x, 'x = 1', name='x')",  # `x = 1` is not `x = 10`
-        "hook(m, 'm  =  df[\\'qty\\'].mean()', name='spaced')",  # whitespace-normalised
-        "hook(m, 'later = m * 2', name='future')",  # that line runs only in cell 2
-    ])
+    code1 = "\n".join(
+        [
+            "x = 10",
+            "m = df['qty'].mean()",
+            "hook(m, \"m = df['qty'].mean()\", name='mean_qty')",  # grounded
+            "hook(x, 'x = 1', name='x')",  # `x = 1` is not `x = 10`
+            "hook(m, 'm  =  df[\\'qty\\'].mean()', name='spaced')",  # whitespace-normalised
+            "hook(m, 'later = m * 2', name='future')",  # that line runs only in cell 2
+        ]
+    )
     code2 = "later = m * 2\nsubmit(int(later > 0))"
     policy = ScriptedPolicy([cell(code1), cell(code2)])
     question = make_question(table, "submit(1)", 1, INT)
@@ -157,3 +190,28 @@ def test_hooks_ground_only_against_lines_that_ran(sandbox: Sandbox, table: Table
     assert ep.verified
     assert ep.hooks_total == 4 and ep.hooks_malformed == 0
     assert [h.name for h in ep.hooks] == ["mean_qty", "spaced"] and ep.hooks_grounded == 2
+
+
+def test_hooks_the_sandbox_drops_are_counted_as_malformed(
+    sandbox: Sandbox, table: TableRecord
+) -> None:
+    code = "\n".join(
+        [
+            "import sys",
+            "m = df['qty'].mean()",
+            "hook(m, \"m = df['qty'].mean()\", name='mean_qty')",  # grounded
+            "hook(m, '   ', name='blank')",  # reaches grounding, malformed there
+            "emit = hook.__self__._emit",  # a forged record the sandbox must refuse
+            "emit({'ev': 'hook', 'hook': {'name': 'forged', 'code_line': 'm = 1'}})",
+            # a look-alike note on stderr is only text: it must not count as a hook
+            "print('[sandbox] dropped a malformed hook 9: spoof', file=sys.stderr)",
+            "submit(1)",
+        ]
+    )
+    question = make_question(table, "submit(1)", 1, INT)
+    ep = sandbox.run(
+        run_episode(question, table, ScriptedPolicy([cell(code)]), sandbox.pool, TeacherConfig())
+    )
+    assert ep.verified and [h.name for h in ep.hooks] == ["mean_qty"]
+    assert (ep.hooks_total, ep.hooks_grounded, ep.hooks_malformed) == (3, 1, 2)
+    assert "[sandbox] dropped a malformed hook 2: value_hash:" in ep.cells[0].stderr

@@ -51,8 +51,6 @@ def _as_hook(entry: Any) -> HookRecord:
         return entry
     if isinstance(entry, Mapping):
         return HookRecord.model_validate(dict(entry))
-    if isinstance(entry, str):  # a note standing for an entry the producer already refused
-        raise TypeError(entry)
     raise TypeError(f"expected a hook record or mapping, got {type(entry).__name__}")
 
 
@@ -81,8 +79,11 @@ def ground_hooks(
             continue
         claim = normalize_line(hook.code_line)
         if not claim or "\n" in hook.code_line.strip():
-            reason = ("code_line is empty" if not claim
-                      else "code_line spans several lines; it must name one line")
+            reason = (
+                "code_line is empty"
+                if not claim
+                else "code_line spans several lines; it must name one line"
+            )
             log.warning("hook %d (%r) malformed: %s", i, hook.name, reason)
             malformed.append(MalformedHook(i, entry, reason))
             details.append(HookGrounding(i, hook.name, "malformed", reason))

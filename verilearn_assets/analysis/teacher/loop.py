@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from verilearn_assets.analysis.teacher.config import TeacherConfig
-from verilearn_assets.analysis.teacher.grounding import ground_hooks
+from verilearn_assets.analysis.teacher.grounding import HookGrounding, ground_hooks
 from verilearn_assets.analysis.teacher.parse import FormatError, parse_reply
 from verilearn_assets.analysis.teacher.policy import Policy
 from verilearn_assets.analysis.teacher.prompts import (
@@ -38,6 +38,7 @@ from verilearn_assets.contracts import (
     Role,
     TableRecord,
 )
+from verilearn_assets.sandbox.pool import CellResult
 
 log = logging.getLogger(__name__)
 
@@ -92,25 +93,24 @@ class Trace:
         return "max_turns" if self.end == "max_turns" else "no_submission"
 
 
-# The sandbox validates hook records itself and replaces a malformed one by a note on the
-# cell's stderr; those notes are counted as malformed entries so none vanishes unseen.
-SANDBOX_MALFORMED_HOOK_NOTE = "[sandbox] dropped a malformed hook:"
+def _sandbox_dropped(result: CellResult) -> list[HookGrounding]:
+    """Verdicts for the hook records the sandbox refused, so none vanishes unseen.
+
+    Their indices follow the cell's valid hooks; each reason is the sandbox's own.
+    """
+    first = len(result.hooks)
+    verdicts = [
+        HookGrounding(first + k, None, "malformed", f"dropped by the sandbox: {why}")
+        for k, why in enumerate(result.malformed_hooks)
+    ]
+    for v in verdicts:
+        log.warning("hook entry %d malformed: %s", v.index, v.reason)
+    return verdicts
 
 
-def _result_hooks(result: Any) -> list[Any]:
-    """Hook entries of a cell result, malformed ones included (they are counted)."""
-    entries: list[Any] = list(getattr(result, "hooks", []) or [])
-    malformed = getattr(result, "malformed_hooks", None)
-    if malformed is not None:
-        entries.extend(malformed)
-    else:
-        entries.extend(line for line in (result.stderr or "").splitlines()
-                       if line.startswith(SANDBOX_MALFORMED_HOOK_NOTE))
-    return entries
-
-
-async def run_trace(task_prompt: str, table: TableRecord, policy: Policy, pool: Any,
-                    cfg: TeacherConfig) -> Trace:
+async def run_trace(
+    task_prompt: str, table: TableRecord, policy: Policy, pool: Any, cfg: TeacherConfig
+) -> Trace:
     """Drive one conversation in a fresh sandbox slot holding `table`.
 
     `task_prompt` is the first user message (a question, or the exploration brief).
@@ -141,37 +141,63 @@ async def run_trace(task_prompt: str, table: TableRecord, policy: Policy, pool: 
                 if format_errors > cfg.max_format_errors:
                     end = "format_errors"
                     break
-                tx.add("user", "reprompt",
-                       reprompt(parsed.reason, cfg.max_format_errors - format_errors))
+                tx.add(
+                    "user",
+                    "reprompt",
+                    reprompt(parsed.reason, cfg.max_format_errors - format_errors),
+                )
                 continue
             turn = tx.add("assistant", "reply", reply.text)
             if task is None:
                 task = await stack.enter_async_context(pool.task(table.path))
             result = await task.run_cell(parsed.code, timeout_s=cfg.cell_timeout_s)
-            obs = Observation(result.status, result.duration_ms, result.stdout, result.stderr,
-                              result.value_repr, list(result.submissions))
+            obs = Observation(
+                result.status,
+                result.duration_ms,
+                result.stdout,
+                result.stderr,
+                result.value_repr,
+                list(result.submissions),
+            )
             output_turn = tx.add("tool", "tool_output", tool_message(obs, cfg.tool_output_chars))
-            cells.append(CellRun(turn=turn, output_turn=output_turn, code=parsed.code,
-                                 status=result.status, stdout=result.stdout,
-                                 stderr=result.stderr, duration_ms=result.duration_ms))
+            cells.append(
+                CellRun(
+                    turn=turn,
+                    output_turn=output_turn,
+                    code=parsed.code,
+                    status=result.status,
+                    stdout=result.stdout,
+                    stderr=result.stderr,
+                    duration_ms=result.duration_ms,
+                )
+            )
             codes.append(parsed.code)
             submissions.extend(result.submissions)
-            entries = _result_hooks(result)
             # A hook may only ground against this cell and the cells that ran before it.
-            grounded, malformed, cell_details = ground_hooks(entries, codes)
+            grounded, malformed, cell_details = ground_hooks(result.hooks, codes)
             hooks.extend(grounded)
-            details.extend(cell_details)
-            hooks_total += len(entries)
-            hooks_malformed += len(malformed)
+            details.extend(cell_details + _sandbox_dropped(result))
+            hooks_total += len(result.hooks) + len(result.malformed_hooks)
+            hooks_malformed += len(malformed) + len(result.malformed_hooks)
             if result.submissions:
                 end = "submitted"
                 break
             if len(cells) >= cfg.max_turns:
                 end = "max_turns"
                 break
-    trace = Trace(tx.messages, cells, submissions, hooks, hooks_total, hooks_malformed, end,
-                  prompt_tokens, completion_tokens, (time.monotonic() - started) * 1000,
-                  details)
+    trace = Trace(
+        tx.messages,
+        cells,
+        submissions,
+        hooks,
+        hooks_total,
+        hooks_malformed,
+        end,
+        prompt_tokens,
+        completion_tokens,
+        (time.monotonic() - started) * 1000,
+        details,
+    )
     check_alignment(trace.messages, trace.cells)
     return trace
 
@@ -193,8 +219,9 @@ def check_alignment(messages: Sequence[Message], cells: Sequence[CellRun]) -> No
     if [c.turn for c in cells] != replies:
         raise AlignmentError(f"cell turns {[c.turn for c in cells]} != replies {replies}")
     if [c.output_turn for c in cells] != tools:
-        raise AlignmentError(f"cell output turns {[c.output_turn for c in cells]} != "
-                             f"tool messages {tools}")
+        raise AlignmentError(
+            f"cell output turns {[c.output_turn for c in cells]} != tool messages {tools}"
+        )
     for c in cells:
         if c.output_turn != c.turn + 1:
             raise AlignmentError(f"cell at turn {c.turn}: output at {c.output_turn}")
@@ -220,35 +247,73 @@ def judge(answer: str | None, question: QuestionRecord) -> bool:
     return any(answers_match(parse_answer(e), got, schema) for e in expected)
 
 
-def to_episode(trace: Trace, question: QuestionRecord, *, teacher: str, sampling_key: str,
-               role: str = "single", index: int = 0, verified: bool | None = None,
-               failure_class: FailureClass | None = None) -> Episode:
+def to_episode(
+    trace: Trace,
+    question: QuestionRecord,
+    *,
+    teacher: str,
+    sampling_key: str,
+    role: str = "single",
+    index: int = 0,
+    verified: bool | None = None,
+    failure_class: FailureClass | None = None,
+) -> Episode:
     """An `Episode` record; `verified` defaults to matching the question's answer."""
     if verified is None:
         verified = judge(trace.answer, question)
         if not verified:
-            failure_class = ("wrong_answer" if trace.answer is not None
-                             else trace.failure_without_answer())
+            failure_class = (
+                "wrong_answer" if trace.answer is not None else trace.failure_without_answer()
+            )
     return Episode(
         id=Episode.make_id(question.id, teacher, sampling_key, role, index),
-        question_id=question.id, source=question.source, split=question.split,
-        dataset=question.dataset, template=question.template, teacher=teacher,
-        sampling_key=sampling_key, role=role, messages=trace.messages, cells=trace.cells,
-        submissions=trace.submissions, answer=trace.answer, hooks=trace.hooks,
-        hooks_total=trace.hooks_total, hooks_grounded=len(trace.hooks),
-        hooks_malformed=trace.hooks_malformed, verified=verified,
-        failure_class=None if verified else failure_class, n_turns=trace.n_turns,
-        prompt_tokens=trace.prompt_tokens, completion_tokens=trace.completion_tokens,
-        duration_ms=trace.duration_ms)
+        question_id=question.id,
+        source=question.source,
+        split=question.split,
+        dataset=question.dataset,
+        template=question.template,
+        teacher=teacher,
+        sampling_key=sampling_key,
+        role=role,
+        messages=trace.messages,
+        cells=trace.cells,
+        submissions=trace.submissions,
+        answer=trace.answer,
+        hooks=trace.hooks,
+        hooks_total=trace.hooks_total,
+        hooks_grounded=len(trace.hooks),
+        hooks_malformed=trace.hooks_malformed,
+        verified=verified,
+        failure_class=None if verified else failure_class,
+        n_turns=trace.n_turns,
+        prompt_tokens=trace.prompt_tokens,
+        completion_tokens=trace.completion_tokens,
+        duration_ms=trace.duration_ms,
+    )
 
 
-async def run_episode(question: QuestionRecord, table: TableRecord, policy: Policy, pool: Any,
-                      cfg: TeacherConfig, *, role: str = "single", index: int = 0) -> Episode:
+async def run_episode(
+    question: QuestionRecord,
+    table: TableRecord,
+    policy: Policy,
+    pool: Any,
+    cfg: TeacherConfig,
+    *,
+    role: str = "single",
+    index: int = 0,
+) -> Episode:
     """Run one trace for `question` and judge it against the question's answer."""
     if question.table != table.id:
-        raise ValueError(f"question {question.id}: table {question.table!r} is not the "
-                         f"given table {table.id!r}")
+        raise ValueError(
+            f"question {question.id}: table {question.table!r} is not the given table {table.id!r}"
+        )
     prompt = question_prompt(question.question, question.answer_schema)
     trace = await run_trace(prompt, table, policy, pool, cfg)
-    return to_episode(trace, question, teacher=policy.name,
-                      sampling_key=cfg.sampling_key(policy.name), role=role, index=index)
+    return to_episode(
+        trace,
+        question,
+        teacher=policy.name,
+        sampling_key=cfg.sampling_key(policy.name),
+        role=role,
+        index=index,
+    )
