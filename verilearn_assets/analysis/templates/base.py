@@ -11,10 +11,10 @@ ground truth always comes from the sandbox.
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import pandas as pd
 
@@ -23,6 +23,7 @@ from verilearn_assets.analysis.questions_config import QuestionsConfig
 from verilearn_assets.contracts import AnswerSchema, ColumnProfile
 
 Difficulty = Literal["easy", "medium", "hard"]
+ReadingKey = TypeVar("ReadingKey")
 
 NUMBER = AnswerSchema(kind="number", rel_tol=1e-6, abs_tol=1e-9)
 STAT = AnswerSchema(kind="number", rel_tol=1e-4, abs_tol=1e-6)
@@ -102,6 +103,22 @@ class TableView:
                                              f"found {len(self.numeric)}")
         return self.numeric
 
+    def need_numeric_from_second(self) -> list[str]:
+        """Numeric columns from the second on (the first if it is the only one).
+
+        A template asking much what a sibling template asks of a column starts here, so the
+        two spread over different columns instead of both asking about the first.
+        """
+        return self.need_numeric(1)[1:] or self.numeric
+
+    def need_categorical(self) -> list[str]:
+        self.require(bool(self.categorical), "needs a categorical column")
+        return self.categorical
+
+    def need_with_missing(self) -> list[str]:
+        self.require(bool(self.with_missing), "needs a numeric column with missing values")
+        return self.with_missing
+
     def viable_groups(self, cat: str, num: str | None, min_groups: int,
                       max_groups: int | None = None) -> list[str]:
         """Levels of `cat` holding at least `min_group_size` rows with `num` present."""
@@ -113,13 +130,22 @@ class TableView:
             return []
         return levels
 
+    def level_rows(self, cat: str, cols: Sequence[str], levels: list[str]) -> pd.DataFrame:
+        """Rows with `cat` and `cols` present whose `cat` (as text) is one of `levels`."""
+        sub = self.frame()[[cat, *cols]].dropna()
+        return sub[sub[cat].astype(str).isin(levels)]
+
+    def rounded(self, scores: pd.Series) -> pd.Series:
+        """Scores to `tie_digits` significant digits: equal after rounding counts as a tie."""
+        digits = self.cfg.template.tie_digits
+        return scores.map(lambda v: float(f"{float(v):.{digits}g}"))
+
     def ties(self, scores: pd.Series, largest: bool = True) -> list[Any]:
         """Labels sharing the best score (to `tie_digits` significant digits), in order."""
         s = scores.dropna()
         if s.empty:
             return []
-        digits = self.cfg.template.tie_digits
-        rounded = s.map(lambda v: float(f"{float(v):.{digits}g}"))
+        rounded = self.rounded(s)
         best = rounded.max() if largest else rounded.min()
         return list(rounded[rounded == best].index)
 
@@ -128,6 +154,23 @@ class TableView:
 
     def per_template(self, choices: Sequence[Any]) -> list[Any]:
         return list(choices)[: self.cfg.template.questions_per_template]
+
+    def other_ties(self, scores: pd.Series) -> list[Any]:
+        """Labels tied with the best one, which the reference picks: each is an alternative."""
+        return self.limit(self.ties(scores))[1:]
+
+    def reading_ties(self, readings: Sequence[tuple[ReadingKey, str, pd.Series]]
+                     ) -> Iterator[tuple[ReadingKey, str, Any]]:
+        """`(reading, description, label)` for each tied label under each reading.
+
+        A reading is one way a person may understand an ambiguous question: a key the
+        caller's program builder takes, a description, and the scores it ranks by. The first
+        reading is the reference's own, so its top label is the reference, not an alternative.
+        """
+        for i, (key, desc, scores) in enumerate(readings):
+            labels = self.other_ties(scores) if i == 0 else self.limit(self.ties(scores))
+            for label in labels:
+                yield key, f"{desc}: '{label}'", label
 
 
 class Program:
@@ -148,6 +191,12 @@ class Program:
     def comment(self, text: str) -> Program:
         self.lines.append(f"# {text}")
         return self
+
+    def choose(self, var: str, expr: str, pick: Any, name: str,
+               depends_on: Sequence[str] = ()) -> Program:
+        """Step `var = expr`, or `var = pick` where a tie alternative pins another label."""
+        return self.step(f"{var} = {expr}" if pick is None else f"{var} = {pick!r}", name,
+                         depends_on)
 
     def step(self, stmt: str, name: str, depends_on: Sequence[str] = ()) -> Program:
         if "\n" in stmt or " = " not in stmt:
@@ -181,6 +230,21 @@ class Template:
     variant_of: str | None = None
 
 
+# Wordings of one computation: the base question (its alternatives accept every reading a
+# person may take), one saying the target is not a candidate, one naming the exact method.
+VARIANTS = ("base", "exclude_target", "method_explicit")
+
+
+def variant_name(base: str, variant: str) -> str:
+    return base if variant == "base" else f"{base}__{variant}"
+
+
+def variant_template(base: str, variant: str, family: str, difficulty: Difficulty,
+                     build: Callable[[TableView], list[Candidate]]) -> Template:
+    return Template(variant_name(base, variant), family, difficulty, build,
+                    variant_of=None if variant == "base" else base)
+
+
 def candidate(tpl_name: str, family: str, difficulty: Difficulty, question: str,
               mechanical: str, schema: AnswerSchema, program: Program, code: str,
               alternatives: Sequence[tuple[str, str]] = (),
@@ -204,3 +268,13 @@ def candidate(tpl_name: str, family: str, difficulty: Difficulty, question: str,
 def q(name: str) -> str:
     """A column reference as Python source (`df[q(c)]`), safe for any column name."""
     return repr(name)
+
+
+def text_col(name: str) -> str:
+    """`df[name]` as text, missing values kept missing (not 'nan'), as Python source."""
+    return f"df[{q(name)}].astype(str).where(df[{q(name)}].notna())"
+
+
+def quoted_list(cols: Sequence[str]) -> str:
+    """Column names for question text: `'a', 'b', 'c'`."""
+    return ", ".join(f"'{c}'" for c in cols)

@@ -16,6 +16,7 @@ from verilearn_assets.analysis.candidate import Candidate
 from verilearn_assets.analysis.templates.base import (
     STAT,
     STRING,
+    VARIANTS,
     AnswerSchema,
     Program,
     TableView,
@@ -23,6 +24,9 @@ from verilearn_assets.analysis.templates.base import (
     candidate,
     mapping,
     q,
+    quoted_list,
+    variant_name,
+    variant_template,
 )
 
 FAMILY = "correlation"
@@ -46,14 +50,12 @@ def pearson_strongest_pair(v: TableView) -> list[Candidate]:
     corr = v.frame()[cols].astype(float).corr(method="pearson")
     pairs = corr.where(np.triu(np.ones(corr.shape, dtype=bool), k=1)).stack()
     v.require(not pairs.dropna().empty, "no pair of numeric columns has a defined correlation")
-    ties = v.limit(v.ties(pairs.abs()))
     p, code = _pair_program(cols, None)
     alts = [(f"tie: pair {t} is as strongly correlated", _pair_program(cols, t)[1])
-            for t in ties[1:]]
-    listed = ", ".join(f"'{c}'" for c in cols)
+            for t in v.other_ties(pairs.abs())]
     return [candidate(
         "pearson_strongest_pair", FAMILY, "medium",
-        f"Among {listed}, which two columns are most strongly correlated (Pearson, by "
+        f"Among {quoted_list(cols)}, which two columns are most strongly correlated (Pearson, by "
         "absolute value), and what is their correlation?",
         "pandas corr(method='pearson') with pairwise-complete rows; argmax |r| over pairs "
         "i<j; answer the pair (sorted) and signed r",
@@ -67,10 +69,7 @@ def _spearman_program(target: str, cols: list[str], signed: bool,
     p.step(f"rho = df[{cols!r}].astype(float).corrwith(df[{q(target)}].astype(float), "
            "method='spearman')", "rho")
     score = "rho" if signed else "rho.abs()"
-    if pick is None:
-        p.step(f"best = {score}.idxmax()", "best_column", ["rho"])
-    else:
-        p.step(f"best = {pick!r}", "best_column", ["rho"])
+    p.choose("best", f"{score}.idxmax()", pick, "best_column", ["rho"])
     return p, p.submit('{"column": str(best), "rho": float(rho[best])}')
 
 
@@ -79,8 +78,8 @@ def _spearman_scores(v: TableView, target: str, cols: list[str]) -> pd.Series:
     return df[cols].astype(float).corrwith(df[target].astype(float), method="spearman")
 
 
-def _spearman(variant: str):
-    name = "spearman_rank_correlation" + ("" if variant == "base" else f"__{variant}")
+def _spearman(variant: str) -> Template:
+    name = variant_name("spearman_rank_correlation", variant)
 
     def build(v: TableView) -> list[Candidate]:
         nums = v.need_numeric(3)
@@ -90,17 +89,13 @@ def _spearman(variant: str):
             rho = _spearman_scores(v, target, cols)
             if rho.dropna().empty:
                 continue
-            readings = [(False, "strongest by absolute rho")]
+            readings = [(False, "strongest by absolute rho", rho.abs())]
             if variant == "base":
-                readings.append((True, "strongest read as the largest positive rho"))
+                readings.append((True, "strongest read as the largest positive rho", rho))
             p, code = _spearman_program(target, cols, False, None)
-            alts = []
-            for i, (signed, desc) in enumerate(readings):
-                scores = rho if signed else rho.abs()
-                for t in v.limit(v.ties(scores))[1 if i == 0 else 0:]:
-                    alts.append((f"{desc}: '{t}'", _spearman_program(target, cols, signed,
-                                                                      t)[1]))
-            listed = ", ".join(f"'{c}'" for c in cols)
+            alts = [(desc, _spearman_program(target, cols, signed, t)[1])
+                    for signed, desc, t in v.reading_ties(readings)]
+            listed = quoted_list(cols)
             question = {
                 "base": f"Which column has the strongest rank correlation with '{target}', "
                         "and what is the correlation?",
@@ -120,14 +115,12 @@ def _spearman(variant: str):
         v.require(bool(out), "no defined rank correlation with any target")
         return out
 
-    return Template(name, FAMILY, "medium", build,
-                    variant_of=None if variant == "base" else "spearman_rank_correlation")
+    return variant_template("spearman_rank_correlation", variant, FAMILY, "medium", build)
 
 
 # --- correlation after removing outliers -------------------------------------------------
 def correlation_after_outlier_removal(v: TableView) -> list[Candidate]:
-    nums = v.need_numeric(2)
-    x, y = nums[0], nums[1]
+    x, y = v.need_numeric(2)[:2]
     p = Program().comment(f"Pearson r of {x} and {y}, before and after dropping IQR outliers")
     p.step(f"pair = df[[{q(x)}, {q(y)}]].dropna().astype(float)", "pair_rows")
     p.step(f"r_before = pair[{q(x)}].corr(pair[{q(y)}])", "r_before", ["pair_rows"])
@@ -158,10 +151,7 @@ def _log_change_program(target: str, cols: list[str], fn: str,
     p.step(f"logged = {fn}(block)", "logged", ["numeric_block"])
     p.step(f"r_log = logged[{cols!r}].corrwith(logged[{q(target)}])", "r_log", ["logged"])
     p.step("change = r_log - r_raw", "change", ["r_raw", "r_log"])
-    if pick is None:
-        p.step("best = change.abs().idxmax()", "best_column", ["change"])
-    else:
-        p.step(f"best = {pick!r}", "best_column", ["change"])
+    p.choose("best", "change.abs().idxmax()", pick, "best_column", ["change"])
     return p, p.submit('{"column": str(best), "change": float(change[best])}')
 
 
@@ -171,8 +161,8 @@ def _log_change_scores(v: TableView, target: str, cols: list[str], fn) -> pd.Ser
     return logged[cols].corrwith(logged[target]) - block[cols].corrwith(block[target])
 
 
-def _corr_change(variant: str):
-    name = "correlation_change_analysis" + ("" if variant == "base" else f"__{variant}")
+def _corr_change(variant: str) -> Template:
+    name = variant_name("correlation_change_analysis", variant)
 
     def build(v: TableView) -> list[Candidate]:
         pos = v.positive
@@ -180,19 +170,17 @@ def _corr_change(variant: str):
         out = []
         for target in v.per_template(pos):
             cols = [c for c in pos if c != target][:6]
-            readings = [("np.log", np.log, "natural log")]
-            if variant == "base":
-                readings.append(("np.log1p", np.log1p, "log read as log(1 + x)"))
-            p, code = _log_change_program(target, cols, "np.log", None)
-            alts = []
-            for i, (fn_name, fn, desc) in enumerate(readings):
-                scores = _log_change_scores(v, target, cols, fn).abs()
-                for t in v.limit(v.ties(scores))[1 if i == 0 else 0:]:
-                    alts.append((f"{desc}: '{t}'",
-                                 _log_change_program(target, cols, fn_name, t)[1]))
-            if _log_change_scores(v, target, cols, np.log).dropna().empty:
+            change = _log_change_scores(v, target, cols, np.log)
+            if change.dropna().empty:
                 continue
-            listed = ", ".join(f"'{c}'" for c in cols)
+            readings = [("np.log", "natural log", change.abs())]
+            if variant == "base":
+                readings.append(("np.log1p", "log read as log(1 + x)",
+                                 _log_change_scores(v, target, cols, np.log1p).abs()))
+            p, code = _log_change_program(target, cols, "np.log", None)
+            alts = [(desc, _log_change_program(target, cols, fn, t)[1])
+                    for fn, desc, t in v.reading_ties(readings)]
+            listed = quoted_list(cols)
             question = {
                 "base": f"Which column's correlation with '{target}' changes the most when "
                         "both are log-transformed, and by how much does it change?",
@@ -214,14 +202,13 @@ def _corr_change(variant: str):
         v.require(bool(out), "no defined correlation change")
         return out
 
-    return Template(name, FAMILY, "hard", build,
-                    variant_of=None if variant == "base" else "correlation_change_analysis")
+    return variant_template("correlation_change_analysis", variant, FAMILY, "hard", build)
 
 
 TEMPLATES = [
     Template("pearson_strongest_pair", FAMILY, "medium", pearson_strongest_pair),
-    _spearman("base"), _spearman("exclude_target"), _spearman("method_explicit"),
+    *(_spearman(variant) for variant in VARIANTS),
     Template("correlation_after_outlier_removal", FAMILY, "medium",
              correlation_after_outlier_removal),
-    _corr_change("base"), _corr_change("exclude_target"), _corr_change("method_explicit"),
+    *(_corr_change(variant) for variant in VARIANTS),
 ]

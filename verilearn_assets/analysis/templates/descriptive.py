@@ -13,7 +13,9 @@ from verilearn_assets.analysis.templates.base import (
     candidate,
     mapping,
     q,
+    quoted_list,
 )
+from verilearn_assets.analysis.templates.steps import level_rows, nonmissing_values
 
 FAMILY = "descriptive"
 
@@ -22,7 +24,7 @@ def mean_median_gap(v: TableView) -> list[Candidate]:
     out = []
     for col in v.per_template(v.need_numeric(1)):
         p = Program().comment(f"Skew check for {col}: how far the mean sits from the median")
-        p.step(f"x = df[{q(col)}].dropna().astype(float)", "values")
+        nonmissing_values(p, col)
         p.step("mean_x = x.mean()", "mean", ["values"])
         p.step("median_x = x.median()", "median", ["values"])
         p.step("gap = mean_x - median_x", "gap", ["mean", "median"])
@@ -38,9 +40,9 @@ def mean_median_gap(v: TableView) -> list[Candidate]:
 
 def range_and_iqr(v: TableView) -> list[Candidate]:
     out = []
-    for col in v.per_template(v.need_numeric(1)[1:] or v.numeric):
+    for col in v.per_template(v.need_numeric_from_second()):
         p = Program().comment(f"Spread of {col}: full range and interquartile range")
-        p.step(f"x = df[{q(col)}].dropna().astype(float)", "values")
+        nonmissing_values(p, col)
         p.step("value_range = x.max() - x.min()", "range", ["values"])
         p.step("q1, q3 = x.quantile([0.25, 0.75])", "quartiles", ["values"])
         p.step("iqr = q3 - q1", "iqr", ["quartiles"])
@@ -58,10 +60,7 @@ def _cv_program(cols: list[str], pick: str | None) -> tuple[Program, str]:
     p = Program().comment("Relative dispersion: coefficient of variation per column")
     p.step(f"num = df[{cols!r}].astype(float)", "numeric_block")
     p.step("cv = num.std() / num.mean().abs()", "cv", ["numeric_block"])
-    if pick is None:
-        p.step("best = cv.idxmax()", "best_column", ["cv"])
-    else:
-        p.step(f"best = {pick!r}", "best_column", ["cv"])
+    p.choose("best", "cv.idxmax()", pick, "best_column", ["cv"])
     return p, p.submit('{"column": str(best), "cv": float(cv[best])}')
 
 
@@ -74,14 +73,12 @@ def highest_cv_column(v: TableView) -> list[Candidate]:
     v.require(len(cols) >= 2, "needs 2 numeric columns with a non-zero mean")
     cols = cols[:8]
     cv = num[cols].std() / num[cols].mean().abs()
-    ties = v.limit(v.ties(cv))
     p, code = _cv_program(cols, None)
     alts = [(f"tie: '{c}' has the same coefficient of variation", _cv_program(cols, c)[1])
-            for c in ties[1:]]
-    listed = ", ".join(f"'{c}'" for c in cols)
+            for c in v.other_ties(cv)]
     return [candidate(
         "highest_cv_column", FAMILY, "medium",
-        f"Among the columns {listed}, which has the largest coefficient of variation "
+        f"Among the columns {quoted_list(cols)}, which has the largest coefficient of variation "
         "(standard deviation divided by the absolute mean), and what is it?",
         "cv = std(ddof=1) / |mean| per column, missing values skipped; answer the argmax "
         "column and its cv",
@@ -92,20 +89,17 @@ def _top_share_program(col: str, pick: str | None) -> tuple[Program, str]:
     p = Program().comment(f"Most common level of {col} and its share")
     p.step(f"shares = df[{q(col)}].dropna().astype(str).value_counts(normalize=True)",
            "shares")
-    p.step("top = shares.index[0]" if pick is None else f"top = {pick!r}", "top_level",
-           ["shares"])
+    p.choose("top", "shares.index[0]", pick, "top_level", ["shares"])
     return p, p.submit('{"level": str(top), "share": float(shares[top])}')
 
 
 def top_category_share(v: TableView) -> list[Candidate]:
-    v.require(bool(v.categorical), "needs a categorical column")
     out = []
-    for col in v.per_template(v.categorical):
+    for col in v.per_template(v.need_categorical()):
         shares = v.frame()[col].dropna().astype(str).value_counts(normalize=True)
-        ties = v.limit(v.ties(shares))
         p, code = _top_share_program(col, None)
         alts = [(f"tie: level '{t}' is as frequent", _top_share_program(col, t)[1])
-                for t in ties[1:]]
+                for t in v.other_ties(shares)]
         out.append(candidate(
             "top_category_share", FAMILY, "easy",
             f"Which value of '{col}' is the most common, and what share of the non-missing "
@@ -119,32 +113,26 @@ def top_category_share(v: TableView) -> list[Candidate]:
 def _group_mean_program(cat: str, num: str, levels: list[str],
                         pick: str | None) -> tuple[Program, str]:
     p = Program().comment(f"Mean of {num} per level of {cat}, groups of enough size only")
-    p.step(f"sub = df[[{q(cat)}, {q(num)}]].dropna()", "rows")
-    p.step(f"sub = sub[sub[{q(cat)}].astype(str).isin({levels!r})]", "kept_rows", ["rows"])
+    level_rows(p, cat, [num], levels)
     p.step(f"means = sub[{q(num)}].astype(float).groupby(sub[{q(cat)}].astype(str)).mean()",
            "group_means", ["kept_rows"])
-    p.step("best = means.idxmax()" if pick is None else f"best = {pick!r}", "best_level",
-           ["group_means"])
+    p.choose("best", "means.idxmax()", pick, "best_level", ["group_means"])
     return p, p.submit('{"level": str(best), "mean": float(means[best])}')
 
 
 def group_mean_top_category(v: TableView) -> list[Candidate]:
-    v.need_numeric(1)
-    v.require(bool(v.categorical), "needs a categorical column")
+    nums = v.need_numeric(1)
     out = []
-    pairs = [(c, n) for c in v.categorical for n in v.numeric[:2]]
+    pairs = [(c, n) for c in v.need_categorical() for n in nums[:2]]
     for cat, num in pairs:
         levels = v.viable_groups(cat, num, 2)
         if not levels:
             continue
-        sub = v.frame()[[cat, num]].dropna()
-        sub = sub[sub[cat].astype(str).isin(levels)]
+        sub = v.level_rows(cat, [num], levels)
         means = sub[num].astype(float).groupby(sub[cat].astype(str)).mean()
-        ties = v.limit(v.ties(means))
         p, code = _group_mean_program(cat, num, levels, None)
-        alts = [(f"tie: level '{t}' has the same mean", _group_mean_program(cat, num, levels,
-                                                                             t)[1])
-                for t in ties[1:]]
+        alts = [(f"tie: level '{t}' has the same mean",
+                 _group_mean_program(cat, num, levels, t)[1]) for t in v.other_ties(means)]
         min_n = v.cfg.eligibility.min_group_size
         out.append(candidate(
             "group_mean_top_category", FAMILY, "medium",
@@ -163,9 +151,8 @@ def group_mean_top_category(v: TableView) -> list[Candidate]:
 
 def _unique_count(v: TableView) -> list[Candidate]:
     """Distinct levels after trimming case and whitespace (easy, multi-step cleaning)."""
-    v.require(bool(v.categorical), "needs a categorical column")
     out = []
-    for col in v.per_template(v.categorical):
+    for col in v.per_template(v.need_categorical()):
         p = Program().comment(f"Distinct values of {col} once case and spacing are ignored")
         p.step(f"raw = df[{q(col)}].dropna().astype(str)", "values")
         p.step("cleaned = raw.str.strip().str.lower()", "cleaned", ["values"])

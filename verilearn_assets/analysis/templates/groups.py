@@ -13,6 +13,7 @@ from verilearn_assets.analysis.templates.base import (
     INTEGER,
     PVALUE,
     STAT,
+    VARIANTS,
     NotApplicable,
     Program,
     TableView,
@@ -20,7 +21,11 @@ from verilearn_assets.analysis.templates.base import (
     candidate,
     mapping,
     q,
+    text_col,
+    variant_name,
+    variant_template,
 )
+from verilearn_assets.analysis.templates.steps import level_rows, two_groups
 
 FAMILY = "group_comparison"
 
@@ -34,25 +39,25 @@ def binary_columns(v: TableView, num: str) -> list[str]:
     return [c for c in cols if v.viable_groups(c, num, 2, 2)]
 
 
-def _two_groups(p: Program, cat: str, num: str) -> None:
-    p.step(f"sub = df[[{q(cat)}, {q(num)}]].dropna()", "rows")
-    p.step(f"labels = sub[{q(cat)}].astype(str)", "group_labels", ["rows"])
-    p.step("first, second = sorted(labels.unique())", "group_names", ["group_labels"])
-    p.step(f"a = sub.loc[labels == first, {q(num)}].astype(float)", "group_a", ["group_names"])
-    p.step(f"b = sub.loc[labels == second, {q(num)}].astype(float)", "group_b",
-           ["group_names"])
+def first_binary_split(v: TableView) -> tuple[str, str]:
+    """`(num, cat)`: the first numeric column that a two-valued column splits in two."""
+    for num in v.need_numeric(1):
+        cols = binary_columns(v, num)
+        if cols:
+            return num, cols[0]
+    raise NotApplicable("no two-valued column with enough rows per group")
 
 
 def _ttest_program(cat: str, num: str, equal_var: bool) -> tuple[Program, str]:
     p = Program().comment(f"Does {num} differ between the two groups of {cat}?")
-    _two_groups(p, cat, num)
+    two_groups(p, cat, num)
     p.step(f"res = stats.ttest_ind(a, b, equal_var={equal_var})", "t_test",
            ["group_a", "group_b"])
     return p, p.submit('{"statistic": float(res.statistic), "p_value": float(res.pvalue)}')
 
 
-def _ttest(variant: str):
-    name = "ttest_discovered_groups" + ("" if variant == "base" else f"__{variant}")
+def _ttest(variant: str) -> Template:
+    name = variant_name("ttest_discovered_groups", variant)
 
     def build(v: TableView) -> list[Candidate]:
         nums = v.need_numeric(1)
@@ -91,30 +96,24 @@ def _ttest(variant: str):
         v.require(bool(out), "no two-valued column with enough rows per group")
         return out
 
-    return Template(name, FAMILY, "medium", build,
-                    variant_of=None if variant == "base" else "ttest_discovered_groups")
+    return variant_template("ttest_discovered_groups", variant, FAMILY, "medium", build)
 
 
 def mann_whitney_groups(v: TableView) -> list[Candidate]:
-    for num in v.need_numeric(1):
-        cols = binary_columns(v, num)
-        if not cols:
-            continue
-        cat = cols[0]
-        p = Program().comment(f"Rank-based comparison of {num} across {cat}")
-        _two_groups(p, cat, num)
-        p.step("res = stats.mannwhitneyu(a, b, alternative='two-sided')", "mann_whitney",
-               ["group_a", "group_b"])
-        code = p.submit('{"u_statistic": float(res.statistic), "p_value": float(res.pvalue)}')
-        return [candidate(
-            "mann_whitney_groups", FAMILY, "medium",
-            f"Compare '{num}' between the two groups of '{cat}' with a two-sided Mann-Whitney "
-            "U test. What are U (for the alphabetically first group) and the p-value?",
-            f"rows with both present; groups of '{cat}' as text, sorted; scipy.stats."
-            "mannwhitneyu(first, second, alternative='two-sided')",
-            mapping(u_statistic=STAT, p_value=PVALUE), p, code,
-            ops=["mannwhitneyu"])]
-    raise NotApplicable("no two-valued column with enough rows per group")
+    num, cat = first_binary_split(v)
+    p = Program().comment(f"Rank-based comparison of {num} across {cat}")
+    two_groups(p, cat, num)
+    p.step("res = stats.mannwhitneyu(a, b, alternative='two-sided')", "mann_whitney",
+           ["group_a", "group_b"])
+    code = p.submit('{"u_statistic": float(res.statistic), "p_value": float(res.pvalue)}')
+    return [candidate(
+        "mann_whitney_groups", FAMILY, "medium",
+        f"Compare '{num}' between the two groups of '{cat}' with a two-sided Mann-Whitney "
+        "U test. What are U (for the alphabetically first group) and the p-value?",
+        f"rows with both present; groups of '{cat}' as text, sorted; scipy.stats."
+        "mannwhitneyu(first, second, alternative='two-sided')",
+        mapping(u_statistic=STAT, p_value=PVALUE), p, code,
+        ops=["mannwhitneyu"])]
 
 
 def _multi_groups(v: TableView) -> tuple[str, str, list[str]]:
@@ -127,8 +126,7 @@ def _multi_groups(v: TableView) -> tuple[str, str, list[str]]:
 
 
 def _group_arrays(p: Program, cat: str, num: str, levels: list[str]) -> None:
-    p.step(f"sub = df[[{q(cat)}, {q(num)}]].dropna()", "rows")
-    p.step(f"sub = sub[sub[{q(cat)}].astype(str).isin({levels!r})]", "kept_rows", ["rows"])
+    level_rows(p, cat, [num], levels)
     p.step(f"groups = [g[{q(num)}].astype(float) for _, g in "
            f"sub.groupby(sub[{q(cat)}].astype(str))]", "groups", ["kept_rows"])
 
@@ -174,22 +172,21 @@ def levene_variance_test(v: TableView) -> list[Candidate]:
         p, code, ops=["groupby", "levene"])]
 
 
+def _chi2_code(p: Program, a: str, b: str, correction: bool) -> str:
+    p.step(f"table = pd.crosstab({text_col(a)}, {text_col(b)})", "contingency")
+    args = "table" if correction else "table, correction=False"
+    p.step(f"res = stats.chi2_contingency({args})", "chi2", ["contingency"])
+    return p.submit('{"chi2": float(res.statistic), "dof": int(res.dof), '
+                    '"p_value": float(res.pvalue)}')
+
+
 def chi2_independence(v: TableView) -> list[Candidate]:
     cats = v.categorical
     v.require(len(cats) >= 2, f"needs 2 categorical columns, found {len(cats)}")
     a, b = cats[0], cats[1]
     p = Program().comment(f"Are {a} and {b} independent?")
-    p.step(f"table = pd.crosstab(df[{q(a)}].astype(str).where(df[{q(a)}].notna()), "
-           f"df[{q(b)}].astype(str).where(df[{q(b)}].notna()))", "contingency")
-    p.step("res = stats.chi2_contingency(table)", "chi2", ["contingency"])
-    code = p.submit('{"chi2": float(res.statistic), "dof": int(res.dof), '
-                    '"p_value": float(res.pvalue)}')
-    alt = Program()
-    alt.step(f"table = pd.crosstab(df[{q(a)}].astype(str).where(df[{q(a)}].notna()), "
-             f"df[{q(b)}].astype(str).where(df[{q(b)}].notna()))", "contingency")
-    alt.step("res = stats.chi2_contingency(table, correction=False)", "chi2", ["contingency"])
-    alt_code = alt.submit('{"chi2": float(res.statistic), "dof": int(res.dof), '
-                          '"p_value": float(res.pvalue)}')
+    code = _chi2_code(p, a, b, correction=True)
+    alt_code = _chi2_code(Program(), a, b, correction=False)
     return [candidate(
         "chi2_independence", FAMILY, "medium",
         f"Are '{a}' and '{b}' independent? Run a chi-squared test of independence on their "
@@ -202,7 +199,7 @@ def chi2_independence(v: TableView) -> list[Candidate]:
 
 
 TEMPLATES = [
-    _ttest("base"), _ttest("exclude_target"), _ttest("method_explicit"),
+    *(_ttest(variant) for variant in VARIANTS),
     Template("mann_whitney_groups", FAMILY, "medium", mann_whitney_groups),
     Template("anova_effect_size", FAMILY, "hard", anova_effect_size),
     Template("levene_variance_test", FAMILY, "medium", levene_variance_test),

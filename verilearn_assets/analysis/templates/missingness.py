@@ -14,6 +14,7 @@ from verilearn_assets.analysis.templates.base import (
     mapping,
     q,
 )
+from verilearn_assets.analysis.templates.steps import keep_levels
 
 FAMILY = "missingness"
 
@@ -21,8 +22,7 @@ FAMILY = "missingness"
 def _most_missing_program(pick: str | None) -> tuple[Program, str]:
     p = Program().comment("Count missing cells per column and find the worst column")
     p.step("missing = df.isna().sum()", "missing_per_column")
-    p.step("worst = missing.idxmax()" if pick is None else f"worst = {pick!r}",
-           "worst_column", ["missing_per_column"])
+    p.choose("worst", "missing.idxmax()", pick, "worst_column", ["missing_per_column"])
     return p, p.submit('{"column": str(worst), "missing": int(missing[worst])}')
 
 
@@ -30,10 +30,9 @@ def most_missing_column(v: TableView) -> list[Candidate]:
     """Ties between columns are enumerated as alternatives (multi-path selection)."""
     v.require(any(c.missing_pct > 0 for c in v.columns), "no column has missing values")
     missing = v.frame().isna().sum()
-    ties = v.limit(v.ties(missing.astype(float)))
     p, code = _most_missing_program(None)
     alts = [(f"tie: '{c}' has as many missing values", _most_missing_program(str(c))[1])
-            for c in ties[1:]]
+            for c in v.other_ties(missing.astype(float))]
     return [candidate(
         "most_missing_column", FAMILY, "easy",
         "Which column has the most missing values, and how many does it have?",
@@ -57,10 +56,10 @@ def duplicate_rows(v: TableView) -> list[Candidate]:
 
 def complete_case_shift(v: TableView) -> list[Candidate]:
     """How much listwise deletion on a partner column moves a mean (medium)."""
-    v.require(bool(v.with_missing), "needs a numeric column with missing values")
+    with_missing = v.need_with_missing()
     v.need_numeric(2)
     out = []
-    for miss in v.per_template(v.with_missing):
+    for miss in v.per_template(with_missing):
         target = next(c for c in v.numeric if c != miss)
         p = Program().comment(f"Mean of {target} before and after dropping rows missing {miss}")
         p.step(f"before = df[{q(target)}].astype(float).mean()", "mean_all")
@@ -83,32 +82,27 @@ def _missing_by_group_program(cat: str, col: str, levels: list[str],
                               pick: str | None) -> tuple[Program, str]:
     p = Program().comment(f"Share of missing {col} within each level of {cat}")
     p.step(f"sub = df[df[{q(cat)}].notna()]", "rows_with_group")
-    p.step(f"sub = sub[sub[{q(cat)}].astype(str).isin({levels!r})]", "kept_rows",
-           ["rows_with_group"])
+    keep_levels(p, cat, levels, after="rows_with_group")
     p.step(f"rates = sub[{q(col)}].isna().groupby(sub[{q(cat)}].astype(str)).mean()",
            "missing_rates", ["kept_rows"])
-    p.step("worst = rates.idxmax()" if pick is None else f"worst = {pick!r}", "worst_level",
-           ["missing_rates"])
+    p.choose("worst", "rates.idxmax()", pick, "worst_level", ["missing_rates"])
     return p, p.submit('{"level": str(worst), "missing_rate": float(rates[worst])}')
 
 
 def missing_rate_by_group(v: TableView) -> list[Candidate]:
-    v.require(bool(v.with_missing), "needs a numeric column with missing values")
-    v.require(bool(v.categorical), "needs a categorical column")
+    col = v.need_with_missing()[0]
     out = []
-    for cat in v.categorical:
+    for cat in v.need_categorical():
         levels = v.viable_groups(cat, None, 2)
         if not levels:
             continue
-        col = v.with_missing[0]
         df = v.frame()
         sub = df[df[cat].notna()]
         sub = sub[sub[cat].astype(str).isin(levels)]
         rates = sub[col].isna().groupby(sub[cat].astype(str)).mean()
-        ties = v.limit(v.ties(rates))
         p, code = _missing_by_group_program(cat, col, levels, None)
         alts = [(f"tie: level '{t}' has the same missing rate",
-                 _missing_by_group_program(cat, col, levels, t)[1]) for t in ties[1:]]
+                 _missing_by_group_program(cat, col, levels, t)[1]) for t in v.other_ties(rates)]
         out.append(candidate(
             "missing_rate_by_group", FAMILY, "medium",
             f"For which value of '{cat}' is '{col}' most often missing, and at what rate? "

@@ -17,6 +17,7 @@ from verilearn_assets.analysis.templates.base import (
     mapping,
     q,
 )
+from verilearn_assets.analysis.templates.steps import level_rows, nonmissing_values
 
 FAMILY = "normality"
 SHAPIRO_MAX_N = 5000  # scipy warns that p-values are unreliable beyond this
@@ -26,7 +27,7 @@ def ks_normality_test(v: TableView) -> list[Candidate]:
     out = []
     for col in v.per_template(v.need_numeric(1)):
         p = Program().comment(f"KS test of standardised {col} against N(0, 1)")
-        p.step(f"x = df[{q(col)}].dropna().astype(float)", "values")
+        nonmissing_values(p, col)
         p.step("z = (x - x.mean()) / x.std(ddof=1)", "standardised", ["values"])
         p.step("res = stats.kstest(z, 'norm')", "ks_test", ["standardised"])
         code = p.submit('{"statistic": float(res.statistic), "p_value": float(res.pvalue)}')
@@ -46,9 +47,9 @@ def shapiro_normality(v: TableView) -> list[Candidate]:
     v.require(v.n_rows <= SHAPIRO_MAX_N, f"more than {SHAPIRO_MAX_N} rows: Shapiro-Wilk "
                                          "p-values are unreliable")
     out = []
-    for col in v.per_template(v.need_numeric(1)[1:] or v.numeric):
+    for col in v.per_template(v.need_numeric_from_second()):
         p = Program().comment(f"Shapiro-Wilk normality test of {col}")
-        p.step(f"x = df[{q(col)}].dropna().astype(float)", "values")
+        nonmissing_values(p, col)
         p.step("res = stats.shapiro(x)", "shapiro", ["values"])
         p.step("normal = bool(res.pvalue > 0.05)", "looks_normal", ["shapiro"])
         code = p.submit('{"statistic": float(res.statistic), "p_value": float(res.pvalue), '
@@ -75,9 +76,7 @@ def conditional_normality(v: TableView) -> list[Candidate]:
             if sizes[levels].max() > SHAPIRO_MAX_N:
                 continue
             p = Program().comment(f"Shapiro-Wilk of {num} within each level of {cat}")
-            p.step(f"sub = df[[{q(cat)}, {q(num)}]].dropna()", "rows")
-            p.step(f"sub = sub[sub[{q(cat)}].astype(str).isin({levels!r})]", "kept_rows",
-                   ["rows"])
+            level_rows(p, cat, [num], levels)
             p.step(f"p_values = sub.groupby(sub[{q(cat)}].astype(str))[{q(num)}].apply("
                    "lambda g: stats.shapiro(g.astype(float)).pvalue)", "p_values",
                    ["kept_rows"])

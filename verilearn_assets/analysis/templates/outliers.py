@@ -11,14 +11,14 @@ from verilearn_assets.analysis.templates.base import (
     Template,
     candidate,
     mapping,
-    q,
 )
+from verilearn_assets.analysis.templates.steps import nonmissing_values
 
 FAMILY = "outliers"
 
 
 def _iqr_fence(p: Program, col: str) -> None:
-    p.step(f"x = df[{q(col)}].dropna().astype(float)", "values")
+    nonmissing_values(p, col)
     p.step("q1, q3 = x.quantile([0.25, 0.75])", "quartiles", ["values"])
     p.step("iqr = q3 - q1", "iqr", ["quartiles"])
     p.step("low, high = q1 - 1.5 * iqr, q3 + 1.5 * iqr", "fences", ["iqr"])
@@ -45,7 +45,7 @@ def zscore_outlier_count(v: TableView) -> list[Candidate]:
     out = []
     for col in v.per_template(v.need_numeric(1)):
         p = Program().comment(f"z-scores of {col} with the sample standard deviation")
-        p.step(f"x = df[{q(col)}].dropna().astype(float)", "values")
+        nonmissing_values(p, col)
         p.step("z = (x - x.mean()) / x.std(ddof=1)", "z_scores", ["values"])
         p.step("n_out = int((z.abs() > 3).sum())", "n_outliers", ["z_scores"])
         p.step("share = n_out / len(x)", "share", ["n_outliers", "values"])
@@ -64,7 +64,7 @@ def iterative_trimming(v: TableView) -> list[Candidate]:
     out = []
     for col in v.per_template(v.need_numeric(1)):
         p = Program().comment(f"Trim |z| > 3 from {col} repeatedly until none is left")
-        p.step(f"x = df[{q(col)}].dropna().astype(float)", "values")
+        nonmissing_values(p, col)
         p.line("rounds = 0\n"
                "while len(x) > 2 and rounds < 50:\n"
                "    z = (x - x.mean()) / x.std(ddof=1)\n"
@@ -91,7 +91,7 @@ def iterative_trimming(v: TableView) -> list[Candidate]:
 
 def iqr_trimmed_mean_shift(v: TableView) -> list[Candidate]:
     out = []
-    for col in v.per_template(v.need_numeric(1)[1:] or v.numeric):
+    for col in v.per_template(v.need_numeric_from_second()):
         p = Program().comment(f"Effect of dropping IQR outliers on the mean of {col}")
         _iqr_fence(p, col)
         p.step("kept = x[~is_out]", "kept_values", ["outlier_mask"])

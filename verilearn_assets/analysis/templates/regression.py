@@ -12,6 +12,7 @@ from verilearn_assets.analysis.candidate import Candidate
 from verilearn_assets.analysis.templates.base import (
     STAT,
     STRING,
+    VARIANTS,
     AnswerSchema,
     Program,
     TableView,
@@ -19,6 +20,9 @@ from verilearn_assets.analysis.templates.base import (
     candidate,
     mapping,
     q,
+    quoted_list,
+    variant_name,
+    variant_template,
 )
 
 FAMILY = "regression"
@@ -37,8 +41,7 @@ def _r2_program(target: str, cols: list[str], listwise: bool,
            f"    fit = stats.linregress(pair[col], pair[{q(target)}])\n"
            "    r2[col] = fit.rvalue ** 2")
     p.step("r2 = pd.Series(r2)", "r_squared")
-    p.step("best = r2.idxmax()" if pick is None else f"best = {pick!r}", "best_predictor",
-           ["r_squared"])
+    p.choose("best", "r2.idxmax()", pick, "best_predictor", ["r_squared"])
     return p, p.submit('{"predictor": str(best), "r_squared": float(r2[best])}')
 
 
@@ -50,8 +53,8 @@ def _r2_scores(v: TableView, target: str, cols: list[str], listwise: bool):
     return corr ** 2
 
 
-def _regression(variant: str):
-    name = "regression_most_predictive" + ("" if variant == "base" else f"__{variant}")
+def _regression(variant: str) -> Template:
+    name = variant_name("regression_most_predictive", variant)
 
     def build(v: TableView) -> list[Candidate]:
         nums = v.need_numeric(3)
@@ -60,16 +63,14 @@ def _regression(variant: str):
             cols = [c for c in nums if c != target][:6]
             if len(v.frame()[cols + [target]].dropna()) < v.cfg.eligibility.min_rows:
                 cols = cols[:2]
-            readings = [(False, "pairwise-complete rows")]
+            readings = [(False, "pairwise-complete rows", _r2_scores(v, target, cols, False))]
             if variant == "base":
-                readings.append((True, "rows complete in every candidate column"))
+                readings.append((True, "rows complete in every candidate column",
+                                 _r2_scores(v, target, cols, True)))
             p, code = _r2_program(target, cols, False, None)
-            alts = []
-            for i, (listwise, desc) in enumerate(readings):
-                for t in v.limit(v.ties(_r2_scores(v, target, cols, listwise)))[
-                        1 if i == 0 else 0:]:
-                    alts.append((f"{desc}: '{t}'", _r2_program(target, cols, listwise, t)[1]))
-            listed = ", ".join(f"'{c}'" for c in cols)
+            alts = [(desc, _r2_program(target, cols, listwise, t)[1])
+                    for listwise, desc, t in v.reading_ties(readings)]
+            listed = quoted_list(cols)
             question = {
                 "base": f"Which single column best predicts '{target}' in a simple linear "
                         "regression, and what R^2 does it reach?",
@@ -89,8 +90,7 @@ def _regression(variant: str):
                 ops=["linregress", "loop", "idxmax"]))
         return out
 
-    return Template(name, FAMILY, "medium", build,
-                    variant_of=None if variant == "base" else "regression_most_predictive")
+    return variant_template("regression_most_predictive", variant, FAMILY, "medium", build)
 
 
 def _multi_program(target: str, cols: list[str],
@@ -122,8 +122,7 @@ def multiple_regression_top_predictors(v: TableView) -> list[Candidate]:
     v.require(ranked.notna().sum() >= 2, "fewer than two defined correlations with the target")
     p, code = _multi_program(target, cols, None)
     # a tie at the second place makes several top-2 sets valid
-    digits = v.cfg.template.tie_digits
-    rounded = ranked.dropna().map(lambda x: float(f"{x:.{digits}g}"))
+    rounded = v.rounded(ranked.dropna())
     second = rounded.iloc[1]
     first = rounded.index[0]
     tied_second = [c for c in rounded.index[1:] if rounded[c] == second]
@@ -134,7 +133,7 @@ def multiple_regression_top_predictors(v: TableView) -> list[Candidate]:
         pairs = [(first, b) for b in tied_second]
     alts = [(f"tie: predictors {sorted(pr)}", _multi_program(target, cols, pr)[1])
             for pr in v.limit(pairs)[1:]]
-    listed = ", ".join(f"'{c}'" for c in cols)
+    listed = quoted_list(cols)
     return [candidate(
         "multiple_regression_top_predictors", FAMILY, "hard",
         f"Of {listed}, take the two columns with the strongest absolute Pearson correlation "
@@ -148,7 +147,7 @@ def multiple_regression_top_predictors(v: TableView) -> list[Candidate]:
 
 
 TEMPLATES = [
-    _regression("base"), _regression("exclude_target"), _regression("method_explicit"),
+    *(_regression(variant) for variant in VARIANTS),
     Template("multiple_regression_top_predictors", FAMILY, "hard",
              multiple_regression_top_predictors),
 ]

@@ -18,8 +18,10 @@ from verilearn_assets.analysis.templates.base import (
     candidate,
     mapping,
     q,
+    text_col,
 )
-from verilearn_assets.analysis.templates.groups import _two_groups, binary_columns
+from verilearn_assets.analysis.templates.groups import first_binary_split
+from verilearn_assets.analysis.templates.steps import level_rows, two_groups
 
 BOOT = 1000
 
@@ -78,9 +80,8 @@ def quantile_binning(v: TableView) -> list[Candidate]:
 
 
 def imputation_mean_vs_median(v: TableView) -> list[Candidate]:
-    v.require(bool(v.with_missing), "needs a numeric column with missing values")
     out = []
-    for col in v.per_template(v.with_missing):
+    for col in v.per_template(v.need_with_missing()):
         p = Program().comment(f"How imputation choice changes the spread of {col}")
         p.step(f"x = df[{q(col)}].astype(float)", "values")
         p.step("std_observed = x.std()", "std_observed", ["values"])
@@ -101,13 +102,11 @@ def imputation_mean_vs_median(v: TableView) -> list[Candidate]:
 
 
 def imputation_group_median_effect(v: TableView) -> list[Candidate]:
-    v.require(bool(v.with_missing), "needs a numeric column with missing values")
-    v.require(bool(v.categorical), "needs a categorical column")
-    col, cat = v.with_missing[0], v.categorical[0]
+    col, cat = v.need_with_missing()[0], v.need_categorical()[0]
     p = Program().comment(f"Fill {col} with the median of its {cat} group")
     p.step(f"x = df[{q(col)}].astype(float)", "values")
-    p.step(f"group_median = x.groupby(df[{q(cat)}].astype(str).where(df[{q(cat)}].notna()))"
-           ".transform('median')", "group_medians", ["values"])
+    p.step(f"group_median = x.groupby({text_col(cat)}).transform('median')", "group_medians",
+           ["values"])
     p.step("filled = x.fillna(group_median).fillna(x.median())", "filled", ["group_medians"])
     p.step("change = filled.mean() - x.mean()", "mean_change", ["filled", "values"])
     code = p.submit('{"mean_observed": float(x.mean()), "mean_imputed": float(filled.mean()), '
@@ -126,21 +125,18 @@ def imputation_group_median_effect(v: TableView) -> list[Candidate]:
 def _segment_program(cat: str, x: str, y: str, pick: str | None) -> tuple[Program, str]:
     p = Program().comment(f"Largest segment of {cat}, then correlate {x} and {y} inside it")
     p.step(f"sizes = df[{q(cat)}].dropna().astype(str).value_counts()", "segment_sizes")
-    p.step("segment = sizes.index[0]" if pick is None else f"segment = {pick!r}",
-           "largest_segment", ["segment_sizes"])
-    p.step(f"part = df[df[{q(cat)}].astype(str).where(df[{q(cat)}].notna()) == segment]",
-           "segment_rows", ["largest_segment"])
+    p.choose("segment", "sizes.index[0]", pick, "largest_segment", ["segment_sizes"])
+    p.step(f"part = df[{text_col(cat)} == segment]", "segment_rows", ["largest_segment"])
     p.step(f"r = part[{q(x)}].astype(float).corr(part[{q(y)}].astype(float))", "r",
            ["segment_rows"])
     return p, p.submit('{"segment": str(segment), "r": float(r)}')
 
 
 def segment_then_correlate(v: TableView) -> list[Candidate]:
-    nums = v.need_numeric(2)
-    v.require(bool(v.categorical), "needs a categorical column")
-    x, y = nums[0], nums[1]
+    x, y = v.need_numeric(2)[:2]
+    cats = v.need_categorical()
     df = v.frame()
-    for cat in v.categorical:
+    for cat in cats:
         sizes = df[cat].dropna().astype(str).value_counts()
         ties = v.limit(v.ties(sizes.astype(float)))
         ok = []
@@ -167,25 +163,19 @@ def segment_then_correlate(v: TableView) -> list[Candidate]:
 def _slope_program(cat: str, x: str, y: str, levels: list[str],
                    pick: str | None) -> tuple[Program, str]:
     p = Program().comment(f"Slope of {y} on {x} within each level of {cat}")
-    p.step(f"sub = df[[{q(cat)}, {q(x)}, {q(y)}]].dropna()", "rows")
-    p.step(f"sub = sub[sub[{q(cat)}].astype(str).isin({levels!r})]", "kept_rows", ["rows"])
+    level_rows(p, cat, [x, y], levels)
     p.step(f"slopes = sub.groupby(sub[{q(cat)}].astype(str)).apply(lambda g: stats.linregress("
            f"g[{q(x)}].astype(float), g[{q(y)}].astype(float)).slope)", "slopes",
            ["kept_rows"])
-    p.step("best = slopes.idxmax()" if pick is None else f"best = {pick!r}", "steepest",
-           ["slopes"])
+    p.choose("best", "slopes.idxmax()", pick, "steepest", ["slopes"])
     return p, p.submit('{"segment": str(best), "slope": float(slopes[best])}')
 
 
 def segment_steepest_slope(v: TableView) -> list[Candidate]:
-    nums = v.need_numeric(2)
-    v.require(bool(v.categorical), "needs a categorical column")
-    x, y = nums[0], nums[1]
-    df = v.frame()
-    for cat in v.categorical:
+    x, y = v.need_numeric(2)[:2]
+    for cat in v.need_categorical():
         levels = v.viable_groups(cat, None, 2)
-        sub = df[[cat, x, y]].dropna()
-        sub = sub[sub[cat].astype(str).isin(levels)]
+        sub = v.level_rows(cat, [x, y], levels)
         g = sub.groupby(sub[cat].astype(str))
         sizes = g.size()
         levels = [lv for lv in levels if sizes.get(lv, 0) >= v.cfg.eligibility.min_group_size
@@ -197,10 +187,9 @@ def segment_steepest_slope(v: TableView) -> list[Candidate]:
         for lv, part in sub.groupby(sub[cat].astype(str)):
             xs, ys = part[x].astype(float), part[y].astype(float)
             slopes[lv] = ((xs - xs.mean()) * (ys - ys.mean())).sum() / ((xs - xs.mean()) ** 2).sum()
-        ties = v.limit(v.ties(pd.Series(slopes)))
         p, code = _slope_program(cat, x, y, levels, None)
         alts = [(f"tie: segment '{t}' is as steep", _slope_program(cat, x, y, levels, t)[1])
-                for t in ties[1:]]
+                for t in v.other_ties(pd.Series(slopes))]
         return [candidate(
             "segment_steepest_slope", "segment", "hard",
             f"Within each value of '{cat}' (values with at least "
@@ -213,39 +202,34 @@ def segment_steepest_slope(v: TableView) -> list[Candidate]:
 
 
 def adaptive_two_sample_test(v: TableView) -> list[Candidate]:
-    for num in v.need_numeric(1):
-        cols = binary_columns(v, num)
-        if not cols:
-            continue
-        cat = cols[0]
-        p = Program().comment(f"Choose the test for {num} across {cat} from the evidence")
-        _two_groups(p, cat, num)
-        p.step("normal = stats.shapiro(a).pvalue > 0.05 and stats.shapiro(b).pvalue > 0.05",
-               "both_normal", ["group_a", "group_b"])
-        p.step("equal_var = stats.levene(a, b, center='median').pvalue > 0.05",
-               "equal_variances", ["group_a", "group_b"])
-        p.line("if not normal:\n"
-               "    method = 'mann-whitney'\n"
-               "    res = stats.mannwhitneyu(a, b, alternative='two-sided')\n"
-               "elif equal_var:\n"
-               "    method = 'student'\n"
-               "    res = stats.ttest_ind(a, b, equal_var=True)\n"
-               "else:\n"
-               "    method = 'welch'\n"
-               "    res = stats.ttest_ind(a, b, equal_var=False)")
-        code = p.submit('{"method": method, "p_value": float(res.pvalue)}')
-        return [candidate(
-            "adaptive_two_sample_test", "adaptive", "hard",
-            f"Compare '{num}' between the two groups of '{cat}' (alphabetical order), choosing "
-            "the test from the evidence: if Shapiro-Wilk gives p > 0.05 in both groups, run "
-            "Levene's test (median-centred); with p > 0.05 use Student's t-test, otherwise "
-            "Welch's t-test; if either group is not normal use a two-sided Mann-Whitney U "
-            "test. Which method (mann-whitney, student or welch) and which p-value?",
-            "shapiro both > 0.05 ? (levene > 0.05 ? student : welch) : mann-whitney; "
-            "scipy.stats defaults",
-            mapping(method=STRING, p_value=PVALUE), p, code,
-            ops=["shapiro", "levene", "branch", "ttest_ind|mannwhitneyu"])]
-    raise NotApplicable("no two-valued column with enough rows per group")
+    num, cat = first_binary_split(v)
+    p = Program().comment(f"Choose the test for {num} across {cat} from the evidence")
+    two_groups(p, cat, num)
+    p.step("normal = stats.shapiro(a).pvalue > 0.05 and stats.shapiro(b).pvalue > 0.05",
+           "both_normal", ["group_a", "group_b"])
+    p.step("equal_var = stats.levene(a, b, center='median').pvalue > 0.05",
+           "equal_variances", ["group_a", "group_b"])
+    p.line("if not normal:\n"
+           "    method = 'mann-whitney'\n"
+           "    res = stats.mannwhitneyu(a, b, alternative='two-sided')\n"
+           "elif equal_var:\n"
+           "    method = 'student'\n"
+           "    res = stats.ttest_ind(a, b, equal_var=True)\n"
+           "else:\n"
+           "    method = 'welch'\n"
+           "    res = stats.ttest_ind(a, b, equal_var=False)")
+    code = p.submit('{"method": method, "p_value": float(res.pvalue)}')
+    return [candidate(
+        "adaptive_two_sample_test", "adaptive", "hard",
+        f"Compare '{num}' between the two groups of '{cat}' (alphabetical order), choosing "
+        "the test from the evidence: if Shapiro-Wilk gives p > 0.05 in both groups, run "
+        "Levene's test (median-centred); with p > 0.05 use Student's t-test, otherwise "
+        "Welch's t-test; if either group is not normal use a two-sided Mann-Whitney U "
+        "test. Which method (mann-whitney, student or welch) and which p-value?",
+        "shapiro both > 0.05 ? (levene > 0.05 ? student : welch) : mann-whitney; "
+        "scipy.stats defaults",
+        mapping(method=STRING, p_value=PVALUE), p, code,
+        ops=["shapiro", "levene", "branch", "ttest_ind|mannwhitneyu"])]
 
 
 TEMPLATES = [
