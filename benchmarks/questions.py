@@ -49,12 +49,22 @@ async def bench_source(pool: SandboxPool, tables, source: str, cfg) -> dict:
     records = await verifier.verify_all(jobs)
     st = verifier.stats
     total_s = search_s + st.wall_s
-    return {"source": source, "tables": len(tables), "candidates": len(jobs),
-            "accepted": st.accepted, "rejected": st.rejected, "reasons": st.reasons,
-            "not_applicable": n_na, "runs": st.runs, "search_s": search_s,
-            "verify_wall_s": st.wall_s, "sandbox_exec_s": st.sandbox_ms / 1e3,
-            "total_s": total_s, "questions_per_s": len(records) / total_s if total_s else 0.0,
-            "slots": pool.config.slots}
+    return {
+        "source": source,
+        "tables": len(tables),
+        "candidates": len(jobs),
+        "accepted": st.accepted,
+        "rejected": st.rejected,
+        "reasons": st.reasons,
+        "not_applicable": n_na,
+        "runs": st.runs,
+        "search_s": search_s,
+        "verify_wall_s": st.wall_s,
+        "sandbox_exec_s": st.sandbox_ms / 1e3,
+        "total_s": total_s,
+        "questions_per_s": len(records) / total_s if total_s else 0.0,
+        "slots": pool.config.slots,
+    }
 
 
 async def main(args: argparse.Namespace) -> int:
@@ -73,15 +83,21 @@ async def main(args: argparse.Namespace) -> int:
                 print(f"{source}: skipped ({exc})")
     for r in results:
         busy = r["sandbox_exec_s"] / (r["verify_wall_s"] * r["slots"]) if r["verify_wall_s"] else 0
-        print(f"\n[{r['source']}] {r['tables']} tables, {r['candidates']} candidates -> "
-              f"{r['accepted']} accepted, {r['rejected']} rejected {r['reasons'] or ''}; "
-              f"{r['not_applicable']} template/table pairs not applicable")
-        print(f"  {r['runs']} sandbox runs; total {r['total_s']:.1f}s = search "
-              f"{r['search_s']:.1f}s + verification {r['verify_wall_s']:.1f}s (wall)")
+        print(
+            f"\n[{r['source']}] {r['tables']} tables, {r['candidates']} candidates -> "
+            f"{r['accepted']} accepted, {r['rejected']} rejected {r['reasons'] or ''}; "
+            f"{r['not_applicable']} template/table pairs not applicable"
+        )
+        print(
+            f"  {r['runs']} sandbox runs; total {r['total_s']:.1f}s = search "
+            f"{r['search_s']:.1f}s + verification {r['verify_wall_s']:.1f}s (wall)"
+        )
         print(f"  questions/s: {r['questions_per_s']:.2f}")
-        print(f"  time share: search {r['search_s'] / r['total_s']:.0%}, verification "
-              f"{r['verify_wall_s'] / r['total_s']:.0%} (cells executing in the sandbox: "
-              f"{r['sandbox_exec_s']:.1f}s summed over slots, {busy:.0%} of slot time)")
+        print(
+            f"  time share: search {r['search_s'] / r['total_s']:.0%}, verification "
+            f"{r['verify_wall_s'] / r['total_s']:.0%} (cells executing in the sandbox: "
+            f"{r['sandbox_exec_s']:.1f}s summed over slots, {busy:.0%} of slot time)"
+        )
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"\npeak memory (this process, RSS): {peak_mb:.0f} MiB")
     return 0
@@ -89,8 +105,12 @@ async def main(args: argparse.Namespace) -> int:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sources", nargs="+", default=["template", "procedural"],
-                        choices=["template", "procedural"])
+    parser.add_argument(
+        "--sources",
+        nargs="+",
+        default=["template", "procedural"],
+        choices=["template", "procedural"],
+    )
     parser.add_argument("--slots", type=int, default=None)
     parser.add_argument("--backend", choices=["auto", "docker", "bwrap"], default=None)
     sys.exit(asyncio.run(main(parser.parse_args())))

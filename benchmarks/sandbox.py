@@ -38,8 +38,13 @@ def pct(samples: list[float], q: float) -> float:
 def make_table(directory: Path) -> Path:
     rng = np.random.default_rng(0)
     path = directory / "bench.parquet"
-    pd.DataFrame({"g": rng.choice(list("abcdefghij"), 10_000), "v": rng.normal(size=10_000),
-                  "k": np.arange(10_000)}).to_parquet(path)
+    pd.DataFrame(
+        {
+            "g": rng.choice(list("abcdefghij"), 10_000),
+            "v": rng.normal(size=10_000),
+            "k": np.arange(10_000),
+        }
+    ).to_parquet(path)
     return path
 
 
@@ -80,14 +85,17 @@ async def throughput(pool: SandboxPool, code: str, table: Path, n: int) -> float
         async with pool.task(str(table)) as task:
             for _ in range(10):
                 assert (await task.run_cell(code)).status == "ok"
+
     t0 = time.perf_counter()
     await asyncio.gather(*(one() for _ in range(n // 10)))
     return (n // 10 * 10) / (time.perf_counter() - t0)
 
 
 def docker_script(code: str, table_in_container: str) -> str:
-    return ("import pandas as pd, numpy as np\n"
-            f"df = pd.read_parquet({table_in_container!r})\n" + code + "\n")
+    return (
+        "import pandas as pd, numpy as np\n"
+        f"df = pd.read_parquet({table_in_container!r})\n" + code + "\n"
+    )
 
 
 def docker_modes(code: str, table: Path, n: int) -> tuple[list[float], list[float]]:
@@ -95,20 +103,33 @@ def docker_modes(code: str, table: Path, n: int) -> tuple[list[float], list[floa
 
     client = docker.from_env()
     image = ensure_offline_image(client, load_sandbox_config().docker.offline_image)
-    volumes = {p: {"bind": p, "mode": "ro"} for p in ["/usr/lib", "/lib", "/lib64",
-                                                        *python_runtime_paths()]
-               if Path(p).exists()}
+    volumes = {
+        p: {"bind": p, "mode": "ro"}
+        for p in ["/usr/lib", "/lib", "/lib64", *python_runtime_paths()]
+        if Path(p).exists()
+    }
     volumes[str(table.parent)] = {"bind": "/data", "mode": "ro"}
     script = docker_script(code, f"/data/{table.name}")
     cold = []
     for _ in range(n):
         t0 = time.perf_counter()
-        client.containers.run(image, [sys.executable, "-I", "-c", script], remove=True,
-                              network_mode="none", volumes=volumes, user="65534:65534")
+        client.containers.run(
+            image,
+            [sys.executable, "-I", "-c", script],
+            remove=True,
+            network_mode="none",
+            volumes=volumes,
+            user="65534:65534",
+        )
         cold.append((time.perf_counter() - t0) * 1e3)
-    box = client.containers.run(image, [sys.executable, "-I", "-c",
-                                        "import time; time.sleep(10**6)"], detach=True,
-                                network_mode="none", volumes=volumes, user="65534:65534")
+    box = client.containers.run(
+        image,
+        [sys.executable, "-I", "-c", "import time; time.sleep(10**6)"],
+        detach=True,
+        network_mode="none",
+        volumes=volumes,
+        user="65534:65534",
+    )
     try:
         execs = []
         for _ in range(n):
@@ -128,8 +149,7 @@ def row(name: str, samples: list[float], base: float | None) -> str:
 
 
 async def main_async(args: argparse.Namespace) -> int:
-    config = load_sandbox_config().model_copy(update={"slots": args.slots,
-                                                      "log_path": None})
+    config = load_sandbox_config().model_copy(update={"slots": args.slots, "log_path": None})
     if args.backend:
         config = config.model_copy(update={"backend": args.backend})
     has_docker, why = docker_available()
@@ -147,19 +167,25 @@ async def main_async(args: argparse.Namespace) -> int:
                 print(f"\n[{kind}] {code!r}")
                 print(row("(a) in-process exec", base, None))
                 print(row("(b) warm pool", hot, b50))
-                print(f"      warm p50 overhead over (a): {pct(hot, 50) - b50:.3f} ms "
-                      f"(target < 3 ms); {rate:.0f} cells/s at full concurrency")
+                print(
+                    f"      warm p50 overhead over (a): {pct(hot, 50) - b50:.3f} ms "
+                    f"(target < 3 ms); {rate:.0f} cells/s at full concurrency"
+                )
                 if has_docker:
                     cold, execs = await asyncio.to_thread(docker_modes, code, table, args.cold)
                     print(row("(c) cold docker run per cell", cold, b50))
                     print(row("(d) docker exec per cell", execs, b50))
-                    print(f"      warm pool is {pct(cold, 50) / pct(hot, 50):.0f}x faster "
-                          "than (c) (target >= 50x)")
+                    print(
+                        f"      warm pool is {pct(cold, 50) / pct(hot, 50):.0f}x faster "
+                        "than (c) (target >= 50x)"
+                    )
                 else:
                     print(f"  (c)/(d) skipped: {why}")
-            print(f"\nreset between tasks (end + fresh fork, host-measured): "
-                  f"p50 {pct(resets, 50):.3f} ms  p99 {pct(resets, 99):.3f} ms "
-                  f"(target < 20 ms); mean {statistics.fmean(resets):.3f} ms")
+            print(
+                f"\nreset between tasks (end + fresh fork, host-measured): "
+                f"p50 {pct(resets, 50):.3f} ms  p99 {pct(resets, 99):.3f} ms "
+                f"(target < 20 ms); mean {statistics.fmean(resets):.3f} ms"
+            )
     return 0
 
 

@@ -32,20 +32,27 @@ def executor_from_env() -> ExecutorDefinition:
 
 
 platform_job = define_asset_job(
-    "platform_job", selection=AssetSelection.assets("raw_datasets", "tables", "smoke_suite"),
-    description="Build typed, profiled tables from the catalog and run the sandbox smoke suite.")
+    "platform_job",
+    selection=AssetSelection.assets("raw_datasets", "tables", "smoke_suite"),
+    description="Build typed, profiled tables from the catalog and run the sandbox smoke suite.",
+)
 
 analysis_job = define_asset_job(
     "analysis_job",
     selection=AssetSelection.assets("questions", "episodes"),
-    description="Questions and teacher episodes for one source × split, with their gate.")
+    description="Questions and teacher episodes for one source × split, with their gate.",
+)
 
 training_job = define_asset_job(
-    "training_job", selection=AssetSelection.assets("sft_dataset"),
-    description="The smoke suite and the SFT data behind the reliability gate.")
+    "training_job",
+    selection=AssetSelection.assets("sft_dataset"),
+    description="The smoke suite and the SFT data behind the reliability gate.",
+)
 
 reports_job = define_asset_job(
-    "reports_job", selection=AssetSelection.groups("reports"),
-    description="DuckDB staging views, marts and the report.")
+    "reports_job",
+    selection=AssetSelection.groups("reports"),
+    description="DuckDB staging views, marts and the report.",
+)
 
 JOBS = [platform_job, analysis_job, training_job, reports_job]

@@ -17,8 +17,9 @@ class ContainerPoolResource(ConfigurableResource):
 
     def sandbox_config(self) -> SandboxConfig:
         config = load_sandbox_config(self.config_dir)
-        overrides = {k: v for k, v in (("backend", self.backend), ("slots", self.slots))
-                     if v is not None}
+        overrides = {
+            k: v for k, v in (("backend", self.backend), ("slots", self.slots)) if v is not None
+        }
         return SandboxConfig.model_validate({**config.model_dump(), **overrides})
 
     def get_pool(self, extra_ro_mounts: list[str] | None = None) -> SandboxPool:

@@ -22,11 +22,12 @@ class WarehouseResource(ConfigurableResource):
     """DuckDB file at `<home>/warehouse.duckdb`: one writer at a time, readers read-only."""
 
     home: str | None = Field(
-        default=None,
-        description="verilearn home; defaults to $VERILEARN_HOME, else ./.verilearn")
+        default=None, description="verilearn home; defaults to $VERILEARN_HOME, else ./.verilearn"
+    )
     lock_timeout_s: float = Field(
         default=warehouse.DEFAULT_LOCK_TIMEOUT_S,
-        description="how long a writer or reader waits for the warehouse lock")
+        description="how long a writer or reader waits for the warehouse lock",
+    )
 
     def home_dir(self) -> Path:
         return Path(self.home or os.environ.get("VERILEARN_HOME", ".verilearn")).resolve()

@@ -51,6 +51,7 @@ class AnswerError(ValueError):
 # --- normalisation and hashing ------------------------------------------------------
 def parse_answer(answer_json: str) -> Any:
     """Parse canonical JSON; NaN/Infinity literals are refused."""
+
     def _no_constants(name: str) -> Any:
         raise AnswerError(f"answer contains the non-finite literal {name}")
 
@@ -137,8 +138,11 @@ def validate_answer(value: Any, schema: AnswerSchema, path: str = "answer") -> s
             return f"{path}: expected an integer, got {value!r}"
         return None
     if kind == "boolean":
-        return None if isinstance(value, bool) else (
-            f"{path}: expected a boolean, got {type(value).__name__}")
+        return (
+            None
+            if isinstance(value, bool)
+            else (f"{path}: expected a boolean, got {type(value).__name__}")
+        )
     if kind == "string":
         if not isinstance(value, str):
             return f"{path}: expected a string, got {type(value).__name__}"
@@ -178,8 +182,9 @@ def validate_answer(value: Any, schema: AnswerSchema, path: str = "answer") -> s
 
 
 # --- strict comparison ------------------------------------------------------------------
-def explain_mismatch(expected: Any, got: Any, schema: AnswerSchema,
-                     path: str = "answer") -> str | None:
+def explain_mismatch(
+    expected: Any, got: Any, schema: AnswerSchema, path: str = "answer"
+) -> str | None:
     """Why `got` does not match `expected` under `schema`; None when it matches.
 
     Both arguments are parsed values (use ``parse_answer`` on canonical JSON).
@@ -189,11 +194,14 @@ def explain_mismatch(expected: Any, got: Any, schema: AnswerSchema,
         return problem
     kind = schema.kind
     if kind == "number":
-        if math.isclose(float(expected), float(got), rel_tol=schema.rel_tol,
-                        abs_tol=schema.abs_tol):
+        if math.isclose(
+            float(expected), float(got), rel_tol=schema.rel_tol, abs_tol=schema.abs_tol
+        ):
             return None
-        return (f"{path}: expected {expected!r}, got {got!r} "
-                f"(rel_tol={schema.rel_tol}, abs_tol={schema.abs_tol})")
+        return (
+            f"{path}: expected {expected!r}, got {got!r} "
+            f"(rel_tol={schema.rel_tol}, abs_tol={schema.abs_tol})"
+        )
     if kind == "integer":
         return None if int(expected) == int(got) else f"{path}: expected {expected!r}, got {got!r}"
     if kind == "boolean":
@@ -214,8 +222,10 @@ def explain_mismatch(expected: Any, got: Any, schema: AnswerSchema,
             return None
         unmatched = list(got)
         for i, e in enumerate(expected):
-            hit = next((j for j, g in enumerate(unmatched)
-                        if explain_mismatch(e, g, item_schema) is None), None)
+            hit = next(
+                (j for j, g in enumerate(unmatched) if explain_mismatch(e, g, item_schema) is None),
+                None,
+            )
             if hit is None:
                 return f"{path}: expected item {e!r} (#{i}) has no match in {got!r}"
             unmatched.pop(hit)
@@ -230,8 +240,10 @@ def explain_mismatch(expected: Any, got: Any, schema: AnswerSchema,
         exp = {_norm_str(str(k)): v for k, v in expected.items()}
         gt = {_norm_str(str(k)): v for k, v in got.items()}
         if set(exp) != set(gt):
-            return (f"{path}: keys differ (missing {sorted(set(exp) - set(gt))}, "
-                    f"unexpected {sorted(set(gt) - set(exp))})")
+            return (
+                f"{path}: keys differ (missing {sorted(set(exp) - set(gt))}, "
+                f"unexpected {sorted(set(gt) - set(exp))})"
+            )
         for key in sorted(exp):
             sub = schema.items or _infer_schema(exp[key])
             problem = explain_mismatch(exp[key], gt[key], sub, f"{path}.{key}")

@@ -31,8 +31,9 @@ class ContractError(ValueError):
 
 def canonical_json(value: Any) -> str:
     """Stable JSON: sorted keys, no spaces, floats as Python repr (round-trips exactly)."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False)
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
 
 
 def content_hash(*parts: Any, length: int = 16) -> str:
@@ -65,7 +66,8 @@ class Record(BaseModel):
                 rid = data.get(cls.id_field, "<no id>")
                 raise ContractError(
                     f"{cls.__name__} {rid!r}: legacy key {legacy[0]!r} is not accepted "
-                    f"(use 'answer'/'answer_hashes' and 'source')")
+                    f"(use 'answer'/'answer_hashes' and 'source')"
+                )
 
     # --- Parquet round trip -------------------------------------------------
     @classmethod
@@ -93,8 +95,7 @@ class Record(BaseModel):
 
     @classmethod
     def to_frame(cls, records: typing.Sequence[Record]) -> pl.DataFrame:
-        return pl.DataFrame([r.to_row() for r in records], schema=cls.polars_schema(),
-                            orient="row")
+        return pl.DataFrame([r.to_row() for r in records], schema=cls.polars_schema(), orient="row")
 
 
 def _dump(value: Any) -> Any:
@@ -107,8 +108,12 @@ def _dump(value: Any) -> Any:
     return value
 
 
-_SCALARS: dict[Any, pl.DataType] = {str: pl.Utf8, int: pl.Int64, float: pl.Float64,
-                                    bool: pl.Boolean}
+_SCALARS: dict[Any, pl.DataType] = {
+    str: pl.Utf8,
+    int: pl.Int64,
+    float: pl.Float64,
+    bool: pl.Boolean,
+}
 
 
 def _strip_optional(tp: Any) -> Any:
@@ -184,8 +189,7 @@ class Alternative(BaseModel):
 
 
 # --- tables -----------------------------------------------------------------------
-ColumnKind = Literal["numeric", "integer", "boolean", "categorical", "text", "datetime",
-                     "empty"]
+ColumnKind = Literal["numeric", "integer", "boolean", "categorical", "text", "datetime", "empty"]
 
 
 class ColumnProfile(BaseModel):
@@ -254,8 +258,16 @@ class QuestionRecord(Record):
 # --- episodes ---------------------------------------------------------------------
 Role = Literal["system", "user", "assistant", "tool"]
 MessageKind = Literal["prompt", "reply", "rejected_reply", "reprompt", "tool_output"]
-FailureClass = Literal["execution_failure", "ambiguous", "too_hard", "disagreement",
-                       "wrong_answer", "format_error", "max_turns", "no_submission"]
+FailureClass = Literal[
+    "execution_failure",
+    "ambiguous",
+    "too_hard",
+    "disagreement",
+    "wrong_answer",
+    "format_error",
+    "max_turns",
+    "no_submission",
+]
 
 
 class Message(BaseModel):
@@ -306,6 +318,7 @@ class Episode(Record):
     duration_ms: float = 0.0
 
     @staticmethod
-    def make_id(question_id: str, teacher: str, sampling_key: str, role: str,
-                index: int = 0) -> str:
+    def make_id(
+        question_id: str, teacher: str, sampling_key: str, role: str, index: int = 0
+    ) -> str:
         return content_hash("episode", question_id, teacher, sampling_key, role, index)

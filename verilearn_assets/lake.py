@@ -55,8 +55,7 @@ def atomic_write_parquet(frame: pl.DataFrame, target: Path) -> Path:
     return target
 
 
-def write_partition(asset: str, frame: pl.DataFrame, root: Path | None = None,
-                    **dims: str) -> Path:
+def write_partition(asset: str, frame: pl.DataFrame, root: Path | None = None, **dims: str) -> Path:
     """Replace one partition with `frame` (a single part file); siblings are untouched.
 
     The new part is renamed into place before the old parts are removed, so readers and
@@ -72,8 +71,7 @@ def write_partition(asset: str, frame: pl.DataFrame, root: Path | None = None,
     return new
 
 
-def append_part(asset: str, frame: pl.DataFrame, root: Path | None = None,
-                **dims: str) -> Path:
+def append_part(asset: str, frame: pl.DataFrame, root: Path | None = None, **dims: str) -> Path:
     """Add one more part to a partition (incremental writers: at most one part is lost)."""
     pdir = partition_dir(asset, root, **dims)
     pdir.mkdir(parents=True, exist_ok=True)
@@ -81,8 +79,9 @@ def append_part(asset: str, frame: pl.DataFrame, root: Path | None = None,
     return atomic_write_parquet(frame, pdir / f"part-{n:05d}.parquet")
 
 
-def read_partition(asset: str, root: Path | None = None, *,
-                   schema: dict | None = None, **dims: str) -> pl.DataFrame:
+def read_partition(
+    asset: str, root: Path | None = None, *, schema: dict | None = None, **dims: str
+) -> pl.DataFrame:
     """All parts of one partition; an empty frame (with `schema`) when none exist."""
     pdir = partition_dir(asset, root, **dims)
     parts = sorted(pdir.glob("part-*.parquet")) if pdir.exists() else []
@@ -91,13 +90,19 @@ def read_partition(asset: str, root: Path | None = None, *,
     return pl.concat([pl.read_parquet(p) for p in parts], how="diagonal_relaxed")
 
 
-def write_records(asset: str, records: Sequence[Record], model: type[Record],
-                  root: Path | None = None, **dims: str) -> Path:
+def write_records(
+    asset: str,
+    records: Sequence[Record],
+    model: type[Record],
+    root: Path | None = None,
+    **dims: str,
+) -> Path:
     return write_partition(asset, model.to_frame(records), root, **dims)
 
 
-def read_records(asset: str, model: type[Record], root: Path | None = None,
-                 **dims: str) -> list[Record]:
+def read_records(
+    asset: str, model: type[Record], root: Path | None = None, **dims: str
+) -> list[Record]:
     frame = read_partition(asset, root, schema=model.polars_schema(), **dims)
     out = []
     for i, row in enumerate(frame.iter_rows(named=True)):

@@ -59,31 +59,50 @@ class ReportTable:
 
 REPORT_TABLES: tuple[ReportTable, ...] = (
     ReportTable(
-        "pass_rate", "Episode pass rate by source × split × teacher",
+        "pass_rate",
+        "Episode pass rate by source × split × teacher",
         "SELECT source, split, teacher, sum(n_episodes)::BIGINT AS n_episodes, "
         "sum(n_verified)::BIGINT AS n_verified, sum(n_verified) / sum(n_episodes) AS pass_rate "
-        "FROM mart_episode_pass_rate GROUP BY ALL ORDER BY ALL"),
+        "FROM mart_episode_pass_rate GROUP BY ALL ORDER BY ALL",
+    ),
     ReportTable(
-        "pass_rate_by_template", "Episode pass rate by source × split × template × teacher",
-        "SELECT * FROM mart_episode_pass_rate ORDER BY source, split, template_family, teacher"),
-    ReportTable("teacher_precision", "Teacher precision (verified / total)",
-                "SELECT * FROM mart_teacher_precision ORDER BY teacher"),
-    ReportTable("failure_classes", "Failure classes of unverified episodes",
-                "SELECT * FROM mart_failure_classes"),
-    ReportTable("hook_grounding", "Hook grounding rate",
-                "SELECT * FROM mart_hook_grounding ORDER BY source, split, teacher"),
+        "pass_rate_by_template",
+        "Episode pass rate by source × split × template × teacher",
+        "SELECT * FROM mart_episode_pass_rate ORDER BY source, split, template_family, teacher",
+    ),
     ReportTable(
-        "questions", "Questions by source × split",
+        "teacher_precision",
+        "Teacher precision (verified / total)",
+        "SELECT * FROM mart_teacher_precision ORDER BY teacher",
+    ),
+    ReportTable(
+        "failure_classes",
+        "Failure classes of unverified episodes",
+        "SELECT * FROM mart_failure_classes",
+    ),
+    ReportTable(
+        "hook_grounding",
+        "Hook grounding rate",
+        "SELECT * FROM mart_hook_grounding ORDER BY source, split, teacher",
+    ),
+    ReportTable(
+        "questions",
+        "Questions by source × split",
         "SELECT source, split, sum(n_questions)::BIGINT AS n_questions, "
         "sum(n_accepted)::BIGINT AS n_accepted, sum(n_rejected)::BIGINT AS n_rejected "
-        "FROM mart_question_counts GROUP BY ALL ORDER BY ALL"),
-    ReportTable("question_counts",
-                "Questions by source × split × template/operator family × dataset",
-                "SELECT * FROM mart_question_counts"),
-    ReportTable("rejection_reasons", "Rejection reasons",
-                "SELECT * FROM mart_rejection_reasons"),
-    ReportTable("alternatives_rate", "Alternatives (ambiguity) rate per template",
-                "SELECT * FROM mart_alternatives_rate"),
+        "FROM mart_question_counts GROUP BY ALL ORDER BY ALL",
+    ),
+    ReportTable(
+        "question_counts",
+        "Questions by source × split × template/operator family × dataset",
+        "SELECT * FROM mart_question_counts",
+    ),
+    ReportTable("rejection_reasons", "Rejection reasons", "SELECT * FROM mart_rejection_reasons"),
+    ReportTable(
+        "alternatives_rate",
+        "Alternatives (ambiguity) rate per template",
+        "SELECT * FROM mart_alternatives_rate",
+    ),
     ReportTable("dataset_stats", "Per-dataset stats", "SELECT * FROM mart_dataset_stats"),
 )
 
@@ -120,11 +139,14 @@ def markdown_table(data: TableData, max_rows: int = MAX_ROWS) -> str:
     def cell(col: str, value: Any) -> str:
         return format_value(col, value).replace("|", "\\|").replace("\n", " ")
 
-    lines = ["| " + " | ".join(data.columns) + " |",
-             "| " + " | ".join("---" for _ in data.columns) + " |"]
+    lines = [
+        "| " + " | ".join(data.columns) + " |",
+        "| " + " | ".join("---" for _ in data.columns) + " |",
+    ]
     for row in data.rows[:max_rows]:
-        lines.append("| " + " | ".join(cell(c, v) for c, v in zip(data.columns, row,
-                                                                  strict=True)) + " |")
+        lines.append(
+            "| " + " | ".join(cell(c, v) for c, v in zip(data.columns, row, strict=True)) + " |"
+        )
     if len(data.rows) > max_rows:
         lines.append(f"\n_showing {max_rows} of {len(data.rows)} rows_")
     return "\n".join(lines)
@@ -132,9 +154,10 @@ def markdown_table(data: TableData, max_rows: int = MAX_ROWS) -> str:
 
 def rich_table(title: str, data: TableData, max_rows: int = MAX_ROWS) -> Table:
     table = Table(title=title, title_justify="left", show_lines=False)
-    numeric = [bool(data.rows) and all(isinstance(r[i], int | float) or r[i] is None
-                                       for r in data.rows)
-               for i in range(len(data.columns))]
+    numeric = [
+        bool(data.rows) and all(isinstance(r[i], int | float) or r[i] is None for r in data.rows)
+        for i in range(len(data.columns))
+    ]
     for col, is_num in zip(data.columns, numeric, strict=True):
         table.add_column(col, justify="right" if is_num else "left")
     for row in data.rows[:max_rows]:
@@ -146,19 +169,21 @@ def rich_table(title: str, data: TableData, max_rows: int = MAX_ROWS) -> Table:
     return table
 
 
-def render_report(console: Console, con: duckdb.DuckDBPyConnection,
-                  max_rows: int = MAX_ROWS) -> None:
+def render_report(
+    console: Console, con: duckdb.DuckDBPyConnection, max_rows: int = MAX_ROWS
+) -> None:
     """Print the main report tables from the marts (the `verilearn report` view)."""
     for rt in REPORT_TABLES:
         console.print(rich_table(rt.title, fetch(con, rt.sql), max_rows))
         console.print()
 
 
-def report_markdown(con: duckdb.DuckDBPyConnection, max_rows: int = MAX_ROWS
-                    ) -> dict[str, str]:
+def report_markdown(con: duckdb.DuckDBPyConnection, max_rows: int = MAX_ROWS) -> dict[str, str]:
     """The main tables as markdown, keyed by `ReportTable.key`."""
-    return {rt.key: f"**{rt.title}**\n\n{markdown_table(fetch(con, rt.sql), max_rows)}"
-            for rt in REPORT_TABLES}
+    return {
+        rt.key: f"**{rt.title}**\n\n{markdown_table(fetch(con, rt.sql), max_rows)}"
+        for rt in REPORT_TABLES
+    }
 
 
 # --- the chart ----------------------------------------------------------------------------
@@ -201,8 +226,7 @@ def pass_rate_chart(con: duckdb.DuckDBPyConnection, path: Path) -> Path:
 
 # --- Dagster wiring ------------------------------------------------------------------------
 def _description(model: SqlModel) -> str:
-    lines = [ln.strip()[2:].strip() for ln in model.sql.splitlines()
-             if ln.strip().startswith("--")]
+    lines = [ln.strip()[2:].strip() for ln in model.sql.splitlines() if ln.strip().startswith("--")]
     head = " ".join(lines) or f"{model.relation.lower()} {model.name}"
     rel = model.path.relative_to(model.path.parent.parent.parent)
     return f"{head}\n\nBuilt from `{rel}` as a DuckDB {model.relation.lower()}."
@@ -216,10 +240,15 @@ def _table_schema(con: duckdb.DuckDBPyConnection, name: str) -> TableSchema:
 def _model_asset(model: SqlModel) -> AssetsDefinition:
     deps = [AssetKey(d) for d in (*model.lake_deps, *model.model_deps)]
 
-    @asset(name=model.name, group_name=GROUP, deps=deps, description=_description(model),
-           kinds={"duckdb", "sql"}, metadata={"sql_file": str(model.path)})
-    def _build(context: AssetExecutionContext, warehouse: WarehouseResource
-               ) -> MaterializeResult:
+    @asset(
+        name=model.name,
+        group_name=GROUP,
+        deps=deps,
+        description=_description(model),
+        kinds={"duckdb", "sql"},
+        metadata={"sql_file": str(model.path)},
+    )
+    def _build(context: AssetExecutionContext, warehouse: WarehouseResource) -> MaterializeResult:
         with warehouse.writer() as con:
             build_model(con, model, warehouse.lake_root())
             n_rows = relation_rows(con, model.name)
@@ -229,22 +258,27 @@ def _model_asset(model: SqlModel) -> AssetsDefinition:
         context.log.info(f"{model.relation.lower()} {model.name}: {n_rows} rows")
         shown = TableData(preview.columns, preview.rows[:limit])
         note = f"\n\n_first {limit} of {n_rows} rows_" if n_rows > limit else ""
-        return MaterializeResult(metadata={
-            "dagster/row_count": MetadataValue.int(n_rows),
-            "dagster/column_schema": schema,
-            "preview": MetadataValue.md(markdown_table(shown, limit) + note),
-            "sql": MetadataValue.md(f"```sql\n{model.sql.strip()}\n```"),
-        })
+        return MaterializeResult(
+            metadata={
+                "dagster/row_count": MetadataValue.int(n_rows),
+                "dagster/column_schema": schema,
+                "preview": MetadataValue.md(markdown_table(shown, limit) + note),
+                "sql": MetadataValue.md(f"```sql\n{model.sql.strip()}\n```"),
+            }
+        )
 
     return _build
 
 
 def _report_asset(marts: Sequence[SqlModel]) -> AssetsDefinition:
-    @asset(name=REPORT_ASSET, group_name=GROUP, deps=[AssetKey(m.name) for m in marts],
-           kinds={"duckdb", "matplotlib"},
-           description="The pass-rate chart and the main report tables over the marts.")
-    def _report(context: AssetExecutionContext, warehouse: WarehouseResource
-                ) -> MaterializeResult:
+    @asset(
+        name=REPORT_ASSET,
+        group_name=GROUP,
+        deps=[AssetKey(m.name) for m in marts],
+        kinds={"duckdb", "matplotlib"},
+        description="The pass-rate chart and the main report tables over the marts.",
+    )
+    def _report(context: AssetExecutionContext, warehouse: WarehouseResource) -> MaterializeResult:
         chart = warehouse.home_dir() / CHART_FILE
         with warehouse.reader() as con:
             pass_rate_chart(con, chart)
@@ -253,7 +287,8 @@ def _report_asset(marts: Sequence[SqlModel]) -> AssetsDefinition:
         context.log.info(f"pass-rate chart written to {chart}")
         metadata: dict[str, Any] = {
             "pass_rate_chart": MetadataValue.md(
-                f"![episode pass rate](data:image/png;base64,{encoded})"),
+                f"![episode pass rate](data:image/png;base64,{encoded})"
+            ),
             "chart_path": MetadataValue.path(str(chart)),
         }
         metadata.update({key: MetadataValue.md(md) for key, md in tables.items()})

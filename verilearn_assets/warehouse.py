@@ -85,7 +85,8 @@ def _flock(db_path: Path, *, exclusive: bool, timeout_s: float) -> Iterator[None
                     raise WarehouseBusy(
                         f"{db_path}: could not take the warehouse lock as a {role} within "
                         f"{timeout_s:g}s ({_holder_note(fd, exclusive)}); one writer at a "
-                        f"time — retry when it has finished") from None
+                        f"time — retry when it has finished"
+                    ) from None
                 time.sleep(0.05)
         if exclusive:  # leave a note for whoever waits on us
             os.ftruncate(fd, 0)
@@ -103,8 +104,9 @@ def _holder_note(fd: int, exclusive: bool) -> str:
 
 
 @contextmanager
-def writer(db_path: Path, timeout_s: float = DEFAULT_LOCK_TIMEOUT_S
-           ) -> Iterator[duckdb.DuckDBPyConnection]:
+def writer(
+    db_path: Path, timeout_s: float = DEFAULT_LOCK_TIMEOUT_S
+) -> Iterator[duckdb.DuckDBPyConnection]:
     """The one read-write connection; other writers and readers wait (up to their timeout)."""
     db_path = Path(db_path)
     with _flock(db_path, exclusive=True, timeout_s=timeout_s):
@@ -116,14 +118,16 @@ def writer(db_path: Path, timeout_s: float = DEFAULT_LOCK_TIMEOUT_S
 
 
 @contextmanager
-def reader(db_path: Path, timeout_s: float = DEFAULT_LOCK_TIMEOUT_S
-           ) -> Iterator[duckdb.DuckDBPyConnection]:
+def reader(
+    db_path: Path, timeout_s: float = DEFAULT_LOCK_TIMEOUT_S
+) -> Iterator[duckdb.DuckDBPyConnection]:
     """A read-only connection; readers share the lock, so they run side by side."""
     db_path = Path(db_path)
     if not db_path.is_file():
         raise FileNotFoundError(
             f"{db_path}: warehouse not built yet — run `verilearn report` or materialize "
-            f"the 'reports' asset group")
+            f"the 'reports' asset group"
+        )
     with _flock(db_path, exclusive=False, timeout_s=timeout_s):
         con = duckdb.connect(str(db_path), read_only=True)
         try:
@@ -137,8 +141,7 @@ def duckdb_type(dtype: pl.DataType) -> str:
     """DuckDB column type for a Polars type of a record schema."""
     if isinstance(dtype, pl.List):
         return f"{duckdb_type(dtype.inner)}[]"
-    simple = {pl.Utf8: "VARCHAR", pl.Int64: "BIGINT", pl.Float64: "DOUBLE",
-              pl.Boolean: "BOOLEAN"}
+    simple = {pl.Utf8: "VARCHAR", pl.Int64: "BIGINT", pl.Float64: "DOUBLE", pl.Boolean: "BOOLEAN"}
     for pl_type, name in simple.items():
         if dtype == pl_type:
             return name
@@ -147,8 +150,9 @@ def duckdb_type(dtype: pl.DataType) -> str:
 
 def empty_relation_sql(model: type[Record]) -> str:
     """A zero-row SELECT with the model's columns and types, for an asset not yet in the lake."""
-    cols = ", ".join(f"CAST(NULL AS {duckdb_type(t)}) AS \"{name}\""
-                     for name, t in model.polars_schema().items())
+    cols = ", ".join(
+        f'CAST(NULL AS {duckdb_type(t)}) AS "{name}"' for name, t in model.polars_schema().items()
+    )
     return f"SELECT {cols} WHERE FALSE"
 
 
@@ -157,12 +161,16 @@ def lake_assets_present(lake_root: Path) -> list[str]:
     lake_root = Path(lake_root)
     if not lake_root.is_dir():
         return []
-    return sorted(p.name for p in lake_root.iterdir()
-                  if p.is_dir() and next(p.rglob("part-*.parquet"), None) is not None)
+    return sorted(
+        p.name
+        for p in lake_root.iterdir()
+        if p.is_dir() and next(p.rglob("part-*.parquet"), None) is not None
+    )
 
 
-def create_lake_views(con: duckdb.DuckDBPyConnection, lake_root: Path,
-                      sql_dir: Path = SQL_DIR) -> list[str]:
+def create_lake_views(
+    con: duckdb.DuckDBPyConnection, lake_root: Path, sql_dir: Path = SQL_DIR
+) -> list[str]:
     """Create (or refresh) every staging view over the lake; returns their names."""
     models = [m for m in discover_sql_models(sql_dir) if m.kind == "staging"]
     for model in order_models(models):
@@ -211,12 +219,17 @@ def discover_sql_models(sql_dir: Path = SQL_DIR) -> list[SqlModel]:
     for path in files:
         rel = path.relative_to(sql_dir)
         if len(rel.parts) != 2 or rel.parts[0] not in _KIND_BY_DIR:
-            raise SqlModelError(path, None, "SQL files belong in staging/ or marts/ "
-                                            "(one level deep)")
+            raise SqlModelError(
+                path, None, "SQL files belong in staging/ or marts/ (one level deep)"
+            )
         name = path.stem
         if not re.fullmatch(r"[a-z][a-z0-9_]*", name):
-            raise SqlModelError(path, None, f"file name {name!r} must be a lower-case "
-                                            f"identifier: it names the relation and the asset")
+            raise SqlModelError(
+                path,
+                None,
+                f"file name {name!r} must be a lower-case "
+                f"identifier: it names the relation and the asset",
+            )
         if name in seen:
             raise SqlModelError(path, None, f"model name {name!r} also used by {seen[name]}")
         seen[name] = path
@@ -228,8 +241,11 @@ def discover_sql_models(sql_dir: Path = SQL_DIR) -> list[SqlModel]:
     for path, kind, text, tree in parsed:
         lake_deps, model_deps = _dependencies(path, text, tree, names)
         if kind == "staging" and not lake_deps and not model_deps:
-            raise SqlModelError(path, None, "a staging model must read the lake "
-                                            "('{{ lake }}/<asset>/...') or another model")
+            raise SqlModelError(
+                path,
+                None,
+                "a staging model must read the lake ('{{ lake }}/<asset>/...') or another model",
+            )
         models.append(SqlModel(path.stem, kind, path, text, lake_deps, model_deps))
     order_models(models)  # fails on a cycle, naming the files
     return models
@@ -239,8 +255,11 @@ def parse_sql(path: Path, text: str) -> exp.Query:
     """One SELECT per file, checked by DuckDB's parser and parsed by sqlglot for deps."""
     for m in _ANY_PLACEHOLDER.finditer(text):
         if not _LAKE_PLACEHOLDER.fullmatch(m.group(0)):
-            raise SqlModelError(path, text.count("\n", 0, m.start()) + 1,
-                                f"unknown placeholder {m.group(0)!r} (only {{{{ lake }}}})")
+            raise SqlModelError(
+                path,
+                text.count("\n", 0, m.start()) + 1,
+                f"unknown placeholder {m.group(0)!r} (only {{{{ lake }}}})",
+            )
     probe = _LAKE_PLACEHOLDER.sub("/lake", text)
     try:
         with duckdb.connect() as con:
@@ -248,8 +267,9 @@ def parse_sql(path: Path, text: str) -> exp.Query:
     except duckdb.Error as exc:
         raise SqlModelError(path, _duckdb_line(str(exc)), _first_line(str(exc))) from exc
     if len(statements) != 1:
-        raise SqlModelError(path, None, f"expected exactly one SELECT, found "
-                                        f"{len(statements)} statements")
+        raise SqlModelError(
+            path, None, f"expected exactly one SELECT, found {len(statements)} statements"
+        )
     try:
         trees = [t for t in sqlglot.parse(text, dialect="duckdb") if t is not None]
     except ParseError as exc:
@@ -263,8 +283,9 @@ def parse_sql(path: Path, text: str) -> exp.Query:
     return trees[0]
 
 
-def _dependencies(path: Path, text: str, tree: exp.Query, names: set[str]
-                  ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _dependencies(
+    path: Path, text: str, tree: exp.Query, names: set[str]
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
     lake: set[str] = set()
     for lit in tree.find_all(exp.Literal):
         if lit.is_string and (m := _LAKE_REF.match(lit.this)):
@@ -276,15 +297,20 @@ def _dependencies(path: Path, text: str, tree: exp.Query, names: set[str]
             continue  # a table function such as read_parquet(...)
         name = table.name
         if table.db or table.catalog:
-            raise SqlModelError(path, table.this.meta.get("line"),
-                                f"qualified table {table.sql('duckdb')!r}: models read "
-                                f"other models by bare name")
+            raise SqlModelError(
+                path,
+                table.this.meta.get("line"),
+                f"qualified table {table.sql('duckdb')!r}: models read other models by bare name",
+            )
         if name in ctes:
             continue
         if name not in names:
-            raise SqlModelError(path, table.this.meta.get("line"),
-                                f"unknown table {name!r}: not a CTE and no SQL file "
-                                f"{name}.sql in staging/ or marts/")
+            raise SqlModelError(
+                path,
+                table.this.meta.get("line"),
+                f"unknown table {name!r}: not a CTE and no SQL file "
+                f"{name}.sql in staging/ or marts/",
+            )
         if name == path.stem:
             raise SqlModelError(path, table.this.meta.get("line"), "a model reads itself")
         deps.add(name)
@@ -318,16 +344,21 @@ def render_sql(model: SqlModel, lake_root: Path) -> str:
                 continue
             asset = m.group(1)
             if asset not in LAKE_MODELS:
-                raise SqlModelError(model.path, lit.meta.get("line"),
-                                    f"lake asset {asset!r} has no files under {lake_root} "
-                                    f"and no known record model to type an empty view")
+                raise SqlModelError(
+                    model.path,
+                    lit.meta.get("line"),
+                    f"lake asset {asset!r} has no files under {lake_root} "
+                    f"and no known record model to type an empty view",
+                )
             table = lit.find_ancestor(exp.Table)
             if table is None:
-                raise SqlModelError(model.path, lit.meta.get("line"),
-                                    "a lake path must be the argument of a table function "
-                                    "in FROM, e.g. read_parquet('{{ lake }}/...')")
-            empty = sqlglot.parse_one(empty_relation_sql(LAKE_MODELS[asset]),
-                                      dialect="duckdb")
+                raise SqlModelError(
+                    model.path,
+                    lit.meta.get("line"),
+                    "a lake path must be the argument of a table function "
+                    "in FROM, e.g. read_parquet('{{ lake }}/...')",
+                )
+            empty = sqlglot.parse_one(empty_relation_sql(LAKE_MODELS[asset]), dialect="duckdb")
             table.replace(empty.subquery(table.alias or asset))
         text = tree.sql(dialect="duckdb")
     quoted = str(lake_root).replace("'", "''")
@@ -337,10 +368,15 @@ def render_sql(model: SqlModel, lake_root: Path) -> str:
 def _has_files(model: SqlModel, lake_root: Path, asset: str) -> bool:
     """Whether every lake path of `asset` in the model matches at least one file."""
     tree = sqlglot.parse_one(model.sql, dialect="duckdb")
-    patterns = [lit.this for lit in tree.find_all(exp.Literal)
-                if lit.is_string and (m := _LAKE_REF.match(lit.this)) and m.group(1) == asset]
-    return all(glob.glob(_LAKE_PLACEHOLDER.sub(lambda _: str(lake_root), p), recursive=True)
-               for p in patterns)
+    patterns = [
+        lit.this
+        for lit in tree.find_all(exp.Literal)
+        if lit.is_string and (m := _LAKE_REF.match(lit.this)) and m.group(1) == asset
+    ]
+    return all(
+        glob.glob(_LAKE_PLACEHOLDER.sub(lambda _: str(lake_root), p), recursive=True)
+        for p in patterns
+    )
 
 
 def build_model(con: duckdb.DuckDBPyConnection, model: SqlModel, lake_root: Path) -> None:
@@ -351,13 +387,17 @@ def build_model(con: duckdb.DuckDBPyConnection, model: SqlModel, lake_root: Path
     try:
         con.execute(statement)
     except duckdb.Error as exc:
-        raise SqlModelError(model.path, _duckdb_line(str(exc)),
-                            f"DuckDB could not build {model.relation.lower()} "
-                            f"{model.name!r}: {_first_line(str(exc))}") from exc
+        raise SqlModelError(
+            model.path,
+            _duckdb_line(str(exc)),
+            f"DuckDB could not build {model.relation.lower()} "
+            f"{model.name!r}: {_first_line(str(exc))}",
+        ) from exc
 
 
-def build_all(con: duckdb.DuckDBPyConnection, lake_root: Path, sql_dir: Path = SQL_DIR
-              ) -> list[SqlModel]:
+def build_all(
+    con: duckdb.DuckDBPyConnection, lake_root: Path, sql_dir: Path = SQL_DIR
+) -> list[SqlModel]:
     """Build every staging view and mart table in dependency order."""
     models = order_models(discover_sql_models(sql_dir))
     for model in models:

@@ -15,17 +15,27 @@ def make_table(frame: pd.DataFrame, tmp: Path, name: str = "t") -> TableRecord:
     """Write `frame` as typed Parquet and return its profiled TableRecord."""
     path = tmp / f"{name}.parquet"
     frame.to_parquet(path, index=False)
-    return TableRecord(id=content_hash("test-table", name, frame.to_csv()), dataset=name,
-                       name=name, split="train", path=str(path), n_rows=len(frame),
-                       n_columns=frame.shape[1], sha256="0" * 64,
-                       columns=profile_frame(frame))
+    return TableRecord(
+        id=content_hash("test-table", name, frame.to_csv()),
+        dataset=name,
+        name=name,
+        split="train",
+        path=str(path),
+        n_rows=len(frame),
+        n_columns=frame.shape[1],
+        sha256="0" * 64,
+        columns=profile_frame(frame),
+    )
 
 
 def small_cfg(**template) -> QuestionsConfig:
     """Eligibility loosened for hand-sized tables."""
-    return QuestionsConfig.model_validate({
-        "eligibility": {"min_rows": 5, "min_group_size": 2, "min_numeric_unique": 3},
-        "template": template})
+    return QuestionsConfig.model_validate(
+        {
+            "eligibility": {"min_rows": 5, "min_group_size": 2, "min_numeric_unique": 3},
+            "template": template,
+        }
+    )
 
 
 class PoolRunner:

@@ -18,18 +18,22 @@ from verilearn_assets.answers import (
 from verilearn_assets.contracts import AnswerSchema, QuestionRecord
 
 NUM = AnswerSchema(kind="number", rel_tol=1e-4, abs_tol=1e-9)
-TEST = AnswerSchema(kind="mapping", fields={
-    "statistic": NUM, "p_value": AnswerSchema(kind="number", abs_tol=1e-3, rel_tol=0)})
+TEST = AnswerSchema(
+    kind="mapping",
+    fields={"statistic": NUM, "p_value": AnswerSchema(kind="number", abs_tol=1e-3, rel_tol=0)},
+)
 
 
 def test_number_within_field_tolerance_only():
     assert answers_match(2.0, 2.0001, NUM)
     assert not answers_match(2.0, 2.01, NUM)
     # per-field tolerance: the p-value's abs_tol does not leak to the statistic
-    assert answers_match({"statistic": 3.0, "p_value": 0.0400}, {"statistic": 3.0,
-                                                                 "p_value": 0.0409}, TEST)
-    assert not answers_match({"statistic": 3.0, "p_value": 0.04},
-                             {"statistic": 3.001, "p_value": 0.04}, TEST)
+    assert answers_match(
+        {"statistic": 3.0, "p_value": 0.0400}, {"statistic": 3.0, "p_value": 0.0409}, TEST
+    )
+    assert not answers_match(
+        {"statistic": 3.0, "p_value": 0.04}, {"statistic": 3.001, "p_value": 0.04}, TEST
+    )
 
 
 def test_no_sign_folding():
@@ -70,13 +74,23 @@ def test_unordered_lists_and_free_mappings():
     assert not answers_match({"x": True}, {"x": True, "y": False}, free)
 
 
-@pytest.mark.parametrize("bad, why", [
-    (None, "null"), (float("nan"), "not finite"), (float("inf"), "not finite"),
-    ([], "empty list"), ({}, "empty mapping"), ("  ", "empty string"),
-])
+@pytest.mark.parametrize(
+    "bad, why",
+    [
+        (None, "null"),
+        (float("nan"), "not finite"),
+        (float("inf"), "not finite"),
+        ([], "empty list"),
+        ({}, "empty mapping"),
+        ("  ", "empty string"),
+    ],
+)
 def test_invalid_answers_are_refused(bad, why):
-    schema = {list: AnswerSchema(kind="list"), dict: AnswerSchema(kind="mapping"),
-              str: AnswerSchema(kind="string")}.get(type(bad), NUM)
+    schema = {
+        list: AnswerSchema(kind="list"),
+        dict: AnswerSchema(kind="mapping"),
+        str: AnswerSchema(kind="string"),
+    }.get(type(bad), NUM)
     assert why in validate_answer(bad, schema)
 
 
@@ -104,10 +118,22 @@ def test_hash_follows_schema_and_key_order():
 
 
 def _record(**extra) -> dict:
-    return {"id": "q1", "source": "template", "split": "train", "dataset": "d", "table": "t",
-            "question": "q", "question_mechanical": "m",
-            "answer_schema": {"kind": "number"}, "answer": "1.0", "answer_hashes": ["h"],
-            "code": "submit(1.0)", "n_steps": 1, "difficulty": "easy", **extra}
+    return {
+        "id": "q1",
+        "source": "template",
+        "split": "train",
+        "dataset": "d",
+        "table": "t",
+        "question": "q",
+        "question_mechanical": "m",
+        "answer_schema": {"kind": "number"},
+        "answer": "1.0",
+        "answer_hashes": ["h"],
+        "code": "submit(1.0)",
+        "n_steps": 1,
+        "difficulty": "easy",
+        **extra,
+    }
 
 
 @pytest.mark.parametrize("key", ["_ground_truth", "_ground_truths", "subtype"])

@@ -30,11 +30,16 @@ def test_every_template_on_every_bundled_table(tmp_path, pool_runner):
     for rec in records:
         if rec.status == "accepted":
             accepted[(names[rec.table], rec.template)] += 1
-    rejected = [(names[r.table], r.template, r.rejection_reason) for r in records
-                if r.status == "rejected"]
+    rejected = [
+        (names[r.table], r.template, r.rejection_reason) for r in records if r.status == "rejected"
+    ]
     assert rejected == []
-    uncovered = [(t.name, name) for t in tables for name in REGISTRY
-                 if not accepted[(t.name, name)] and (t.name, name) not in not_applicable]
+    uncovered = [
+        (t.name, name)
+        for t in tables
+        for name in REGISTRY
+        if not accepted[(t.name, name)] and (t.name, name) not in not_applicable
+    ]
     assert uncovered == []
     # the catalog exercises most of the library, not just the trivial templates
     used = {name for (_, name), n in accepted.items() if n}

@@ -30,25 +30,32 @@ def configs(tmp_path, monkeypatch):
     if not (conf / "sandbox.yaml").exists():
         (conf / "sandbox.yaml").write_text("backend: auto\n")
     text = (conf / "questions.yaml").read_text()
-    (conf / "questions.yaml").write_text(text.replace(
-        "enabled: null", "enabled: [mean_median_gap, ttest_discovered_groups]"))
+    (conf / "questions.yaml").write_text(
+        text.replace("enabled: null", "enabled: [mean_median_gap, ttest_discovered_groups]")
+    )
     monkeypatch.setenv("VERILEARN_CONFIG_DIR", str(conf))
     return conf
 
 
 def test_generate_then_verify_then_detect_tampering(tmp_path, configs, capsys):
     rng = np.random.default_rng(7)
-    frame = pd.DataFrame({"group": rng.choice(["ctl", "trt"], 40),
-                          "score": rng.normal(50, 10, 40).round(2)})
+    frame = pd.DataFrame(
+        {"group": rng.choice(["ctl", "trt"], 40), "score": rng.normal(50, 10, 40).round(2)}
+    )
     csv = tmp_path / "trial.tsv"
     frame.to_csv(csv, sep="\t", index=False)
     out = tmp_path / "q.parquet"
-    assert run_cli(["questions", "generate", "--csv", str(csv), "--source", "template",
-                    "--out", str(out)]) == 0
+    assert (
+        run_cli(
+            ["questions", "generate", "--csv", str(csv), "--source", "template", "--out", str(out)]
+        )
+        == 0
+    )
     records = [QuestionRecord.from_row(r) for r in pl.read_parquet(out).to_dicts()]
     assert {r.template for r in records} == {"mean_median_gap", "ttest_discovered_groups"}
-    assert all(r.status == "accepted" and r.split == "train" and r.dataset == "trial"
-               for r in records)
+    assert all(
+        r.status == "accepted" and r.split == "train" and r.dataset == "trial" for r in records
+    )
     assert run_cli(["questions", "verify", str(out)]) == 0
     assert "2/2 accepted questions reproduced" in capsys.readouterr().out
 
@@ -62,5 +69,15 @@ def test_generate_then_verify_then_detect_tampering(tmp_path, configs, capsys):
 
 def test_missing_csv_is_a_clear_error(tmp_path, configs):
     with pytest.raises(ValueError, match="no such file"):
-        run_cli(["questions", "generate", "--csv", str(tmp_path / "nope.csv"), "--source",
-                 "template", "--out", str(tmp_path / "q.parquet")])
+        run_cli(
+            [
+                "questions",
+                "generate",
+                "--csv",
+                str(tmp_path / "nope.csv"),
+                "--source",
+                "template",
+                "--out",
+                str(tmp_path / "q.parquet"),
+            ]
+        )

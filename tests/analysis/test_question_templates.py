@@ -13,16 +13,31 @@ from verilearn_assets.analysis.templates.base import Program
 from verilearn_assets.ingest.catalog import load_datasets_config
 from verilearn_assets.ingest.read_table import read_typed
 
-FAMILIES = {"descriptive", "missingness", "outliers", "correlation", "group_comparison",
-            "normality", "regression", "bootstrap", "binning", "imputation", "segment",
-            "adaptive"}
+FAMILIES = {
+    "descriptive",
+    "missingness",
+    "outliers",
+    "correlation",
+    "group_comparison",
+    "normality",
+    "regression",
+    "bootstrap",
+    "binning",
+    "imputation",
+    "segment",
+    "adaptive",
+}
 
 
 def test_library_covers_every_family():
     assert len(REGISTRY) >= 32
     assert {t.family for t in REGISTRY.values()} == FAMILIES
-    for base in ("ttest_discovered_groups", "spearman_rank_correlation",
-                 "regression_most_predictive", "correlation_change_analysis"):
+    for base in (
+        "ttest_discovered_groups",
+        "spearman_rank_correlation",
+        "regression_most_predictive",
+        "correlation_change_analysis",
+    ):
         assert {f"{base}__exclude_target", f"{base}__method_explicit"} <= set(REGISTRY)
         assert REGISTRY[f"{base}__method_explicit"].variant_of == base
 
@@ -32,19 +47,23 @@ def test_hook_code_line_is_the_exact_line():
     p.step("q1, q3 = x.quantile([0.25, 0.75])", "quartiles", ["values"])
     code = p.submit("q1")
     lines = code.splitlines()
-    assert lines[1] == ("hook((q1, q3), 'q1, q3 = x.quantile([0.25, 0.75])', "
-                        "name='quartiles', depends_on=['values'])")
+    assert lines[1] == (
+        "hook((q1, q3), 'q1, q3 = x.quantile([0.25, 0.75])', "
+        "name='quartiles', depends_on=['values'])"
+    )
     assert compile(code, "<t>", "exec")
 
 
 def _awkward_frame(n: int = 40) -> pd.DataFrame:
     rng = np.random.default_rng(3)
-    return pd.DataFrame({
-        "flag": rng.random(n) > 0.5,
-        "when": pd.date_range("2024-01-01", periods=n, freq="D"),
-        "nothing": pd.Series([np.nan] * n, dtype="float64"),
-        "row_id": np.arange(n),
-    })
+    return pd.DataFrame(
+        {
+            "flag": rng.random(n) > 0.5,
+            "when": pd.date_range("2024-01-01", periods=n, freq="D"),
+            "nothing": pd.Series([np.nan] * n, dtype="float64"),
+            "row_id": np.arange(n),
+        }
+    )
 
 
 def test_booleans_datetimes_empty_and_ids_are_not_applicable(tmp_path):
@@ -66,8 +85,9 @@ def test_single_column_table_is_not_applicable(tmp_path):
 
 def test_tab_separated_file_is_typed_and_profiled(tmp_path):
     rng = np.random.default_rng(5)
-    frame = pd.DataFrame({"g": rng.choice(["u", "v"], 30), "a": rng.normal(size=30),
-                          "b": rng.normal(size=30)})
+    frame = pd.DataFrame(
+        {"g": rng.choice(["u", "v"], 30), "a": rng.normal(size=30), "b": rng.normal(size=30)}
+    )
     tsv = tmp_path / "t.tsv"
     frame.to_csv(tsv, sep="\t", index=False)
     ds = load_datasets_config()
@@ -78,7 +98,6 @@ def test_tab_separated_file_is_typed_and_profiled(tmp_path):
 
 
 def test_unknown_template_in_config_is_an_error(tmp_path):
-    table = make_table(pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0, 5.0], "b": list("abcab")}),
-                       tmp_path)
+    table = make_table(pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0, 5.0], "b": list("abcab")}), tmp_path)
     with pytest.raises(ValueError, match="unknown template"):
         generate(table, "template", small_cfg(enabled=["no_such_template"]))

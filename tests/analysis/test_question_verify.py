@@ -19,12 +19,14 @@ GOLDEN = ["mean_median_gap", "iqr_outlier_count", "duplicate_rows", "most_missin
 def golden_frame() -> pd.DataFrame:
     """x sorted is 1,2,3,4,5,6,6,100; rows 6 and 7 are identical; m and k miss 3 each."""
     nan = np.nan
-    return pd.DataFrame({
-        "x": [1.0, 2.0, 3.0, 4.0, 100.0, 5.0, 6.0, 6.0],
-        "m": [nan, 1.0, nan, 2.0, 3.0, nan, 5.0, 5.0],
-        "k": [1.0, nan, 2.0, nan, 3.0, nan, 4.0, 4.0],
-        "g": ["a", "b", "a", "b", "a", "b", "a", "a"],
-    })
+    return pd.DataFrame(
+        {
+            "x": [1.0, 2.0, 3.0, 4.0, 100.0, 5.0, 6.0, 6.0],
+            "m": [nan, 1.0, nan, 2.0, 3.0, nan, 5.0, 5.0],
+            "k": [1.0, nan, 2.0, nan, 3.0, nan, 4.0, 4.0],
+            "g": ["a", "b", "a", "b", "a", "b", "a", "a"],
+        }
+    )
 
 
 @pytest.fixture(scope="module")
@@ -59,12 +61,12 @@ def test_records_carry_hooks_and_second_run(golden):
 
 def test_tie_is_accepted_with_multi_path_but_not_first_match(golden, pool_runner):
     table, _, _, by_tpl, _ = golden
-    tied_answer = answer_hash({"column": "k", "missing": 3},
-                              by_tpl["most_missing_column"].answer_schema)
+    tied_answer = answer_hash(
+        {"column": "k", "missing": 3}, by_tpl["most_missing_column"].answer_schema
+    )
     multi = by_tpl["most_missing_column"]
     assert tied_answer in multi.answer_hashes
-    assert [a.description for a in multi.alternatives] == [
-        "tie: 'k' has as many missing values"]
+    assert [a.description for a in multi.alternatives] == ["tie: 'k' has as many missing values"]
     first_only = small_cfg(enabled=["most_missing_column"], max_column_choices=1)
     cands = generate(table, "template", first_only).candidates
     records, _ = pool_runner.verify([(table, c) for c in cands], first_only)
@@ -78,13 +80,21 @@ def test_same_input_gives_same_ids_and_hashes(golden, pool_runner):
     assert [c.code for c in again] == [c.code for c in cands]
     records, _ = pool_runner.verify([(table, c) for c in again], cfg)
     assert {r.template: (r.id, r.answer_hashes) for r in records} == {
-        t: (r.id, r.answer_hashes) for t, r in by_tpl.items()}
+        t: (r.id, r.answer_hashes) for t, r in by_tpl.items()
+    }
 
 
 def _cand(code: str, kind: str = "number") -> Candidate:
-    return Candidate(source="template", template="probe", question=code,
-                     question_mechanical=code, answer_schema=AnswerSchema(kind=kind),
-                     code=code, n_steps=1, difficulty="easy")
+    return Candidate(
+        source="template",
+        template="probe",
+        question=code,
+        question_mechanical=code,
+        answer_schema=AnswerSchema(kind=kind),
+        code=code,
+        n_steps=1,
+        difficulty="easy",
+    )
 
 
 def test_bad_programs_are_rejected_and_kept(golden, pool_runner):
@@ -111,8 +121,9 @@ def test_bad_programs_are_rejected_and_kept(golden, pool_runner):
 
 def test_plain_string_answer_is_accepted(golden, pool_runner):
     table, cfg, *_ = golden
-    records, _ = pool_runner.verify([(table, _cand("submit(str(df['g'].mode()[0]))\n",
-                                                   "string"))], cfg)
+    records, _ = pool_runner.verify(
+        [(table, _cand("submit(str(df['g'].mode()[0]))\n", "string"))], cfg
+    )
     assert records[0].status == "accepted", records[0].rejection_reason
     assert parse_answer(records[0].answer) == "a"
     assert records[0].answer_hashes == [answer_hash('"a"', AnswerSchema(kind="string"))]

@@ -24,11 +24,17 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> DemoHome:
         "VERILEARN_CONFIG_DIR": str(shutil.copytree(REPO / "configs", root / "configs")),
         "DAGSTER_HOME": str(home / "dagster"),
     }
-    proc = subprocess.run([sys.executable, "-m", "verilearn_assets.cli", "demo"], env=env,
-                          capture_output=True, text=True, timeout=2400, cwd=REPO)
+    proc = subprocess.run(
+        [sys.executable, "-m", "verilearn_assets.cli", "demo"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=2400,
+        cwd=REPO,
+    )
     assert proc.returncode == 0, (
-        f"verilearn demo failed ({proc.returncode})\n{proc.stdout[-6000:]}\n"
-        f"{proc.stderr[-6000:]}")
+        f"verilearn demo failed ({proc.returncode})\n{proc.stdout[-6000:]}\n{proc.stderr[-6000:]}"
+    )
     return DemoHome(root, env, proc.stdout)
 
 
@@ -40,8 +46,10 @@ def planted(demo: DemoHome, tmp_path_factory: pytest.TempPathFactory) -> Planted
 
     root = tmp_path_factory.mktemp("planted")
     shutil.copytree(demo.home, root / "home")
-    env = demo.env | {"VERILEARN_HOME": str(root / "home"),
-                      "DAGSTER_HOME": str(root / "home" / "dagster")}
+    env = demo.env | {
+        "VERILEARN_HOME": str(root / "home"),
+        "DAGSTER_HOME": str(root / "home" / "dagster"),
+    }
     copy = DemoHome(root, env, demo.stdout)
     with copy.environ():
         for split in ("train", "dev", "test"):
@@ -62,11 +70,16 @@ def planted(demo: DemoHome, tmp_path_factory: pytest.TempPathFactory) -> Planted
         from verilearn_assets.analysis.checks import ANALYSIS_CHECKS
         from verilearn_assets.definitions import RESOURCES
 
-        checks = [c for c in ANALYSIS_CHECKS
-                  if all(k.asset_key == episodes.key for k in c.check_keys)]
-        run = materialize([episodes, *checks], partition_key=f"template|{split}",
-                          instance=DagsterInstance.get(), resources=RESOURCES,
-                          raise_on_error=False)
+        checks = [
+            c for c in ANALYSIS_CHECKS if all(k.asset_key == episodes.key for k in c.check_keys)
+        ]
+        run = materialize(
+            [episodes, *checks],
+            partition_key=f"template|{split}",
+            instance=DagsterInstance.get(),
+            resources=RESOURCES,
+            raise_on_error=False,
+        )
         assert not run.success, "a corrupted trace did not fail the episodes run"
     gate = copy.run("gate", "--sources", "template", "--splits", split)
     return Planted(copy, f"template|{split}", gate)

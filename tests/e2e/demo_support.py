@@ -30,9 +30,14 @@ class DemoHome:
         return Path(self.env["VERILEARN_HOME"])
 
     def run(self, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "verilearn_assets.cli", *args],
-                              env=self.env, capture_output=True, text=True, timeout=timeout,
-                              cwd=REPO)
+        return subprocess.run(
+            [sys.executable, "-m", "verilearn_assets.cli", *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=REPO,
+        )
 
     @contextmanager
     def environ(self) -> Iterator[None]:
@@ -53,9 +58,9 @@ class DemoHome:
 def catalog_datasets() -> set[str]:
     """Names of the enabled bundled datasets of the shipped catalog (what the demo uses)."""
     catalog = yaml.safe_load((REPO / "configs" / "datasets.yaml").read_text())
-    return {d["name"] for d in catalog["datasets"]
-            if d["kind"] == "bundled" and d.get("enabled", True)}
-
+    return {
+        d["name"] for d in catalog["datasets"] if d["kind"] == "bundled" and d.get("enabled", True)
+    }
 
 
 @dataclass
@@ -63,5 +68,3 @@ class Planted:
     home: DemoHome
     partition: str
     gate: subprocess.CompletedProcess  # `verilearn gate` run right after planting
-
-

@@ -29,9 +29,13 @@ def webserver(planted: Planted) -> Iterator[str]:
     port = _free_port()
     exe = Path(sys.executable).parent / "dagster-webserver"
     log = (planted.home.root / "webserver.log").open("w")
-    proc = subprocess.Popen([str(exe), "-m", "verilearn_assets.definitions", "-h",
-                             "127.0.0.1", "-p", str(port)], env=planted.home.env, cwd=REPO,
-                            stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [str(exe), "-m", "verilearn_assets.definitions", "-h", "127.0.0.1", "-p", str(port)],
+        env=planted.home.env,
+        cwd=REPO,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.time() + 120
@@ -63,10 +67,18 @@ def browser() -> Iterator[object]:
 
     opts = webdriver.ChromeOptions()
     opts.binary_location = chromium
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                "--no-first-run", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
-                "--window-size=1600,1000"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        "--window-size=1600,1000",
+    ):
         opts.add_argument(arg)
     drv = webdriver.Chrome(service=Service(driver), options=opts)
     try:
@@ -96,16 +108,26 @@ def _page_text(drv, url: str, expect: list[str], shot: str, timeout: float = 60)
 
 @pytest.mark.browser
 def test_graph_partitions_and_failed_check(webserver: str, browser, planted: Planted) -> None:
-    _page_text(browser, f"{webserver}/asset-groups",
-               ["Global asset lineage", "analysis", "ingest", "training", "reports"],
-               "graph.png")
-    text = _page_text(browser, f"{webserver}/assets/questions?view=partitions",
-                      ["Materialized ("], "questions_partitions.png")
+    _page_text(
+        browser,
+        f"{webserver}/asset-groups",
+        ["Global asset lineage", "analysis", "ingest", "training", "reports"],
+        "graph.png",
+    )
+    text = _page_text(
+        browser,
+        f"{webserver}/assets/questions?view=partitions",
+        ["Materialized ("],
+        "questions_partitions.png",
+    )
     count = int(text.split("Materialized (", 1)[1].split(")", 1)[0])
     assert count >= 2, text[:800]  # template and procedural of at least one split
     text = _page_text(
-        browser, f"{webserver}/assets/episodes?view=checks&checkDetail=episodes_trace_integrity",
-        ["Latest execution", "Evaluation result", "failure(s) of"], "episodes_checks.png")
+        browser,
+        f"{webserver}/assets/episodes?view=checks&checkDetail=episodes_trace_integrity",
+        ["Latest execution", "Evaluation result", "failure(s) of"],
+        "episodes_checks.png",
+    )
     latest = text.split("Latest execution", 1)[1]
     assert "trace_integrity: " in latest and "failure(s)" in latest, latest[:800]
     assert planted.partition in latest, latest[:800]

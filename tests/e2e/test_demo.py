@@ -33,9 +33,11 @@ def test_demo_materializes_tables_questions_episodes(demo: DemoHome) -> None:
                 # the program teacher replays verified code: it must reach every answer of
                 # every verified question on every bundled table
                 assert all(e.verified for e in eps), [
-                    (e.question_id, e.failure_class) for e in eps if not e.verified]
-        sft = pl.concat([lake.read_partition("sft_dataset", split=s) for s in SPLITS],
-                        how="diagonal_relaxed")
+                    (e.question_id, e.failure_class) for e in eps if not e.verified
+                ]
+        sft = pl.concat(
+            [lake.read_partition("sft_dataset", split=s) for s in SPLITS], how="diagonal_relaxed"
+        )
         assert sft.height > 0
     assert "Episode pass rate" in demo.stdout or "pass rate" in demo.stdout.lower()
 
@@ -51,7 +53,8 @@ def test_every_blocking_check_passed(demo: DemoHome) -> None:
         for key in GATE_CHECK_KEYS:
             for pk in set(partitions):
                 rec = instance.event_log_storage.get_latest_asset_check_execution_by_key(
-                    [key], partition_filter=PartitionKeyFilter(key=pk)).get(key)
+                    [key], partition_filter=PartitionKeyFilter(key=pk)
+                ).get(key)
                 assert rec is not None, f"{key.name} never ran on {pk}"
                 ev = rec.event.dagster_event.event_specific_data
                 assert ev.passed, f"{key.name} on {pk}: {ev.description}"

@@ -22,20 +22,42 @@ def _episode(**over) -> Episode:
         Message(turn=1, role="user", kind="prompt", content="q?"),
         Message(turn=2, role="assistant", kind="reply", content="```python\nx = 10\n```"),
         Message(turn=3, role="tool", kind="tool_output", content="ok"),
-        Message(turn=4, role="assistant", kind="reply",
-                content="```python\nsubmit(x)\n```"),
+        Message(turn=4, role="assistant", kind="reply", content="```python\nsubmit(x)\n```"),
         Message(turn=5, role="tool", kind="tool_output", content="submitted: 10"),
     ]
-    cells = [CellRun(turn=2, output_turn=3, code="x = 10", status="ok", stdout="",
-                     stderr="", duration_ms=1.0),
-             CellRun(turn=4, output_turn=5, code="submit(x)", status="ok", stdout="",
-                     stderr="", duration_ms=1.0)]
-    base = dict(id="e1", question_id="q1", source="template", split="train", dataset="d",
-                teacher="program", sampling_key="k", messages=messages, cells=cells,
-                submissions=["10"], answer="10",
-                hooks=[HookRecord(name="x", code_line="x = 10", value_hash="h")],
-                hooks_total=1, hooks_grounded=1, hooks_malformed=0, verified=True,
-                n_turns=2)
+    cells = [
+        CellRun(
+            turn=2, output_turn=3, code="x = 10", status="ok", stdout="", stderr="", duration_ms=1.0
+        ),
+        CellRun(
+            turn=4,
+            output_turn=5,
+            code="submit(x)",
+            status="ok",
+            stdout="",
+            stderr="",
+            duration_ms=1.0,
+        ),
+    ]
+    base = dict(
+        id="e1",
+        question_id="q1",
+        source="template",
+        split="train",
+        dataset="d",
+        teacher="program",
+        sampling_key="k",
+        messages=messages,
+        cells=cells,
+        submissions=["10"],
+        answer="10",
+        hooks=[HookRecord(name="x", code_line="x = 10", value_hash="h")],
+        hooks_total=1,
+        hooks_grounded=1,
+        hooks_malformed=0,
+        verified=True,
+        n_turns=2,
+    )
     return Episode(**(base | over))
 
 
@@ -74,11 +96,22 @@ def _question(**over) -> QuestionRecord:
 
     schema = AnswerSchema(kind="number")
     code = "submit(1.5)"
-    base = dict(id=QuestionRecord.make_id("template", "d", "t", code), source="template",
-                split="train", dataset="d", table="t", question="q?",
-                question_mechanical="q", answer_schema=schema, answer="1.5",
-                answer_hashes=[answer_hash("1.5", schema)], code=code, n_steps=1,
-                difficulty="easy", template="mean")
+    base = dict(
+        id=QuestionRecord.make_id("template", "d", "t", code),
+        source="template",
+        split="train",
+        dataset="d",
+        table="t",
+        question="q?",
+        question_mechanical="q",
+        answer_schema=schema,
+        answer="1.5",
+        answer_hashes=[answer_hash("1.5", schema)],
+        code=code,
+        n_steps=1,
+        difficulty="easy",
+        template="mean",
+    )
     return QuestionRecord(**(base | over))
 
 
@@ -88,11 +121,12 @@ def test_question_rules() -> None:
     assert question_rules.schema_contract(frame, "template", "train").passed
     assert not question_rules.schema_contract(frame, "procedural", "train").passed
     forged = QuestionRecord.to_frame([_question(id="0" * 16)])
-    assert "not the content hash" in question_rules.schema_contract(
-        forged, "template", "train").summary()
+    assert (
+        "not the content hash"
+        in question_rules.schema_contract(forged, "template", "train").summary()
+    )
     legacy = frame.with_columns(pl.lit("x").alias("_ground_truth"))
-    assert "_ground_truth" in question_rules.schema_contract(
-        legacy, "template", "train").summary()
+    assert "_ground_truth" in question_rules.schema_contract(legacy, "template", "train").summary()
     assert question_rules.answer_hash_present([q]).passed
     assert not question_rules.answer_hash_present([_question(answer_hashes=["zz"])]).passed
     assert not question_rules.datasets_in_one_split([("d", "train"), ("d", "dev")]).passed

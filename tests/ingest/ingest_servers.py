@@ -69,14 +69,18 @@ def _handler(routes: dict[str, Route], hosts_seen: list[str]) -> type:
 
 def _serve(server: ThreadingHTTPServer, scheme: str, host: str) -> Iterator[LoopbackServer]:
     server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
-                              daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     port = server.server_address[1]
     try:
-        yield LoopbackServer(url=f"{scheme}://{host}:{port}", port=port,
-                             routes=server.RequestHandlerClass.routes,  # type: ignore[attr-defined]
-                             hosts_seen=server.RequestHandlerClass.hosts_seen)  # type: ignore
+        yield LoopbackServer(
+            url=f"{scheme}://{host}:{port}",
+            port=port,
+            routes=server.RequestHandlerClass.routes,  # type: ignore[attr-defined]
+            hosts_seen=server.RequestHandlerClass.hosts_seen,
+        )  # type: ignore
     finally:
         server.shutdown()
         server.server_close()
@@ -105,10 +109,29 @@ def tls_cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
         pytest.fail("openssl CLI is needed for the HTTPS test server (apt: openssl)")
     d = tmp_path_factory.mktemp("tls")
     cert, key = d / "cert.pem", d / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
-                    str(key), "-out", str(cert), "-days", "2", "-subj", "/CN=localhost",
-                    "-addext", "subjectAltName=DNS:localhost"],
-                   check=True, capture_output=True, timeout=60)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-days",
+            "2",
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=DNS:localhost",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
     return cert, key
 
 

@@ -39,8 +39,9 @@ def _zip(path: Path, members: list[tuple[zipfile.ZipInfo | str, bytes]]) -> Path
     return path
 
 
-def _tar(path: Path, members: list[tuple[tarfile.TarInfo, bytes | None]],
-         mode: str = "w:gz") -> Path:
+def _tar(
+    path: Path, members: list[tuple[tarfile.TarInfo, bytes | None]], mode: str = "w:gz"
+) -> Path:
     with tarfile.open(path, mode) as tf:
         for info, data in members:
             if data is not None:
@@ -61,28 +62,31 @@ def _info(name: str, kind: bytes = tarfile.REGTYPE, linkname: str = "") -> tarfi
 
 # --- refused -------------------------------------------------------------------------
 
+
 def test_zip_slip_is_refused(tmp_path: Path) -> None:
-    archive = _zip(tmp_path / "slip.zip", [("ok.csv", b"a\n1\n"),
-                                           ("../evil.txt", b"owned")])
+    archive = _zip(tmp_path / "slip.zip", [("ok.csv", b"a\n1\n"), ("../evil.txt", b"owned")])
     _refused(archive, r"'\.\./evil\.txt': path traversal")
     assert not (tmp_path.parent / "evil.txt").exists()
 
 
 def test_zip_absolute_and_backslash_names_are_refused(tmp_path: Path) -> None:
-    _refused(_zip(tmp_path / "abs.zip", [(zipfile.ZipInfo("/tmp/evil.txt"), b"x")]),
-             "absolute path")
+    _refused(
+        _zip(tmp_path / "abs.zip", [(zipfile.ZipInfo("/tmp/evil.txt"), b"x")]), "absolute path"
+    )
     _refused(_zip(tmp_path / "bs.zip", [("..\\evil.txt", b"x")]), "backslash")
 
 
 def test_zip_symlink_member_is_refused(tmp_path: Path) -> None:
     info = zipfile.ZipInfo("link")
-    info.external_attr = (0o120777 << 16)
+    info.external_attr = 0o120777 << 16
     _refused(_zip(tmp_path / "link.zip", [(info, b"/etc/passwd")]), "symlink")
 
 
 def test_tar_with_dotdot_is_refused(tmp_path: Path) -> None:
-    archive = _tar(tmp_path / "dots.tar.gz", [(_info("data/ok.csv"), b"a\n1\n"),
-                                              (_info("data/../../evil.txt"), b"owned")])
+    archive = _tar(
+        tmp_path / "dots.tar.gz",
+        [(_info("data/ok.csv"), b"a\n1\n"), (_info("data/../../evil.txt"), b"owned")],
+    )
     _refused(archive, r"path traversal")
     assert not (tmp_path.parent / "evil.txt").exists()
 
@@ -95,9 +99,13 @@ def test_tar_with_absolute_path_is_refused(tmp_path: Path) -> None:
 
 
 def test_tar_symlink_escape_is_refused(tmp_path: Path) -> None:
-    archive = _tar(tmp_path / "sym.tar.gz", [
-        (_info("data/link", tarfile.SYMTYPE, "../../.."), None),
-        (_info("data/link/evil.txt"), b"owned")])
+    archive = _tar(
+        tmp_path / "sym.tar.gz",
+        [
+            (_info("data/link", tarfile.SYMTYPE, "../../.."), None),
+            (_info("data/link/evil.txt"), b"owned"),
+        ],
+    )
     _refused(archive, r"symlink to '\.\./\.\./\.\.' points outside")
     archive = _tar(tmp_path / "symabs.tar.gz", [(_info("etc", tarfile.SYMTYPE, "/etc"), None)])
     _refused(archive, r"symlink to '/etc' points outside")
@@ -106,11 +114,11 @@ def test_tar_symlink_escape_is_refused(tmp_path: Path) -> None:
 def test_tar_hardlink_escape_is_refused(tmp_path: Path) -> None:
     secret = tmp_path / "secret.txt"
     secret.write_text("secret")
-    archive = _tar(tmp_path / "hard.tar.gz", [
-        (_info("data/hl", tarfile.LNKTYPE, "../secret.txt"), None)])
+    archive = _tar(
+        tmp_path / "hard.tar.gz", [(_info("data/hl", tarfile.LNKTYPE, "../secret.txt"), None)]
+    )
     _refused(archive, r"hardlink to '\.\./secret\.txt' points outside")
-    archive = _tar(tmp_path / "hardabs.tar.gz", [
-        (_info("hl", tarfile.LNKTYPE, str(secret)), None)])
+    archive = _tar(tmp_path / "hardabs.tar.gz", [(_info("hl", tarfile.LNKTYPE, str(secret)), None)])
     _refused(archive, "hardlink to .* points outside")
     assert secret.read_text() == "secret"
 
@@ -132,26 +140,36 @@ def test_zip_bomb_is_refused_by_ratio(tmp_path: Path) -> None:
 def test_tar_bomb_is_refused_by_ratio_and_total(tmp_path: Path) -> None:
     archive = _tar(tmp_path / "bomb.tar.gz", [(_info("zeros.csv"), b"0" * (8 * 1024 * 1024))])
     _refused(archive, r"expands \d+x, over the cap of 200")
-    many = _tar(tmp_path / "many.tar", [(_info(f"f{i}.bin"), os.urandom(400_000))
-                                        for i in range(3)], mode="w")
-    _refused(many, "members add up to more than the cap of 1000000 bytes",
-             ArchiveLimits(max_total_bytes=1_000_000))
+    many = _tar(
+        tmp_path / "many.tar",
+        [(_info(f"f{i}.bin"), os.urandom(400_000)) for i in range(3)],
+        mode="w",
+    )
+    _refused(
+        many,
+        "members add up to more than the cap of 1000000 bytes",
+        ArchiveLimits(max_total_bytes=1_000_000),
+    )
     _refused(many, "more than 2 members", ArchiveLimits(max_members=2))
 
 
 # --- accepted ------------------------------------------------------------------------
 
+
 def test_good_zip_and_tar_extract(tmp_path: Path) -> None:
-    z = _zip(tmp_path / "good.zip", [("data/", b""), ("data/a.csv", b"a\n1\n"),
-                                     ("b.tsv", b"x\ty\n1\t2\n")])
+    z = _zip(
+        tmp_path / "good.zip",
+        [("data/", b""), ("data/a.csv", b"a\n1\n"), ("b.tsv", b"x\ty\n1\t2\n")],
+    )
     files = extract_archive(z, tmp_path / "zout", LIMITS)
-    assert [p.relative_to(tmp_path / "zout").as_posix() for p in files] == \
-        ["b.tsv", "data/a.csv"]
+    assert [p.relative_to(tmp_path / "zout").as_posix() for p in files] == ["b.tsv", "data/a.csv"]
     assert (tmp_path / "zout" / "data" / "a.csv").read_bytes() == b"a\n1\n"
 
-    t = _tar(tmp_path / "good.tar.xz", [(_info("x/b.csv"), b"b\n2\n"),
-                                        (_info("x/alias.csv", tarfile.SYMTYPE, "b.csv"), None)],
-             mode="w:xz")
+    t = _tar(
+        tmp_path / "good.tar.xz",
+        [(_info("x/b.csv"), b"b\n2\n"), (_info("x/alias.csv", tarfile.SYMTYPE, "b.csv"), None)],
+        mode="w:xz",
+    )
     files = extract_archive(t, tmp_path / "tout", LIMITS)
     assert [p.name for p in files] == ["b.csv"]  # the internal symlink is kept, not listed
     assert os.readlink(tmp_path / "tout" / "x" / "alias.csv") == "b.csv"

@@ -48,33 +48,54 @@ def test_unknown_key_names_file_and_field(tmp_path: Path) -> None:
 
 
 def test_unknown_key_inside_an_entry(tmp_path: Path) -> None:
-    _write(tmp_path, "datasets:\n  - {name: x, kind: bundled, package: statsmodels, "
-                     "loader: longley, lodaer: nile}\n")
+    _write(
+        tmp_path,
+        "datasets:\n  - {name: x, kind: bundled, package: statsmodels, "
+        "loader: longley, lodaer: nile}\n",
+    )
     with pytest.raises(ConfigError, match=r"field 'datasets\.0\.bundled\.lodaer'"):
         load_datasets_config(tmp_path)
 
 
 def test_wrong_type_names_the_field(tmp_path: Path) -> None:
     _write(tmp_path, "limits: {max_rows: lots}\ndatasets:\n" + GOOD_ENTRY)
-    with pytest.raises(ConfigError, match=r"datasets\.yaml: field 'limits\.max_rows': "
-                                          r"Input should be a valid integer"):
+    with pytest.raises(
+        ConfigError,
+        match=r"datasets\.yaml: field 'limits\.max_rows': "
+        r"Input should be a valid integer",
+    ):
         load_datasets_config(tmp_path)
 
 
-@pytest.mark.parametrize(("text", "field"), [
-    ("splits: {train: 0.9, dev: 0.2, test: 0.1}\ndatasets:\n" + GOOD_ENTRY, "splits"),
-    ("datasets:\n" + GOOD_ENTRY + GOOD_ENTRY, "datasets"),
-    ("datasets:\n  - {name: u, kind: url, url: 'https://example.org/a.csv', sha256: abc, "
-     "format: csv}\n", r"datasets\.0\.url\.sha256"),
-    ("datasets:\n  - {name: u, kind: url, url: 'not a url', sha256: '" + "a" * 64 + "', "
-     "format: csv}\n", r"datasets\.0\.url\.url"),
-    ("datasets:\n  - {name: Bad Name, kind: bundled, package: sklearn, loader: iris}\n",
-     r"datasets\.0\.bundled\.name"),
-    ("datasets:\n  - {name: x, kind: bundled, package: numpy, loader: iris}\n",
-     r"datasets\.0\.bundled\.package"),
-    ("download: {allowed_schemes: [https, ftp]}\ndatasets:\n" + GOOD_ENTRY,
-     r"download\.allowed_schemes\.1"),
-])
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ("splits: {train: 0.9, dev: 0.2, test: 0.1}\ndatasets:\n" + GOOD_ENTRY, "splits"),
+        ("datasets:\n" + GOOD_ENTRY + GOOD_ENTRY, "datasets"),
+        (
+            "datasets:\n  - {name: u, kind: url, url: 'https://example.org/a.csv', sha256: abc, "
+            "format: csv}\n",
+            r"datasets\.0\.url\.sha256",
+        ),
+        (
+            "datasets:\n  - {name: u, kind: url, url: 'not a url', sha256: '" + "a" * 64 + "', "
+            "format: csv}\n",
+            r"datasets\.0\.url\.url",
+        ),
+        (
+            "datasets:\n  - {name: Bad Name, kind: bundled, package: sklearn, loader: iris}\n",
+            r"datasets\.0\.bundled\.name",
+        ),
+        (
+            "datasets:\n  - {name: x, kind: bundled, package: numpy, loader: iris}\n",
+            r"datasets\.0\.bundled\.package",
+        ),
+        (
+            "download: {allowed_schemes: [https, ftp]}\ndatasets:\n" + GOOD_ENTRY,
+            r"download\.allowed_schemes\.1",
+        ),
+    ],
+)
 def test_invalid_values_name_the_field(tmp_path: Path, text: str, field: str) -> None:
     _write(tmp_path, text)
     with pytest.raises(ConfigError, match=rf"datasets\.yaml: field '{field}'"):
@@ -82,8 +103,12 @@ def test_invalid_values_name_the_field(tmp_path: Path, text: str, field: str) ->
 
 
 def test_failing_bundled_dataset_raises_with_its_name() -> None:
-    entry = BundledDataset(name="ghost", kind="bundled", package="statsmodels",
-                           loader="no_such_table")
-    with pytest.raises(BundledDatasetError, match=r"bundled dataset 'ghost' "
-                                                  r"\(statsmodels\.no_such_table\): no such"):
+    entry = BundledDataset(
+        name="ghost", kind="bundled", package="statsmodels", loader="no_such_table"
+    )
+    with pytest.raises(
+        BundledDatasetError,
+        match=r"bundled dataset 'ghost' "
+        r"\(statsmodels\.no_such_table\): no such",
+    ):
         load_bundled(entry)

@@ -28,21 +28,25 @@ def _leftovers(directory: Path) -> list[str]:
 
 # --- refusals with the default policy --------------------------------------------------
 
-@pytest.mark.parametrize(("url", "reason"), [
-    ("file:///etc/passwd", "scheme 'file' is not allowed"),
-    ("http://example.org/data.csv", "scheme 'http' is not allowed"),
-    ("ftp://example.org/data.csv", "scheme 'ftp' is not allowed"),
-    ("https://127.0.0.1/data.csv", "loopback"),
-    ("https://127.1/data.csv", "loopback"),
-    ("https://[::1]/data.csv", "loopback"),
-    ("https://localhost/data.csv", "loopback"),
-    ("https://10.1.2.3/data.csv", "private"),
-    ("https://192.168.0.7/data.csv", "private"),
-    ("https://169.254.169.254/latest/meta-data", "link-local"),
-    ("https://0.0.0.0/data.csv", "unspecified"),
-    ("https://[::ffff:127.0.0.1]/data.csv", "loopback"),
-    ("https://user:pw@example.org/data.csv", "credentials"),
-])
+
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("file:///etc/passwd", "scheme 'file' is not allowed"),
+        ("http://example.org/data.csv", "scheme 'http' is not allowed"),
+        ("ftp://example.org/data.csv", "scheme 'ftp' is not allowed"),
+        ("https://127.0.0.1/data.csv", "loopback"),
+        ("https://127.1/data.csv", "loopback"),
+        ("https://[::1]/data.csv", "loopback"),
+        ("https://localhost/data.csv", "loopback"),
+        ("https://10.1.2.3/data.csv", "private"),
+        ("https://192.168.0.7/data.csv", "private"),
+        ("https://169.254.169.254/latest/meta-data", "link-local"),
+        ("https://0.0.0.0/data.csv", "unspecified"),
+        ("https://[::ffff:127.0.0.1]/data.csv", "loopback"),
+        ("https://user:pw@example.org/data.csv", "credentials"),
+    ],
+)
 def test_default_policy_refuses(url: str, reason: str, tmp_path: Path) -> None:
     policy = DownloadPolicy()
     with pytest.raises(DownloadError, match=reason) as info:
@@ -52,12 +56,16 @@ def test_default_policy_refuses(url: str, reason: str, tmp_path: Path) -> None:
 
 
 def test_hostname_resolving_to_loopback_is_refused_after_dns(
-        http_server: LoopbackServer, tmp_path: Path) -> None:
+    http_server: LoopbackServer, tmp_path: Path
+) -> None:
     """`localhost` is only a name: the refusal comes from the address it resolves to."""
     url = http_server.add("/data.csv", Route(body=BODY))
     policy = DownloadPolicy(allowed_schemes=["http"])  # http allowed, loopback still not
-    with pytest.raises(DownloadError, match=r"host 'localhost' resolves to 127\.0\.0\.1, "
-                                            r"a loopback address"):
+    with pytest.raises(
+        DownloadError,
+        match=r"host 'localhost' resolves to 127\.0\.0\.1, "
+        r"a loopback address",
+    ):
         download(url, tmp_path / "out.csv", BODY_SHA, policy)
     assert http_server.hosts_seen == []  # refused before any connection
     assert _leftovers(tmp_path) == []
@@ -71,6 +79,7 @@ def test_check_url_passes_a_public_literal_without_network() -> None:
 
 # --- allowed paths against a real loopback server --------------------------------------
 
+
 def test_download_ok_with_matching_sha(http_server: LoopbackServer, tmp_path: Path) -> None:
     url = http_server.add("/data.csv", Route(body=BODY))
     dest = download(url, tmp_path / "out.csv", BODY_SHA, _loopback_http())
@@ -80,11 +89,13 @@ def test_download_ok_with_matching_sha(http_server: LoopbackServer, tmp_path: Pa
     assert http_server.hosts_seen == [f"localhost:{http_server.port}"]
 
 
-def test_sha_mismatch_is_refused_and_nothing_kept(http_server: LoopbackServer,
-                                                  tmp_path: Path) -> None:
+def test_sha_mismatch_is_refused_and_nothing_kept(
+    http_server: LoopbackServer, tmp_path: Path
+) -> None:
     url = http_server.add("/data.csv", Route(body=BODY))
-    with pytest.raises(DownloadError, match=f"sha256 mismatch: expected {SHA_ZERO}, "
-                                            f"got {BODY_SHA}"):
+    with pytest.raises(
+        DownloadError, match=f"sha256 mismatch: expected {SHA_ZERO}, got {BODY_SHA}"
+    ):
         download(url, tmp_path / "out.csv", SHA_ZERO, _loopback_http())
     assert _leftovers(tmp_path) == []
 
@@ -93,18 +104,24 @@ def test_size_cap_from_content_length(http_server: LoopbackServer, tmp_path: Pat
     body = b"x" * 5000
     url = http_server.add("/big", Route(body=body))
     with pytest.raises(DownloadError, match="Content-Length 5000 exceeds the cap of 1000"):
-        download(url, tmp_path / "out", hashlib.sha256(body).hexdigest(),
-                 _loopback_http(max_bytes=1000))
+        download(
+            url, tmp_path / "out", hashlib.sha256(body).hexdigest(), _loopback_http(max_bytes=1000)
+        )
     assert _leftovers(tmp_path) == []
 
 
-def test_size_cap_while_streaming_without_length(http_server: LoopbackServer,
-                                                 tmp_path: Path) -> None:
+def test_size_cap_while_streaming_without_length(
+    http_server: LoopbackServer, tmp_path: Path
+) -> None:
     body = b"y" * 300_000
     url = http_server.add("/stream", Route(body=body, send_length=False))
     with pytest.raises(DownloadError, match="body exceeds the cap of 100000 bytes"):
-        download(url, tmp_path / "out", hashlib.sha256(body).hexdigest(),
-                 _loopback_http(max_bytes=100_000))
+        download(
+            url,
+            tmp_path / "out",
+            hashlib.sha256(body).hexdigest(),
+            _loopback_http(max_bytes=100_000),
+        )
     assert _leftovers(tmp_path) == []
 
 
@@ -122,13 +139,15 @@ def test_http_error_status_is_refused(http_server: LoopbackServer, tmp_path: Pat
         download(f"{http_server.url}/missing", tmp_path / "out", BODY_SHA, _loopback_http())
 
 
-def test_redirect_is_followed_and_each_hop_checked(http_server: LoopbackServer,
-                                                   tmp_path: Path) -> None:
+def test_redirect_is_followed_and_each_hop_checked(
+    http_server: LoopbackServer, tmp_path: Path
+) -> None:
     url = http_server.add("/data.csv", Route(body=BODY))
     hop = http_server.add("/moved", Route(status=302, headers={"Location": "/data.csv"}))
     assert download(hop, tmp_path / "a.csv", BODY_SHA, _loopback_http()).read_bytes() == BODY
-    evil = http_server.add("/evil", Route(
-        status=302, headers={"Location": "http://169.254.169.254/latest/meta-data"}))
+    evil = http_server.add(
+        "/evil", Route(status=302, headers={"Location": "http://169.254.169.254/latest/meta-data"})
+    )
     with pytest.raises(DownloadError, match="169.254.169.254, a link-local address"):
         download(evil, tmp_path / "b.csv", BODY_SHA, _loopback_http())
     assert url  # the good route stayed reachable
@@ -138,8 +157,9 @@ def test_redirect_is_followed_and_each_hop_checked(http_server: LoopbackServer,
     assert _leftovers(tmp_path) == ["a.csv"]
 
 
-def test_https_with_the_servers_ca(https_server: LoopbackServer, tls_cert: tuple[Path, Path],
-                                   tmp_path: Path) -> None:
+def test_https_with_the_servers_ca(
+    https_server: LoopbackServer, tls_cert: tuple[Path, Path], tmp_path: Path
+) -> None:
     url = https_server.add("/data.csv", Route(body=BODY))
     cert, _key = tls_cert
     policy = DownloadPolicy(allow_loopback=True, ca_bundle=str(cert))  # https only: default
@@ -147,8 +167,9 @@ def test_https_with_the_servers_ca(https_server: LoopbackServer, tls_cert: tuple
     assert https_server.hosts_seen == [f"localhost:{https_server.port}"]
 
 
-def test_https_with_an_untrusted_certificate_is_refused(https_server: LoopbackServer,
-                                                        tmp_path: Path) -> None:
+def test_https_with_an_untrusted_certificate_is_refused(
+    https_server: LoopbackServer, tmp_path: Path
+) -> None:
     url = https_server.add("/data.csv", Route(body=BODY))
     with pytest.raises(DownloadError, match="CERTIFICATE_VERIFY_FAILED"):
         download(url, tmp_path / "out.csv", BODY_SHA, DownloadPolicy(allow_loopback=True))

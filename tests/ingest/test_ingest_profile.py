@@ -14,33 +14,51 @@ N = 40
 @pytest.fixture
 def frame() -> pd.DataFrame:
     rng = np.random.default_rng(7)
-    return pd.DataFrame({
-        "customer_id": np.arange(100, 100 + N),  # consecutive integers named like an id
-        "order_no": rng.permutation(np.arange(1000, 1000 + 3 * N, 3)),  # unique, not consecutive
-        "label": [f"row-{i:03d}" for i in range(N)],  # unique text
-        "amount": rng.normal(50, 10, N),  # unique floats: measurements, not keys
-        "colour": pd.Series(["red", "green", "blue", "red"] * (N // 4), dtype="str"),
-        "flag": [i % 3 == 0 for i in range(N)],
-        "when": pd.date_range("2020-01-01", periods=N, freq="D"),
-        "nothing": pd.Series([None] * N, dtype="str"),
-        "gappy": pd.Series([float(i) if i % 4 else None for i in range(N)]),
-    })
+    return pd.DataFrame(
+        {
+            "customer_id": np.arange(100, 100 + N),  # consecutive integers named like an id
+            "order_no": rng.permutation(
+                np.arange(1000, 1000 + 3 * N, 3)
+            ),  # unique, not consecutive
+            "label": [f"row-{i:03d}" for i in range(N)],  # unique text
+            "amount": rng.normal(50, 10, N),  # unique floats: measurements, not keys
+            "colour": pd.Series(["red", "green", "blue", "red"] * (N // 4), dtype="str"),
+            "flag": [i % 3 == 0 for i in range(N)],
+            "when": pd.date_range("2020-01-01", periods=N, freq="D"),
+            "nothing": pd.Series([None] * N, dtype="str"),
+            "gappy": pd.Series([float(i) if i % 4 else None for i in range(N)]),
+        }
+    )
 
 
 def test_kinds_and_id_like(frame: pd.DataFrame) -> None:
     profiles = {p.name: p for p in profile_frame(frame)}
     assert list(profiles) == list(frame.columns)
     kinds = {name: p.kind for name, p in profiles.items()}
-    assert kinds == {"customer_id": "integer", "order_no": "integer", "label": "text",
-                     "amount": "numeric", "colour": "categorical", "flag": "boolean",
-                     "when": "datetime", "nothing": "empty", "gappy": "numeric"}
+    assert kinds == {
+        "customer_id": "integer",
+        "order_no": "integer",
+        "label": "text",
+        "amount": "numeric",
+        "colour": "categorical",
+        "flag": "boolean",
+        "when": "datetime",
+        "nothing": "empty",
+        "gappy": "numeric",
+    }
     id_like = {name for name, p in profiles.items() if p.id_like}
     assert id_like == {"customer_id", "label"}
 
 
 def test_id_like_by_name_and_not_with_missing_or_repeats() -> None:
-    df = pd.DataFrame({"order_no": [5, 9, 2, 40], "OrderId": [5, 9, 2, 40],
-                       "code": ["a", "b", "a", "c"], "key": ["a", "b", None, "c"]})
+    df = pd.DataFrame(
+        {
+            "order_no": [5, 9, 2, 40],
+            "OrderId": [5, 9, 2, 40],
+            "code": ["a", "b", "a", "c"],
+            "key": ["a", "b", None, "c"],
+        }
+    )
     flags = {p.name: p.id_like for p in profile_frame(df)}
     assert flags == {"order_no": False, "OrderId": True, "code": False, "key": False}
 

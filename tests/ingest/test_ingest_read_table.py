@@ -22,11 +22,14 @@ def _read(tmp_path: Path, name: str, text: str, **kw: object) -> pd.DataFrame:
 
 
 def test_tab_separated_with_every_type(tmp_path: Path) -> None:
-    df = _read(tmp_path, "t.tsv",
-               "id\tname\tok\twhen\tscore\tzip\n"
-               "1\tAnn\tyes\t2024-01-02\t1.5\t01234\n"
-               "2\t\"Bob, Jr\"\tNo\tNA\tNA\t02345\n"
-               "3\tCy\tY\t2024-03-04\t-2\t99999\n")
+    df = _read(
+        tmp_path,
+        "t.tsv",
+        "id\tname\tok\twhen\tscore\tzip\n"
+        "1\tAnn\tyes\t2024-01-02\t1.5\t01234\n"
+        '2\t"Bob, Jr"\tNo\tNA\tNA\t02345\n'
+        "3\tCy\tY\t2024-03-04\t-2\t99999\n",
+    )
     assert list(df.columns) == ["id", "name", "ok", "when", "score", "zip"]
     assert str(df["id"].dtype) == "int64" and list(df["id"]) == [1, 2, 3]
     assert list(df["name"]) == ["Ann", "Bob, Jr", "Cy"]
@@ -40,8 +43,7 @@ def test_tab_separated_with_every_type(tmp_path: Path) -> None:
 
 def test_na_tokens_and_nullable_types(tmp_path: Path) -> None:
     df = _read(tmp_path, "na.csv", "n,b,s\n1,true,x\nnull,N/A,?\n-,false,None\n4,,y\n")
-    assert str(df["n"].dtype) == "Int64" and df["n"].isna().tolist() == [False, True, True,
-                                                                         False]
+    assert str(df["n"].dtype) == "Int64" and df["n"].isna().tolist() == [False, True, True, False]
     assert str(df["b"].dtype) == "boolean"
     assert df["b"].tolist()[0] is True and df["b"].isna().sum() == 2
     assert df["s"].isna().tolist() == [False, True, True, False]
@@ -54,9 +56,12 @@ def test_custom_na_tokens_replace_the_defaults(tmp_path: Path) -> None:
 
 
 def test_datetime_formats(tmp_path: Path) -> None:
-    df = _read(tmp_path, "d.csv",
-               "iso,dmy,stamp\n2021-05-01,31/12/2020,2021-05-01 10:30:00\n"
-               "2021-06-01,01/02/2021,2021-06-01T11:00:00\n")
+    df = _read(
+        tmp_path,
+        "d.csv",
+        "iso,dmy,stamp\n2021-05-01,31/12/2020,2021-05-01 10:30:00\n"
+        "2021-06-01,01/02/2021,2021-06-01T11:00:00\n",
+    )
     for col in ("iso", "dmy", "stamp"):
         assert pd.api.types.is_datetime64_any_dtype(df[col]), col
     assert df["dmy"][0] == pd.Timestamp("2020-12-31")
@@ -112,8 +117,13 @@ def test_size_caps_plain_and_gzip(tmp_path: Path) -> None:
 
 def test_parquet_text_columns_are_typed(tmp_path: Path) -> None:
     path = tmp_path / "p.parquet"
-    pd.DataFrame({"n": ["1", "2", "NA"], "f": [0.5, 1.5, None],
-                  "d": ["2020-01-01", "2020-02-01", "2020-03-01"]}).to_parquet(path)
+    pd.DataFrame(
+        {
+            "n": ["1", "2", "NA"],
+            "f": [0.5, 1.5, None],
+            "d": ["2020-01-01", "2020-02-01", "2020-03-01"],
+        }
+    ).to_parquet(path)
     df = read_typed(path, OPTS, CAP)
     assert str(df["n"].dtype) == "Int64"
     assert df["f"].dtype == "float64"

@@ -52,10 +52,16 @@ def test_identical_content_shares_a_split() -> None:
 
 
 def test_every_positive_split_gets_a_dataset_when_possible() -> None:
-    assert split_counts(3, SplitRatios(train=0.9, dev=0.05, test=0.05)) == \
-        {"train": 1, "dev": 1, "test": 1}
+    assert split_counts(3, SplitRatios(train=0.9, dev=0.05, test=0.05)) == {
+        "train": 1,
+        "dev": 1,
+        "test": 1,
+    }
     assert split_counts(2, SplitRatios(train=0.9, dev=0.05, test=0.05))["train"] >= 1
-    assert split_counts(5, SplitRatios(train=1.0, dev=0.0, test=0.0)) == \
-        {"train": 5, "dev": 0, "test": 0}
+    assert split_counts(5, SplitRatios(train=1.0, dev=0.0, test=0.0)) == {
+        "train": 5,
+        "dev": 0,
+        "test": 0,
+    }
     for n in range(0, 40):
         assert sum(split_counts(n, RATIOS).values()) == n

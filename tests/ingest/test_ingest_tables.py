@@ -49,8 +49,13 @@ def built(tmp_path_factory: pytest.TempPathFactory):
 def test_records_point_at_typed_parquet(built) -> None:
     _cfg, home, records = built
     assert sorted((r.dataset, r.name) for r in records) == [
-        ("co2", "co2"), ("fair", "fair"), ("iris", "iris"), ("linnerud", "exercise"),
-        ("linnerud", "physiological"), ("longley", "longley")]
+        ("co2", "co2"),
+        ("fair", "fair"),
+        ("iris", "iris"),
+        ("linnerud", "exercise"),
+        ("linnerud", "physiological"),
+        ("longley", "longley"),
+    ]
     for r in records:
         path = Path(r.path)
         assert path == home / "tables" / r.dataset / f"{r.name}.parquet"
@@ -73,7 +78,8 @@ def test_types_and_profiles_survive(built) -> None:
     longley = {c.name: c for c in records["longley"].columns}
     assert longley["YEAR"].kind == "integer" and longley["YEAR"].id_like
     assert longley["GNP"].mean == pytest.approx(
-        pd.read_parquet(records["longley"].path)["GNP"].mean())
+        pd.read_parquet(records["longley"].path)["GNP"].mean()
+    )
 
 
 def test_row_cap_is_a_deterministic_ordered_sample(built, tmp_path: Path) -> None:
@@ -101,8 +107,9 @@ def test_splits_are_per_dataset(built) -> None:
 def test_lake_round_trip(built) -> None:
     _cfg, home, records = built
     write_table_records(home, records)
-    assert sorted(load_table_records(home), key=lambda r: r.id) == \
-        sorted(records, key=lambda r: r.id)
+    assert sorted(load_table_records(home), key=lambda r: r.id) == sorted(
+        records, key=lambda r: r.id
+    )
     for split in ("train", "dev", "test"):
         assert (home / "lake" / "tables" / f"split={split}").is_dir()
         got = load_table_records(home, split)
@@ -114,9 +121,10 @@ def test_lake_round_trip(built) -> None:
 def _tarball() -> bytes:
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tf:
-        for name, data in (("pkg/readings.tsv", b"site\tday\tok\n1\t2024-01-01\tyes\n"
-                                                 b"2\t2024-01-02\tno\n"),
-                           ("pkg/README.md", b"not a table")):
+        for name, data in (
+            ("pkg/readings.tsv", b"site\tday\tok\n1\t2024-01-01\tyes\n2\t2024-01-02\tno\n"),
+            ("pkg/README.md", b"not a table"),
+        ):
             info = tarfile.TarInfo(name)
             info.size = len(data)
             tf.addfile(info, io.BytesIO(data))
@@ -130,12 +138,12 @@ def _url_catalog(tmp_path: Path, url: str, sha: str) -> Path:
         "download: {allowed_schemes: [http], allow_loopback: true}\n"
         "datasets:\n"
         f"  - {{name: readings, kind: url, url: '{url}', sha256: '{sha}', format: tar.gz}}\n"
-        "  - {name: stackloss, kind: bundled, package: statsmodels, loader: stackloss}\n")
+        "  - {name: stackloss, kind: bundled, package: statsmodels, loader: stackloss}\n"
+    )
     return conf
 
 
-def test_url_dataset_from_a_loopback_server(http_server: LoopbackServer,
-                                            tmp_path: Path) -> None:
+def test_url_dataset_from_a_loopback_server(http_server: LoopbackServer, tmp_path: Path) -> None:
     body = _tarball()
     url = http_server.add("/readings.tar.gz", Route(body=body))
     cfg = load_datasets_config(_url_catalog(tmp_path, url, hashlib.sha256(body).hexdigest()))
@@ -148,8 +156,9 @@ def test_url_dataset_from_a_loopback_server(http_server: LoopbackServer,
     assert len(http_server.hosts_seen) == 1
 
 
-def test_url_dataset_with_wrong_pin_stops_the_build(http_server: LoopbackServer,
-                                                    tmp_path: Path) -> None:
+def test_url_dataset_with_wrong_pin_stops_the_build(
+    http_server: LoopbackServer, tmp_path: Path
+) -> None:
     url = http_server.add("/readings.tar.gz", Route(body=_tarball()))
     cfg = load_datasets_config(_url_catalog(tmp_path, url, "1" * 64))
     home = tmp_path / "home"
@@ -159,8 +168,9 @@ def test_url_dataset_with_wrong_pin_stops_the_build(http_server: LoopbackServer,
     assert not list((home / "downloads").iterdir())
 
 
-def test_dagster_assets_materialize(home: Path, tmp_path: Path,
-                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_dagster_assets_materialize(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     conf = tmp_path / "conf"
     conf.mkdir()
     (conf / "datasets.yaml").write_text(CATALOG)

@@ -78,8 +78,12 @@ class RunningVllm:
             "model": self.model,
             "sampling": {"temperature": 1.0, "max_tokens": 8},
             "timeouts": {"connect_s": 2, "request_s": 60, "health_s": 2},
-            "retry": {"max_attempts": 4, "initial_backoff_s": 0.05, "max_backoff_s": 0.5,
-                      "jitter_s": 0.05},
+            "retry": {
+                "max_attempts": 4,
+                "initial_backoff_s": 0.05,
+                "max_backoff_s": 0.5,
+                "jitter_s": 0.05,
+            },
         }
         for key, value in overrides.items():
             if isinstance(value, dict) and isinstance(data.get(key), dict):

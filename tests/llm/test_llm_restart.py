@@ -21,8 +21,13 @@ REQUESTS = 12
 def test_requests_survive_a_server_restart(vllm_server) -> None:
     server = vllm_server.server
     patient = vllm_server.config(
-        retry={"max_attempts": 1000, "initial_backoff_s": 0.2, "max_backoff_s": 1.0,
-               "jitter_s": 0.2, "max_elapsed_s": 600},
+        retry={
+            "max_attempts": 1000,
+            "initial_backoff_s": 0.2,
+            "max_backoff_s": 1.0,
+            "jitter_s": 0.2,
+            "max_elapsed_s": 600,
+        },
         timeouts={"health_recheck_s": 0.5},
         max_concurrency_per_server=2,
     )

@@ -29,12 +29,13 @@ def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def test_same_seed_same_files_other_seed_other_weights(
-    vllm_python: Path, tmp_path: Path
-) -> None:
+def test_same_seed_same_files_other_seed_other_weights(vllm_python: Path, tmp_path: Path) -> None:
     done = subprocess.run(
         [str(vllm_python), "-c", BUILD_THREE, str(tmp_path)],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=600,
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     a, b, c = (tmp_path / n for n in "abc")

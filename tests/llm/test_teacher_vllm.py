@@ -42,8 +42,17 @@ def small_table(tmp_path: Path) -> TableRecord:
     path = tmp_path / "small.parquet"
     df.to_parquet(path)
     path.chmod(0o644)
-    return TableRecord(id="small", dataset="toy", name="small", split="dev", path=str(path),
-                       n_rows=50, n_columns=2, sha256="0" * 64, columns=profile_frame(df))
+    return TableRecord(
+        id="small",
+        dataset="toy",
+        name="small",
+        split="dev",
+        path=str(path),
+        n_rows=50,
+        n_columns=2,
+        sha256="0" * 64,
+        columns=profile_frame(df),
+    )
 
 
 def llm_question(table: TableRecord) -> QuestionRecord:
@@ -51,16 +60,32 @@ def llm_question(table: TableRecord) -> QuestionRecord:
     answer = canonical_json(0.125)
     code = "submit(float(df['v'].mean()))"
     return QuestionRecord(
-        id=QuestionRecord.make_id("llm", "toy", table.id, code), source="llm", split="dev",
-        dataset="toy", table=table.id, question="What is the mean of v?",
-        question_mechanical="mean(v)", answer_schema=schema, answer=answer,
-        answer_hashes=[answer_hash(answer, schema)], code=code, n_steps=1, difficulty="easy")
+        id=QuestionRecord.make_id("llm", "toy", table.id, code),
+        source="llm",
+        split="dev",
+        dataset="toy",
+        table=table.id,
+        question="What is the mean of v?",
+        question_mechanical="mean(v)",
+        answer_schema=schema,
+        answer=answer,
+        answer_hashes=[answer_hash(answer, schema)],
+        code=code,
+        n_steps=1,
+        difficulty="easy",
+    )
 
 
 def teacher_cfg(model: str) -> TeacherConfig:
-    return TeacherConfig(teacher="vllm", model=model, max_turns=2, max_format_errors=1,
-                         consistency_traces=2, max_proposals=2,
-                         sampling={"temperature": 1.0, "top_p": 1.0, "max_tokens": 24})
+    return TeacherConfig(
+        teacher="vllm",
+        model=model,
+        max_turns=2,
+        max_format_errors=1,
+        consistency_traces=2,
+        max_proposals=2,
+        sampling={"temperature": 1.0, "top_p": 1.0, "max_tokens": 24},
+    )
 
 
 def client_config(vllm_server: Any) -> Any:
@@ -71,10 +96,13 @@ def client_config(vllm_server: Any) -> Any:
 
 async def _triangulate(vllm_server: Any, table: TableRecord) -> tuple[list, list]:
     cfg = teacher_cfg(vllm_server.model)
-    async with VllmClient(client_config(vllm_server)) as client, \
-            SandboxPool(SandboxConfig(backend="bwrap", slots=2)) as pool:
-        episodes = await triangulated_episodes(llm_question(table), table,
-                                               policy_factory(cfg, client), pool, cfg)
+    async with (
+        VllmClient(client_config(vllm_server)) as client,
+        SandboxPool(SandboxConfig(backend="bwrap", slots=2)) as pool,
+    ):
+        episodes = await triangulated_episodes(
+            llm_question(table), table, policy_factory(cfg, client), pool, cfg
+        )
         return episodes, list(client.usage)
 
 
@@ -106,8 +134,7 @@ def test_llm_episode_end_to_end_against_vllm(vllm_server: Any, tmp_path: Path) -
         for m in rejected:
             assert not hasattr(parse_reply(m.content), "code")
         if not e.verified:
-            assert e.failure_class in {"execution_failure", "ambiguous", "too_hard",
-                                       "disagreement"}
+            assert e.failure_class in {"execution_failure", "ambiguous", "too_hard", "disagreement"}
     gold = episodes[0]
     if not gold.verified:  # triangulation's verdict is shared by the whole question
         assert {e.failure_class for e in episodes} == {gold.failure_class}
@@ -115,10 +142,11 @@ def test_llm_episode_end_to_end_against_vllm(vllm_server: Any, tmp_path: Path) -
 
 async def _propose(vllm_server: Any, table: TableRecord) -> Any:
     cfg = teacher_cfg(vllm_server.model)
-    async with VllmClient(client_config(vllm_server)) as client, \
-            SandboxPool(SandboxConfig(backend="bwrap", slots=2)) as pool:
-        return await propose_questions(table, proposal_policy_factory(cfg, client), pool,
-                                       cfg)
+    async with (
+        VllmClient(client_config(vllm_server)) as client,
+        SandboxPool(SandboxConfig(backend="bwrap", slots=2)) as pool,
+    ):
+        return await propose_questions(table, proposal_policy_factory(cfg, client), pool, cfg)
 
 
 def test_llm_question_proposals_against_vllm(vllm_server: Any, tmp_path: Path) -> None:

@@ -22,8 +22,9 @@ def test_every_shipped_config_loads(repo_root: Path) -> None:
         ("floors:\n  template:\n    totl: 3\n", "floors.template.totl", "Extra inputs"),
     ],
 )
-def test_bad_key_or_type_names_file_and_field(tmp_path: Path, text: str, field: str,
-                                              msg: str) -> None:
+def test_bad_key_or_type_names_file_and_field(
+    tmp_path: Path, text: str, field: str, msg: str
+) -> None:
     (tmp_path / "gate.yaml").write_text(text)
     with pytest.raises(ConfigError) as err:
         load_config("gate", GateConfig, tmp_path)

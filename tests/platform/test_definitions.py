@@ -10,23 +10,38 @@ from verilearn_assets.partitions import SOURCE_SPLIT
 
 def test_partition_keys_are_the_nine_pairs() -> None:
     keys = SOURCE_SPLIT.get_partition_keys()
-    assert sorted(keys) == sorted(f"{src}|{spl}" for src in ("template", "procedural", "llm")
-                                  for spl in ("train", "dev", "test"))
+    assert sorted(keys) == sorted(
+        f"{src}|{spl}"
+        for src in ("template", "procedural", "llm")
+        for spl in ("train", "dev", "test")
+    )
     assert len(keys) == 9
 
 
 def test_definitions_load_with_shared_partitioning() -> None:
     graph = defs.resolve_asset_graph()
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
-    assert {"raw_datasets", "tables", "questions", "episodes", "sft_dataset", "report",
-            "smoke_suite"} <= keys
+    assert {
+        "raw_datasets",
+        "tables",
+        "questions",
+        "episodes",
+        "sft_dataset",
+        "report",
+        "smoke_suite",
+    } <= keys
     for name in ("questions", "episodes"):
         pdef = graph.get(AssetKey(name)).partitions_def
         assert isinstance(pdef, MultiPartitionsDefinition)
         assert pdef is SOURCE_SPLIT  # defined once, shared
     checks = {k.name for k in graph.asset_check_keys}
-    assert {"questions_schema_contract", "questions_reproduce", "episodes_trace_integrity",
-            "episodes_hooks_grounded", "smoke_suite_passes"} <= checks
+    assert {
+        "questions_schema_contract",
+        "questions_reproduce",
+        "episodes_trace_integrity",
+        "episodes_hooks_grounded",
+        "smoke_suite_passes",
+    } <= checks
     for job in ("platform_job", "analysis_job", "training_job", "reports_job"):
         assert defs.resolve_job_def(job) is not None
 

@@ -28,8 +28,11 @@ def test_hive_layout_and_isolation(home: Path) -> None:
     # re-materialize only procedural|train
     lake.write_partition("questions", _frame("c", 5), source="procedural", split="train")
     assert a_file.exists() and a_file.stat().st_mtime_ns == a_mtime
-    assert lake.read_partition("questions", source="template", split="train")["id"].to_list() \
-        == ["a-0", "a-1", "a-2"]
+    assert lake.read_partition("questions", source="template", split="train")["id"].to_list() == [
+        "a-0",
+        "a-1",
+        "a-2",
+    ]
     b = lake.read_partition("questions", source="procedural", split="train")
     assert b["id"].to_list() == [f"c-{i}" for i in range(5)]
     parts = list((home / "lake/questions/source=procedural/split=train").iterdir())
@@ -43,7 +46,8 @@ def test_duckdb_reads_hive_layout(home: Path) -> None:
     lake.write_partition("questions", _frame("b", 2), source="llm", split="dev")
     rows = duckdb.sql(
         f"select source, split, count(*) from read_parquet('{home}/lake/questions/*/*/*.parquet',"
-        " hive_partitioning=true) group by all order by all").fetchall()
+        " hive_partitioning=true) group by all order by all"
+    ).fetchall()
     assert rows == [("llm", "dev", 2), ("template", "train", 3)]
 
 
@@ -67,8 +71,9 @@ print("done", flush=True)
 def test_killed_writer_leaves_previous_partition_intact(home: Path) -> None:
     lake.write_partition("questions", _frame("old"), source="template", split="train")
     pdir = home / "lake/questions/source=template/split=train"
-    proc = subprocess.Popen([sys.executable, "-c", _WRITER], env=os.environ.copy(),
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _WRITER], env=os.environ.copy(), stdout=subprocess.PIPE, text=True
+    )
     deadline = time.time() + 120
     while time.time() < deadline and not list(pdir.glob(".part-*.tmp")):
         assert proc.poll() is None, "writer finished before it could be killed"
@@ -86,9 +91,20 @@ def test_records_round_trip_and_legacy_key_named(home: Path) -> None:
     from verilearn_assets.contracts import AnswerSchema
 
     q = QuestionRecord(
-        id="x", source="template", split="train", dataset="d", table="t", question="q?",
-        question_mechanical="q", answer_schema=AnswerSchema(kind="number"), answer="1.5",
-        answer_hashes=["h"], code="submit(1.5)", n_steps=1, difficulty="easy")
+        id="x",
+        source="template",
+        split="train",
+        dataset="d",
+        table="t",
+        question="q?",
+        question_mechanical="q",
+        answer_schema=AnswerSchema(kind="number"),
+        answer="1.5",
+        answer_hashes=["h"],
+        code="submit(1.5)",
+        n_steps=1,
+        difficulty="easy",
+    )
     lake.write_records("questions", [q], QuestionRecord, source="template", split="train")
     (back,) = lake.read_records("questions", QuestionRecord, source="template", split="train")
     assert back == q

@@ -59,10 +59,30 @@ QUESTIONS = [
     Q("q2", "template", "train", "iris", "t_iris1", "mean_by_group", (), "accepted", None, 0),
     Q("q3", "template", "train", "iris", "t_iris2", "mean_by_group", (), "rejected", MISMATCH, 0),
     Q("q4", "template", "train", "iris", "t_iris2", "count_rows", (), "accepted", None, 1),
-    Q("q5", "procedural", "train", "iris", "t_iris1", None, ("filter", "groupby"), "accepted",
-      None, 0),
-    Q("q6", "procedural", "train", "iris", "t_iris2", None, ("groupby", "filter"), "rejected",
-      AMBIGUOUS, 0),
+    Q(
+        "q5",
+        "procedural",
+        "train",
+        "iris",
+        "t_iris1",
+        None,
+        ("filter", "groupby"),
+        "accepted",
+        None,
+        0,
+    ),
+    Q(
+        "q6",
+        "procedural",
+        "train",
+        "iris",
+        "t_iris2",
+        None,
+        ("groupby", "filter"),
+        "rejected",
+        AMBIGUOUS,
+        0,
+    ),
     Q("q7", "template", "test", "wine", "t_wine", "count_rows", (), "accepted", None, 2),
     Q("q8", "template", "test", "wine", "t_wine", "count_rows", (), "rejected", MISMATCH, 0),
 ]
@@ -83,40 +103,78 @@ EPISODES = [
 def table_record(tid: str) -> TableRecord:
     dataset, split, n_rows = TABLES[tid]
     return TableRecord(
-        id=tid, dataset=dataset, name=f"{tid}.csv", split=split, path=f"/data/{tid}.parquet",
-        n_rows=n_rows, n_columns=1, sha256="0" * 64,
-        columns=[ColumnProfile(name="x", kind="numeric", dtype="Float64", missing_pct=0.0,
-                               n_unique=n_rows)])
+        id=tid,
+        dataset=dataset,
+        name=f"{tid}.csv",
+        split=split,
+        path=f"/data/{tid}.parquet",
+        n_rows=n_rows,
+        n_columns=1,
+        sha256="0" * 64,
+        columns=[
+            ColumnProfile(
+                name="x", kind="numeric", dtype="Float64", missing_pct=0.0, n_unique=n_rows
+            )
+        ],
+    )
 
 
 def question_record(q: Q) -> QuestionRecord:
-    alternatives = [Alternative(description=f"reading {i}", code=f"answer = {i}",
-                                answer=str(i), answer_hash=f"h{i}")
-                    for i in range(q.n_alternatives)]
+    alternatives = [
+        Alternative(
+            description=f"reading {i}", code=f"answer = {i}", answer=str(i), answer_hash=f"h{i}"
+        )
+        for i in range(q.n_alternatives)
+    ]
     return QuestionRecord(
-        id=q.key, source=q.source, split=q.split, dataset=q.dataset, table=q.table,
-        question=f"question {q.key}?", question_mechanical=f"mechanical {q.key}",
-        answer_schema=AnswerSchema(kind="number"), answer="1.0", answer_hashes=["h"],
-        code="answer = 1.0", alternatives=alternatives, n_steps=2, difficulty="easy",
-        template=q.template, op_families=list(q.op_families),
+        id=q.key,
+        source=q.source,
+        split=q.split,
+        dataset=q.dataset,
+        table=q.table,
+        question=f"question {q.key}?",
+        question_mechanical=f"mechanical {q.key}",
+        answer_schema=AnswerSchema(kind="number"),
+        answer="1.0",
+        answer_hashes=["h"],
+        code="answer = 1.0",
+        alternatives=alternatives,
+        n_steps=2,
+        difficulty="easy",
+        template=q.template,
+        op_families=list(q.op_families),
         hooks=[HookRecord(name="n", code_line="n = len(df)", value_hash="v")],
-        status=q.status, rejection_reason=q.reason)
+        status=q.status,
+        rejection_reason=q.reason,
+    )
 
 
 def episode_record(i: int, e: E) -> Episode:
     q = next(q for q in QUESTIONS if q.key == e.question)
     return Episode(
-        id=f"e{i}", question_id=q.key, source=q.source, split=q.split, dataset=q.dataset,
-        template=q.template, teacher=e.teacher, sampling_key="k0",
+        id=f"e{i}",
+        question_id=q.key,
+        source=q.source,
+        split=q.split,
+        dataset=q.dataset,
+        template=q.template,
+        teacher=e.teacher,
+        sampling_key="k0",
         messages=[Message(turn=0, role="user", kind="prompt", content=f"question {q.key}?")],
-        cells=[], submissions=["1.0"], answer="1.0" if e.verified else "2.0", hooks=[],
-        hooks_total=e.hooks_total, hooks_grounded=e.hooks_grounded,
-        hooks_malformed=e.hooks_malformed, verified=e.verified, failure_class=e.failure_class,
-        n_turns=2)
+        cells=[],
+        submissions=["1.0"],
+        answer="1.0" if e.verified else "2.0",
+        hooks=[],
+        hooks_total=e.hooks_total,
+        hooks_grounded=e.hooks_grounded,
+        hooks_malformed=e.hooks_malformed,
+        verified=e.verified,
+        failure_class=e.failure_class,
+        n_turns=2,
+    )
 
 
-def write_small_lake(home: Path, *, with_episodes: bool = True, with_tables: bool = True
-                     ) -> Path:
+def write_small_lake(home: Path, *, with_episodes: bool = True, with_tables: bool = True) -> Path:
     """Write TABLES / QUESTIONS / EPISODES into `<home>/lake`, one part per partition."""
     root = lake.lake_root(home)
     if with_tables:

@@ -38,8 +38,9 @@ def test_synthetic_lake_is_valid_and_marts_add_up(tmp_path: Path) -> None:
 
     with writer(warehouse_path(tmp_path)) as con:
         build_all(con, root)
-        n, verified = con.execute("SELECT sum(n_episodes), sum(n_verified) "
-                                  "FROM mart_episode_pass_rate").fetchone()
+        n, verified = con.execute(
+            "SELECT sum(n_episodes), sum(n_verified) FROM mart_episode_pass_rate"
+        ).fetchone()
         n_q = con.execute("SELECT sum(n_questions) FROM mart_question_counts").fetchone()[0]
     assert (n, verified) == (400, episodes["verified"].sum())
     assert n_q == 100

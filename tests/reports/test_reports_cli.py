@@ -28,9 +28,15 @@ def run_report(argv: list[str]) -> int:
 def test_report_prints_the_tables(small_lake: Path, capsys: pytest.CaptureFixture) -> None:
     assert run_report(["--home", str(small_lake)]) == 0
     out = capsys.readouterr().out
-    for title in ("Episode pass rate by source × split × teacher", "Teacher precision",
-                  "Failure classes", "Hook grounding rate", "Rejection reasons",
-                  "Per-dataset stats", "Alternatives (ambiguity) rate per template"):
+    for title in (
+        "Episode pass rate by source × split × teacher",
+        "Teacher precision",
+        "Failure classes",
+        "Hook grounding rate",
+        "Rejection reasons",
+        "Per-dataset stats",
+        "Alternatives (ambiguity) rate per template",
+    ):
         assert title in out
     lines = out.splitlines()
     assert any(all(w in ln for w in ("program", "5", "4", "80.0%")) for ln in lines)
@@ -56,15 +62,18 @@ def test_report_on_a_lake_without_episodes(home: Path, capsys: pytest.CaptureFix
 @pytest.mark.skipif(
     not all(importlib.util.find_spec(f"verilearn_assets.cli.{m}") for m in SUBCOMMAND_MODULES),
     reason="the full `verilearn` CLI needs every subcommand module "
-           f"({', '.join(SUBCOMMAND_MODULES)}) to exist")
+    f"({', '.join(SUBCOMMAND_MODULES)}) to exist",
+)
 def test_report_as_a_subprocess(small_lake: Path, tmp_path: Path) -> None:
     env = {**os.environ, "VERILEARN_HOME": str(small_lake)}
-    ok = subprocess.run([str(VERILEARN), "report"], env=env,
-                        capture_output=True, text=True, timeout=120, cwd=REPO)
+    ok = subprocess.run(
+        [str(VERILEARN), "report"], env=env, capture_output=True, text=True, timeout=120, cwd=REPO
+    )
     assert ok.returncode == 0, ok.stderr
     assert "Teacher precision" in ok.stdout and "80.0%" in ok.stdout
     env["VERILEARN_HOME"] = str(tmp_path / "missing")
-    bad = subprocess.run([str(VERILEARN), "report"], env=env,
-                         capture_output=True, text=True, timeout=120, cwd=REPO)
+    bad = subprocess.run(
+        [str(VERILEARN), "report"], env=env, capture_output=True, text=True, timeout=120, cwd=REPO
+    )
     assert bad.returncode == 2
     assert "verilearn report: error:" in bad.stderr and "home not found" in bad.stderr

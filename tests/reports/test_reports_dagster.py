@@ -12,11 +12,15 @@ from verilearn_assets.warehouse import reader, warehouse_path
 
 def test_report_assets_materialise(small_lake: Path) -> None:
     result = dagster.materialize(
-        REPORT_ASSETS, resources={"warehouse": WarehouseResource(home=str(small_lake))},
-        instance=dagster.DagsterInstance.ephemeral())
+        REPORT_ASSETS,
+        resources={"warehouse": WarehouseResource(home=str(small_lake))},
+        instance=dagster.DagsterInstance.ephemeral(),
+    )
     assert result.success
-    events = {ev.materialization.asset_key.to_user_string(): ev.materialization.metadata
-              for ev in result.get_asset_materialization_events()}
+    events = {
+        ev.materialization.asset_key.to_user_string(): ev.materialization.metadata
+        for ev in result.get_asset_materialization_events()
+    }
     assert set(events) == {a.key.to_user_string() for a in REPORT_ASSETS}
 
     # every view / mart reports its row count and a markdown preview
@@ -36,11 +40,11 @@ def test_report_assets_materialise(small_lake: Path) -> None:
     assert report["pass_rate_chart"].value.startswith("![episode pass rate](data:image/png;base64,")
     assert "| template | train | program | 3 | 2 | 66.7% |" in report["pass_rate"].value
     assert "| llm-a | 4 | 2 | 50.0% | 4 |" in report["teacher_precision"].value
-    assert "| wine | 1 | 178 | test | 2 | 1 | 1 | 2 | 2 | 100.0% |" in \
-        report["dataset_stats"].value
+    assert "| wine | 1 | 178 | test | 2 | 1 | 1 | 2 | 2 | 100.0% |" in report["dataset_stats"].value
 
     # the marts are tables in the warehouse file, readable by a read-only reader afterwards
     with reader(warehouse_path(small_lake)) as con:
-        kinds = dict(con.execute("SELECT table_name, table_type FROM information_schema.tables"
-                                 ).fetchall())
+        kinds = dict(
+            con.execute("SELECT table_name, table_type FROM information_schema.tables").fetchall()
+        )
     assert kinds["stg_questions"] == "VIEW" and kinds["mart_question_counts"] == "BASE TABLE"

@@ -38,11 +38,12 @@ def test_staging_views_read_every_partition(con) -> None:
     assert rows(con, "SELECT count(*) FROM stg_episodes") == [(9,)]
     assert rows(con, "SELECT count(*) FROM stg_tables") == [(3,)]
     # source/split live both in the file and in the hive path: one column each, agreeing
-    assert rows(con, "SELECT source, split, count(*) FROM stg_questions GROUP BY ALL "
-                     "ORDER BY ALL") == [("procedural", "train", 2), ("template", "test", 2),
-                                         ("template", "train", 4)]
-    assert rows(con, "SELECT template_family FROM stg_questions WHERE question_id = 'q6'") \
-        == [("filter+groupby",)]
+    assert rows(
+        con, "SELECT source, split, count(*) FROM stg_questions GROUP BY ALL ORDER BY ALL"
+    ) == [("procedural", "train", 2), ("template", "test", 2), ("template", "train", 4)]
+    assert rows(con, "SELECT template_family FROM stg_questions WHERE question_id = 'q6'") == [
+        ("filter+groupby",)
+    ]
 
 
 def test_question_counts(con) -> None:
@@ -63,8 +64,10 @@ def test_rejection_reasons(con) -> None:
 
 
 def test_alternatives_rate(con) -> None:
-    got = {(s, f): (n, k, rate) for s, f, n, k, rate in
-           rows(con, "SELECT * FROM mart_alternatives_rate")}
+    got = {
+        (s, f): (n, k, rate)
+        for s, f, n, k, rate in rows(con, "SELECT * FROM mart_alternatives_rate")
+    }
     assert got[("template", "count_rows")][:2] == (3, 2)
     assert got[("template", "count_rows")][2] == pytest.approx(2 / 3)
     assert got[("template", "mean_by_group")] == (3, 0, 0.0)
@@ -126,11 +129,13 @@ def test_missing_asset_gives_an_empty_typed_view(home: Path) -> None:
         assert rows(con, "SELECT count(*) FROM stg_episodes") == [(0,)]
         assert rows(con, "SELECT count(*) FROM mart_episode_pass_rate") == [(0,)]
         assert rows(con, "SELECT count(*) FROM mart_question_counts") == [(4,)]
-        assert rows(con, "SELECT dataset, n_tables, n_questions, n_episodes, pass_rate "
-                         "FROM mart_dataset_stats") == [("iris", 0, 6, 0, None),
-                                                        ("wine", 0, 2, 0, None)]
-        empty_types = dict(rows(con, "SELECT column_name, column_type FROM "
-                                     "(DESCRIBE stg_episodes)"))
+        assert rows(
+            con,
+            "SELECT dataset, n_tables, n_questions, n_episodes, pass_rate FROM mart_dataset_stats",
+        ) == [("iris", 0, 6, 0, None), ("wine", 0, 2, 0, None)]
+        empty_types = dict(
+            rows(con, "SELECT column_name, column_type FROM (DESCRIBE stg_episodes)")
+        )
     schema = Episode.polars_schema()
     assert empty_types["verified"] == duckdb_type(schema["verified"]) == "BOOLEAN"
     assert empty_types["hooks_total"] == "BIGINT"
@@ -138,6 +143,5 @@ def test_missing_asset_gives_an_empty_typed_view(home: Path) -> None:
     write_small_lake(home)
     with writer(warehouse_path(home)) as con:
         create_lake_views(con, root)
-        full_types = dict(rows(con, "SELECT column_name, column_type FROM "
-                                    "(DESCRIBE stg_episodes)"))
+        full_types = dict(rows(con, "SELECT column_name, column_type FROM (DESCRIBE stg_episodes)"))
     assert full_types == empty_types

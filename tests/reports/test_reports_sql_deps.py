@@ -49,9 +49,11 @@ def test_a_new_sql_file_brings_its_own_asset_and_edges(sql_dir: Path) -> None:
     (sql_dir / "marts" / "mart_teacher_gap.sql").write_text(
         "-- Gap between the best and the worst teacher.\n"
         "WITH p AS (SELECT precision FROM mart_teacher_precision)\n"
-        "SELECT max(precision) - min(precision) AS gap FROM p\n")
+        "SELECT max(precision) - min(precision) AS gap FROM p\n"
+    )
     (sql_dir / "staging" / "stg_trajectories.sql").write_text(
-        "SELECT id FROM read_parquet('{{ lake }}/trajectories/*/*/part-*.parquet')\n")
+        "SELECT id FROM read_parquet('{{ lake }}/trajectories/*/*/part-*.parquet')\n"
+    )
     deps = deps_by_asset(sql_dir)
     assert deps["mart_teacher_gap"] == {"mart_teacher_precision"}
     assert deps["stg_trajectories"] == {"trajectories"}
@@ -92,7 +94,8 @@ def test_cycle_and_unknown_placeholder_are_refused(sql_dir: Path) -> None:
         discover_sql_models(sql_dir)
     (sql_dir / "marts" / "mart_b.sql").write_text("SELECT 1 AS x\n")
     (sql_dir / "staging" / "stg_x.sql").write_text(
-        "SELECT *\nFROM read_parquet('{{ lakes }}/questions/*.parquet')\n")
+        "SELECT *\nFROM read_parquet('{{ lakes }}/questions/*.parquet')\n"
+    )
     with pytest.raises(SqlModelError, match=r"stg_x\.sql:2: unknown placeholder"):
         discover_sql_models(sql_dir)
 
@@ -100,8 +103,10 @@ def test_cycle_and_unknown_placeholder_are_refused(sql_dir: Path) -> None:
 def test_error_at_build_time_names_file_and_line(sql_dir: Path, tmp_path: Path) -> None:
     """SQL that parses but does not bind (a misspelt column) fails when built, with its line."""
     bad = sql_dir / "marts" / "mart_badcol.sql"
-    bad.write_text("SELECT\n    teacher,\n    count(*) FILTER (WHERE verifed) AS n\n"
-                   "FROM stg_episodes\nGROUP BY teacher\n")
+    bad.write_text(
+        "SELECT\n    teacher,\n    count(*) FILTER (WHERE verifed) AS n\n"
+        "FROM stg_episodes\nGROUP BY teacher\n"
+    )
     models = {m.name: m for m in discover_sql_models(sql_dir)}
     with duckdb.connect() as con:
         build_model(con, models["stg_episodes"], tmp_path / "empty-lake")

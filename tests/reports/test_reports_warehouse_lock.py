@@ -32,9 +32,13 @@ HOLDER = textwrap.dedent("""
 @contextmanager
 def held_by_other_process(role: str, db: Path) -> Iterator[subprocess.Popen]:
     """Another process holding the warehouse as `role` until the block ends."""
-    proc = subprocess.Popen([sys.executable, "-c", HOLDER, role, str(db)],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, role, str(db)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = proc.stdout.readline()
         expected = "42" if role == "writer" else "1"

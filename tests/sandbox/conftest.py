@@ -20,8 +20,9 @@ def table_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def table_csv(table_dir: Path) -> str:
     path = table_dir / "people.csv"
-    pd.DataFrame({"a": [1, 2, 3, 4], "b": ["x", "y", "x", "z"],
-                  "c": [0.5, 1.5, 2.5, 3.5]}).to_csv(path, index=False)
+    pd.DataFrame({"a": [1, 2, 3, 4], "b": ["x", "y", "x", "z"], "c": [0.5, 1.5, 2.5, 3.5]}).to_csv(
+        path, index=False
+    )
     return str(path)
 
 

@@ -35,8 +35,15 @@ def require_backend(backend: str) -> None:
 
 
 def test_config(backend: str, **overrides: Any) -> SandboxConfig:
-    base: dict[str, Any] = dict(backend=backend, slots=2, cell_timeout_s=5.0,
-                                memory_mb=256, pids=48, cpus=0.5, output_cap_bytes=4000)
+    base: dict[str, Any] = dict(
+        backend=backend,
+        slots=2,
+        cell_timeout_s=5.0,
+        memory_mb=256,
+        pids=48,
+        cpus=0.5,
+        output_cap_bytes=4000,
+    )
     base.update(overrides)
     return SandboxConfig(**base)
 
@@ -69,6 +76,7 @@ class PoolHandle:
     def run(self, coro: Coroutine[Any, Any, T], timeout: float = 120) -> T:
         return self.runner.run(coro, timeout)
 
-    def program(self, cells: str | list[str], table: str | None,
-                timeout_s: float | None = None) -> Any:
+    def program(
+        self, cells: str | list[str], table: str | None, timeout_s: float | None = None
+    ) -> Any:
         return self.run(self.pool.run_program(cells, table, timeout_s))

@@ -22,8 +22,10 @@ def run_cli(argv: list[str]) -> int:
 def test_exec_prints_one_json_object(backend, tmp_path, table_csv, capsys) -> None:
     require_backend(backend)
     program = tmp_path / "prog.py"
-    program.write_text("total = int(df['a'].sum())\nhook(total, 'total = df.a.sum()')\n"
-                       "print('working')\nsubmit(total)\nsubmit({'n': len(df)})\n")
+    program.write_text(
+        "total = int(df['a'].sum())\nhook(total, 'total = df.a.sum()')\n"
+        "print('working')\nsubmit(total)\nsubmit({'n': len(df)})\n"
+    )
     rc = run_cli(["sandbox", "exec", str(program), "--backend", backend, "--csv", table_csv])
     out = json.loads(capsys.readouterr().out)
     assert rc == 0

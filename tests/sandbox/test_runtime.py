@@ -21,8 +21,7 @@ def test_frames_and_series_normalise_to_json() -> None:
     assert to_jsonable(frame) == [{"a": 1, "b": 0.5}, {"a": 2, "b": None}]
     assert to_jsonable(frame.set_index("a")) == {"1": 0.5, "2": None}  # one column
     assert to_jsonable(pd.Series([1, 2])) == [1, 2]  # default index -> list
-    assert to_jsonable(pd.Series({"x": np.int64(3), "y": np.float32(1.5)})) == {"x": 3,
-                                                                                 "y": 1.5}
+    assert to_jsonable(pd.Series({"x": np.int64(3), "y": np.float32(1.5)})) == {"x": 3, "y": 1.5}
     assert to_jsonable(np.int64(5)) == 5 and type(to_jsonable(np.int64(5))) is int
     assert to_jsonable(np.bool_(True)) is True
     assert to_jsonable(pd.Timestamp("2024-01-02")) == "2024-01-02T00:00:00"
@@ -41,11 +40,18 @@ def test_value_hash_is_stable_across_processes_and_sensitive_to_data() -> None:
     assert value_hash(frame.copy()) == here
     assert value_hash(frame.assign(a=[1, 2, 4])) != here
     assert value_hash(frame.rename(columns={"b": "c"})) != here
-    code = ("import pandas as pd\nfrom verilearn_assets.sandbox.runtime import value_hash\n"
-            "print(value_hash(pd.DataFrame({'a': [1, 2, 3], 'b': ['x', 'y', 'z']})), "
-            "value_hash({'k': [1.5, None]}))")
-    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                           check=True, env={"PYTHONHASHSEED": "123"}).stdout.split()
+    code = (
+        "import pandas as pd\nfrom verilearn_assets.sandbox.runtime import value_hash\n"
+        "print(value_hash(pd.DataFrame({'a': [1, 2, 3], 'b': ['x', 'y', 'z']})), "
+        "value_hash({'k': [1.5, None]}))"
+    )
+    other = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONHASHSEED": "123"},
+    ).stdout.split()
     assert other == [here, value_hash({"k": [1.5, None]})]
 
 

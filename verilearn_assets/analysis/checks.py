@@ -30,12 +30,10 @@ from verilearn_assets.partitions import SOURCE_SPLIT, source_split
 
 
 def _result(outcome: RuleOutcome, **extra) -> AssetCheckResult:
-    meta = {"checked": outcome.checked, "failures": len(outcome.failures), **outcome.stats,
-            **extra}
+    meta = {"checked": outcome.checked, "failures": len(outcome.failures), **outcome.stats, **extra}
     if outcome.failures:
         meta["failing"] = MetadataValue.md("\n".join(f"- {f}" for f in outcome.failures[:50]))
-    return AssetCheckResult(passed=outcome.passed, description=outcome.summary(),
-                            metadata=meta)
+    return AssetCheckResult(passed=outcome.passed, description=outcome.summary(), metadata=meta)
 
 
 def _questions(source: str, split: str) -> list[QuestionRecord]:
@@ -60,9 +58,13 @@ def eval_reproduce(source: str, split: str, container_pool) -> AssetCheckResult:
             return await reverify(pool, sample, paths)
 
     mismatches = asyncio.run(run())
-    return _result(RuleOutcome(
-        rule="reproduce", checked=len(sample),
-        failures=[f"question {m.question_id}: {m.reason}" for m in mismatches]))
+    return _result(
+        RuleOutcome(
+            rule="reproduce",
+            checked=len(sample),
+            failures=[f"question {m.question_id}: {m.reason}" for m in mismatches],
+        )
+    )
 
 
 def eval_datasets_one_split(source: str, split: str, pool=None) -> AssetCheckResult:
@@ -84,38 +86,51 @@ def eval_floors(source: str, split: str, pool=None) -> AssetCheckResult:
     n_tables = len(load_table_records(lake.home(), split))
     floors = load_gate_config().floors.get(source)
     if floors is None or n_tables == 0:
-        return AssetCheckResult(passed=True, metadata={"tables": n_tables},
-                                description="no floors apply (no floors for this source "
-                                "or no tables in this split)")
-    return _result(question_rules.floors(qs, floors.per_template, floors.per_operator_family,
-                                         floors.total), tables=n_tables)
+        return AssetCheckResult(
+            passed=True,
+            metadata={"tables": n_tables},
+            description="no floors apply (no floors for this source or no tables in this split)",
+        )
+    return _result(
+        question_rules.floors(qs, floors.per_template, floors.per_operator_family, floors.total),
+        tables=n_tables,
+    )
 
 
 def _previous_metadata(context, key: str, name: str) -> float | None:
     """`name` from the materialization before the latest one of this partition."""
     recs = context.instance.fetch_materializations(
         AssetRecordsFilter(asset_key=AssetKey(key), asset_partitions=[context.partition_key]),
-        limit=2, ascending=False).records
+        limit=2,
+        ascending=False,
+    ).records
     if len(recs) < 2:
         return None
     value = recs[1].asset_materialization.metadata.get(name)
     return None if value is None else float(value.value)
 
 
-def _drift(what: str, rate: float, before: float | None, limit: float, *,
-           worse_when_higher: bool) -> AssetCheckResult:
+def _drift(
+    what: str, rate: float, before: float | None, limit: float, *, worse_when_higher: bool
+) -> AssetCheckResult:
     """A WARN-severity verdict on how far `rate` moved the wrong way since last time."""
     moved = 0.0 if before is None else (rate - before if worse_when_higher else before - rate)
     direction = "rise" if worse_when_higher else "drop"
     return AssetCheckResult(
-        passed=moved <= limit, severity=AssetCheckSeverity.WARN,
+        passed=moved <= limit,
+        severity=AssetCheckSeverity.WARN,
         description=f"{what} {rate:.3f} (previous {before}, max {direction} {limit})",
-        metadata={"rate": rate, "previous": -1.0 if before is None else before})
+        metadata={"rate": rate, "previous": -1.0 if before is None else before},
+    )
 
 
-@asset_check(asset=questions, blocking=False, partitions_def=SOURCE_SPLIT,
-             description="Warns when the alternatives (ambiguity) rate rises more than "
-             "configured versus the previous materialization.")
+@asset_check(
+    asset=questions,
+    blocking=False,
+    partitions_def=SOURCE_SPLIT,
+    description="Warns when the alternatives (ambiguity) rate rises more than "
+    "configured versus the previous materialization.",
+)
 def questions_ambiguity_drift(context: AssetCheckExecutionContext) -> AssetCheckResult:
     qs = _questions(*source_split(context.partition_key))
     accepted = [q for q in qs if q.status == "accepted"]
@@ -143,9 +158,13 @@ def eval_verified_match(source: str, split: str, pool=None) -> AssetCheckResult:
     return _result(episode_rules.verified_match_question(_episodes(source, split), qs))
 
 
-@asset_check(asset=episodes, blocking=False, partitions_def=SOURCE_SPLIT,
-             description="Warns when the pass rate drops more than configured versus the "
-             "previous materialization.")
+@asset_check(
+    asset=episodes,
+    blocking=False,
+    partitions_def=SOURCE_SPLIT,
+    description="Warns when the pass rate drops more than configured versus the "
+    "previous materialization.",
+)
 def episodes_pass_rate_drift(context: AssetCheckExecutionContext) -> AssetCheckResult:
     eps = _episodes(*source_split(context.partition_key))
     rate = sum(e.verified for e in eps) / len(eps) if eps else 0.0
@@ -158,16 +177,24 @@ def _blocking_check(asset, name: str, evaluator, description: str, needs_pool: b
     """A blocking, partitioned asset check that wraps a plain evaluator, so `verilearn gate`
     runs the very same code headless (a checks-only job cannot take a partition key)."""
     if needs_pool:
-        @asset_check(asset=asset, name=name, blocking=True, partitions_def=SOURCE_SPLIT,
-                     description=description)
-        def pooled(context: AssetCheckExecutionContext,
-                   container_pool: ContainerPoolResource) -> AssetCheckResult:
+
+        @asset_check(
+            asset=asset,
+            name=name,
+            blocking=True,
+            partitions_def=SOURCE_SPLIT,
+            description=description,
+        )
+        def pooled(
+            context: AssetCheckExecutionContext, container_pool: ContainerPoolResource
+        ) -> AssetCheckResult:
             return evaluator(*source_split(context.partition_key), container_pool)
 
         return pooled
 
-    @asset_check(asset=asset, name=name, blocking=True, partitions_def=SOURCE_SPLIT,
-                 description=description)
+    @asset_check(
+        asset=asset, name=name, blocking=True, partitions_def=SOURCE_SPLIT, description=description
+    )
     def plain(context: AssetCheckExecutionContext) -> AssetCheckResult:
         return evaluator(*source_split(context.partition_key))
 
@@ -175,25 +202,62 @@ def _blocking_check(asset, name: str, evaluator, description: str, needs_pool: b
 
 
 _BLOCKING = [
-    (questions, "questions_schema_contract", eval_schema_contract, "Every row is a valid "
-     "QuestionRecord: triad vocabulary only, no legacy keys, in its own partition, id = "
-     "content hash."),
-    (questions, "questions_reproduce", eval_reproduce, "Every accepted answer reproduces "
-     "in a fresh sandbox task.", True),
-    (questions, "questions_datasets_one_split", eval_datasets_one_split, "No dataset "
-     "appears in two splits (tables and every questions partition on disk)."),
-    (questions, "questions_answer_hashes", eval_answer_hashes, "Every accepted answer "
-     "(primary and alternatives) has its hash in answer_hashes."),
-    (questions, "questions_floors", eval_floors, "Accepted questions reach the floors of "
-     "configs/gate.yaml (total, per template, per operator family) when the split has "
-     "tables."),
-    (episodes, "episodes_trace_integrity", eval_trace_integrity, "Zero critical integrity "
-     "failures: contiguous turns, every cell paired with its assistant turn and tool "
-     "output, no orphan output."),
-    (episodes, "episodes_hooks_grounded", eval_hooks_grounded, "Every hook grounds in a "
-     "whole executed line (strict matching); stored counts agree with a recomputation."),
-    (episodes, "episodes_verified_match", eval_verified_match, "Verified episodes really "
-     "match their question's answer."),
+    (
+        questions,
+        "questions_schema_contract",
+        eval_schema_contract,
+        "Every row is a valid "
+        "QuestionRecord: triad vocabulary only, no legacy keys, in its own partition, id = "
+        "content hash.",
+    ),
+    (
+        questions,
+        "questions_reproduce",
+        eval_reproduce,
+        "Every accepted answer reproduces in a fresh sandbox task.",
+        True,
+    ),
+    (
+        questions,
+        "questions_datasets_one_split",
+        eval_datasets_one_split,
+        "No dataset appears in two splits (tables and every questions partition on disk).",
+    ),
+    (
+        questions,
+        "questions_answer_hashes",
+        eval_answer_hashes,
+        "Every accepted answer (primary and alternatives) has its hash in answer_hashes.",
+    ),
+    (
+        questions,
+        "questions_floors",
+        eval_floors,
+        "Accepted questions reach the floors of "
+        "configs/gate.yaml (total, per template, per operator family) when the split has "
+        "tables.",
+    ),
+    (
+        episodes,
+        "episodes_trace_integrity",
+        eval_trace_integrity,
+        "Zero critical integrity "
+        "failures: contiguous turns, every cell paired with its assistant turn and tool "
+        "output, no orphan output.",
+    ),
+    (
+        episodes,
+        "episodes_hooks_grounded",
+        eval_hooks_grounded,
+        "Every hook grounds in a "
+        "whole executed line (strict matching); stored counts agree with a recomputation.",
+    ),
+    (
+        episodes,
+        "episodes_verified_match",
+        eval_verified_match,
+        "Verified episodes really match their question's answer.",
+    ),
 ]
 BLOCKING_CHECKS = [_blocking_check(*spec) for spec in _BLOCKING]
 EVALUATORS = {spec[1]: spec[2] for spec in _BLOCKING}

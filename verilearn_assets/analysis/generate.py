@@ -32,11 +32,12 @@ def generate(table: TableRecord, source: str, cfg: QuestionsConfig) -> Generatio
         from verilearn_assets.analysis.programs import generate_programs
 
         return Generation(generate_programs(table.columns, table.path, cfg.procedural))
-    raise ValueError(f"question source {source!r} cannot be generated here "
-                     f"(choose one of {list(GENERATED_SOURCES)})")
+    raise ValueError(
+        f"question source {source!r} cannot be generated here "
+        f"(choose one of {list(GENERATED_SOURCES)})"
+    )
 
 
-def generate_candidates(table: TableRecord, source: str,
-                        cfg: QuestionsConfig) -> list[Candidate]:
+def generate_candidates(table: TableRecord, source: str, cfg: QuestionsConfig) -> list[Candidate]:
     """Candidates for `table` from `source` ('template' or 'procedural')."""
     return generate(table, source, cfg).candidates

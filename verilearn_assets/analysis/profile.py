@@ -18,8 +18,9 @@ from verilearn_assets.contracts import ColumnProfile
 TOP_VALUES = 5
 CATEGORICAL_MAX_UNIQUE = 50
 CATEGORICAL_MAX_RATIO = 0.5  # distinct / present values
-_ID_NAME = re.compile(r"(?:^|[_\s.\-])(?:id|uuid|key|code)$|^(?:id|uuid|key|code)$|[a-z]Id$",
-                      re.IGNORECASE)
+_ID_NAME = re.compile(
+    r"(?:^|[_\s.\-])(?:id|uuid|key|code)$|^(?:id|uuid|key|code)$|[a-z]Id$", re.IGNORECASE
+)
 
 
 def profile_frame(df: pd.DataFrame) -> list[ColumnProfile]:
@@ -43,14 +44,12 @@ def column_kind(series: pd.Series, n_present: int, n_unique: int) -> str:
         return "numeric"
     if pd.api.types.is_datetime64_any_dtype(series):
         return "datetime"
-    if n_unique <= CATEGORICAL_MAX_UNIQUE and n_unique <= max(2, CATEGORICAL_MAX_RATIO *
-                                                              n_present):
+    if n_unique <= CATEGORICAL_MAX_UNIQUE and n_unique <= max(2, CATEGORICAL_MAX_RATIO * n_present):
         return "categorical"
     return "text"
 
 
-def is_id_like(name: str, series: pd.Series, kind: str, n_present: int,
-               n_unique: int) -> bool:
+def is_id_like(name: str, series: pd.Series, kind: str, n_present: int, n_unique: int) -> bool:
     """A row key: every row has a distinct value, and the name or the values say so.
 
     Text keys need only be unique; integers must also be named like an id or run as a
@@ -90,10 +89,13 @@ def profile_column(name: str, series: pd.Series) -> ColumnProfile:
         numbers = present.astype("float64")
         with np.errstate(all="ignore"):  # inf in the data: the stats become None below
             profile.update(
-                mean=_finite(numbers.mean()), min=_finite(numbers.min()),
-                max=_finite(numbers.max()), median=_finite(numbers.median()),
+                mean=_finite(numbers.mean()),
+                min=_finite(numbers.min()),
+                max=_finite(numbers.max()),
+                median=_finite(numbers.median()),
                 std=_finite(numbers.std()) if n_present > 1 else None,
-                skew=_finite(numbers.skew()) if n_present > 2 else None)
+                skew=_finite(numbers.skew()) if n_present > 2 else None,
+            )
     if kind in ("categorical", "boolean", "text") and n_present:
         counts = present.astype("str").value_counts()
         ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))

@@ -28,8 +28,9 @@ class PartitionQuestions:
         return [r for r in self.records if r.status == "accepted"]
 
 
-async def build_generated(tables: list[TableRecord], source: str, split: Split,
-                          cfg: QuestionsConfig, pool: Any) -> PartitionQuestions:
+async def build_generated(
+    tables: list[TableRecord], source: str, split: Split, cfg: QuestionsConfig, pool: Any
+) -> PartitionQuestions:
     """Template or procedural questions for every table of the split, verified."""
     out = PartitionQuestions()
     jobs = []

@@ -98,33 +98,58 @@ class Verifier:
         self.stats.sandbox_ms += sum(c.duration_ms for c in result.cells)
         return result
 
-    async def verify(self, table: TableRecord, cand: Candidate, *, dataset: str | None = None,
-                     split: Split | None = None) -> QuestionRecord:
+    async def verify(
+        self,
+        table: TableRecord,
+        cand: Candidate,
+        *,
+        dataset: str | None = None,
+        split: Split | None = None,
+    ) -> QuestionRecord:
         dataset = dataset or table.dataset
         runs = self.cfg.verify.runs
         results = await asyncio.gather(
             *[self._run(cand.code, table.path) for _ in range(runs)],
-            *[self._run(a.code, table.path) for a in cand.alternatives])
+            *[self._run(a.code, table.path) for a in cand.alternatives],
+        )
         base = dict(
             id=QuestionRecord.make_id(cand.source, dataset, table.id, cand.code),
-            source=cand.source, split=split or table.split, dataset=dataset, table=table.id,
-            question=cand.question, question_mechanical=cand.question_mechanical,
-            answer_schema=cand.answer_schema, code=cand.code, n_steps=cand.n_steps,
-            difficulty=cand.difficulty, template=cand.template, program_ops=cand.program_ops,
-            op_families=cand.op_families)
+            source=cand.source,
+            split=split or table.split,
+            dataset=dataset,
+            table=table.id,
+            question=cand.question,
+            question_mechanical=cand.question_mechanical,
+            answer_schema=cand.answer_schema,
+            code=cand.code,
+            n_steps=cand.n_steps,
+            difficulty=cand.difficulty,
+            template=cand.template,
+            program_ops=cand.program_ops,
+            op_families=cand.op_families,
+        )
         try:
-            record = QuestionRecord(**base, **self._judge(cand, results[:runs],
-                                                          results[runs:]))
+            record = QuestionRecord(**base, **self._judge(cand, results[:runs], results[runs:]))
         except RunFailed as exc:
             first = results[0]
             hooks = first.hooks if isinstance(first, TaskResult) else []
-            record = QuestionRecord(**base, answer="null", answer_hashes=[], hooks=hooks,
-                                    status="rejected", rejection_reason=str(exc))
+            record = QuestionRecord(
+                **base,
+                answer="null",
+                answer_hashes=[],
+                hooks=hooks,
+                status="rejected",
+                rejection_reason=str(exc),
+            )
         self.stats.count(record)
         return record
 
-    def _judge(self, cand: Candidate, primary: Sequence[TaskResult | SandboxError],
-               alternatives: Sequence[TaskResult | SandboxError]) -> dict:
+    def _judge(
+        self,
+        cand: Candidate,
+        primary: Sequence[TaskResult | SandboxError],
+        alternatives: Sequence[TaskResult | SandboxError],
+    ) -> dict:
         schema = cand.answer_schema
         answers = []
         for i, result in enumerate(primary, start=1):
@@ -138,8 +163,10 @@ class Verifier:
         for i, (other, other_hash) in enumerate(answers[1:], start=2):
             if other_hash != digest:
                 why = explain_mismatch(parse_answer(answer), parse_answer(other), schema)
-                raise RunFailed(f"nondeterministic: run 1 hash {digest} != run {i} hash "
-                                f"{other_hash} ({why or 'equal within tolerance, not in hash'})")
+                raise RunFailed(
+                    f"nondeterministic: run 1 hash {digest} != run {i} hash "
+                    f"{other_hash} ({why or 'equal within tolerance, not in hash'})"
+                )
         hashes = [digest]
         alts = []
         for alt, result in zip(cand.alternatives, alternatives, strict=True):
@@ -149,32 +176,53 @@ class Verifier:
                 alt_answer, alt_hash = check_run(result, schema)
             except RunFailed as exc:
                 raise RunFailed(f"alternative_failed: {alt.description!r}: {exc}") from exc
-            alts.append(Alternative(description=alt.description, code=alt.code,
-                                    answer=alt_answer, answer_hash=alt_hash))
+            alts.append(
+                Alternative(
+                    description=alt.description,
+                    code=alt.code,
+                    answer=alt_answer,
+                    answer_hash=alt_hash,
+                )
+            )
             if alt_hash not in hashes:
                 hashes.append(alt_hash)
         first = primary[0]
         assert isinstance(first, TaskResult)
-        return dict(answer=answer, answer_hashes=hashes, alternatives=alts,
-                    hooks=first.hooks, status="accepted")
+        return dict(
+            answer=answer,
+            answer_hashes=hashes,
+            alternatives=alts,
+            hooks=first.hooks,
+            status="accepted",
+        )
 
-    async def verify_all(self, jobs: Sequence[tuple[TableRecord, Candidate]], *,
-                         dataset: str | None = None,
-                         split: Split | None = None) -> list[QuestionRecord]:
+    async def verify_all(
+        self,
+        jobs: Sequence[tuple[TableRecord, Candidate]],
+        *,
+        dataset: str | None = None,
+        split: Split | None = None,
+    ) -> list[QuestionRecord]:
         """Verify every (table, candidate) concurrently; same-code duplicates run once."""
         t0 = time.perf_counter()
         unique: dict[tuple[str, str], tuple[TableRecord, Candidate]] = {}
         for table, cand in jobs:
             unique.setdefault((table.id, cand.code), (table, cand))
-        records = await asyncio.gather(*(self.verify(t, c, dataset=dataset, split=split)
-                                         for t, c in unique.values()))
+        records = await asyncio.gather(
+            *(self.verify(t, c, dataset=dataset, split=split) for t, c in unique.values())
+        )
         self.stats.wall_s += time.perf_counter() - t0
         return list(records)
 
 
-def verify_candidates(jobs: Sequence[tuple[TableRecord, Candidate]], cfg: QuestionsConfig,
-                      sandbox: SandboxConfig | None = None, *, dataset: str | None = None,
-                      split: Split | None = None) -> tuple[list[QuestionRecord], VerifyStats]:
+def verify_candidates(
+    jobs: Sequence[tuple[TableRecord, Candidate]],
+    cfg: QuestionsConfig,
+    sandbox: SandboxConfig | None = None,
+    *,
+    dataset: str | None = None,
+    split: Split | None = None,
+) -> tuple[list[QuestionRecord], VerifyStats]:
     """Start a pool, verify every candidate, stop the pool."""
 
     async def main() -> tuple[list[QuestionRecord], VerifyStats]:
@@ -193,9 +241,12 @@ class Mismatch:
     reason: str
 
 
-async def reverify(pool: SandboxPool, records: Sequence[QuestionRecord],
-                   table_paths: dict[str, str],
-                   timeout_s: float | None = None) -> list[Mismatch]:
+async def reverify(
+    pool: SandboxPool,
+    records: Sequence[QuestionRecord],
+    table_paths: dict[str, str],
+    timeout_s: float | None = None,
+) -> list[Mismatch]:
     """Re-execute each accepted question in a clean task; report those that differ."""
 
     async def one(rec: QuestionRecord) -> Mismatch | None:
@@ -210,10 +261,14 @@ async def reverify(pool: SandboxPool, records: Sequence[QuestionRecord],
         except (SandboxError, RunFailed) as exc:
             return Mismatch(rec.id, f"re-execution failed: {exc}")
         if digest != rec.answer_hashes[0]:
-            why = explain_mismatch(parse_answer(rec.answer), parse_answer(answer),
-                                   rec.answer_schema)
-            return Mismatch(rec.id, f"hash {digest} != stored {rec.answer_hashes[0]}"
-                                    f" ({why or 'within tolerance, but the hash differs'})")
+            why = explain_mismatch(
+                parse_answer(rec.answer), parse_answer(answer), rec.answer_schema
+            )
+            return Mismatch(
+                rec.id,
+                f"hash {digest} != stored {rec.answer_hashes[0]}"
+                f" ({why or 'within tolerance, but the hash differs'})",
+            )
         return None
 
     accepted = [r for r in records if r.status == "accepted"]

@@ -15,8 +15,12 @@ DEFAULT_SOURCES = ("template", "procedural")  # `llm` needs a vLLM server
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="materialize the default graph and print the report")
-    p.add_argument("--sources", nargs="+", default=list(DEFAULT_SOURCES),
-                   choices=["template", "procedural", "llm"])
+    p.add_argument(
+        "--sources",
+        nargs="+",
+        default=list(DEFAULT_SOURCES),
+        choices=["template", "procedural", "llm"],
+    )
     p.add_argument("--splits", nargs="+", default=list(SPLITS), choices=list(SPLITS))
     p.set_defaults(handler=run)
 
@@ -31,8 +35,9 @@ def run(args: argparse.Namespace) -> int:
     console = Console()
     home = lake.home()
     instance = instance_for_home(home)
-    console.print(f"[bold]verilearn demo[/] — home {home}, Dagster instance "
-                  f"{instance.root_directory}")
+    console.print(
+        f"[bold]verilearn demo[/] — home {home}, Dagster instance {instance.root_directory}"
+    )
     outcomes = []
 
     def step(job: str, partition: str | None = None) -> None:
@@ -55,6 +60,8 @@ def run(args: argparse.Namespace) -> int:
     with reader(warehouse_path(home)) as con:
         render_report(console, con)
     failed = [o for o in outcomes if not o.success]
-    console.print(f"\n{len(outcomes) - len(failed)}/{len(outcomes)} runs succeeded. "
-                  "Open the UI on this instance with `make ui`.")
+    console.print(
+        f"\n{len(outcomes) - len(failed)}/{len(outcomes)} runs succeeded. "
+        "Open the UI on this instance with `make ui`."
+    )
     return 1 if failed else 0

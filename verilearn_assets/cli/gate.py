@@ -13,8 +13,11 @@ from verilearn_assets.contracts import SOURCES, SPLITS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("gate", help="run the blocking checks on every materialized "
-                       "questions/episodes partition; exit 1 naming each failure")
+    p = sub.add_parser(
+        "gate",
+        help="run the blocking checks on every materialized "
+        "questions/episodes partition; exit 1 naming each failure",
+    )
     p.add_argument("--sources", nargs="+", default=list(SOURCES), choices=list(SOURCES))
     p.add_argument("--splits", nargs="+", default=list(SPLITS), choices=list(SPLITS))
     p.set_defaults(handler=run)
@@ -40,8 +43,7 @@ def run(args: argparse.Namespace) -> int:
                 continue
             ran += 1
             key = str(partition_key(source, split))
-            has_episodes = lake.partition_dir("episodes", source=source,
-                                              split=split).exists()
+            has_episodes = lake.partition_dir("episodes", source=source, split=split).exists()
             print(f"gate {key}:")
             for chk in BLOCKING_CHECKS:
                 (ck,) = chk.check_keys
@@ -49,18 +51,30 @@ def run(args: argparse.Namespace) -> int:
                     print(f"  {ck.name}: skipped (episodes not materialized)")
                     continue
                 result = EVALUATORS[ck.name](source, split, pool)
-                instance.report_runless_asset_event(AssetCheckEvaluation(
-                    asset_key=ck.asset_key, check_name=ck.name, passed=result.passed,
-                    metadata=result.metadata, severity=result.severity,
-                    description=result.description, blocking=True, partition=key))
+                instance.report_runless_asset_event(
+                    AssetCheckEvaluation(
+                        asset_key=ck.asset_key,
+                        check_name=ck.name,
+                        passed=result.passed,
+                        metadata=result.metadata,
+                        severity=result.severity,
+                        description=result.description,
+                        blocking=True,
+                        partition=key,
+                    )
+                )
                 status = "ok" if result.passed else "FAILED"
                 print(f"  {ck.name}: {status} — {result.description}")
                 if not result.passed:
-                    failures.append(f"{ck.name} on {ck.asset_key.to_user_string()} [{key}]: "
-                                    f"{result.description}")
+                    failures.append(
+                        f"{ck.name} on {ck.asset_key.to_user_string()} [{key}]: "
+                        f"{result.description}"
+                    )
     if ran == 0:
-        raise CliError(f"no questions partition under {lake.lake_root()}: run "
-                       "`verilearn demo` (or materialize questions) first")
+        raise CliError(
+            f"no questions partition under {lake.lake_root()}: run "
+            "`verilearn demo` (or materialize questions) first"
+        )
     if failures:
         print(f"\n{len(failures)} failing check(s):")
         for f in failures:

@@ -31,14 +31,14 @@ class RunOutcome:
     errors: list[str] = field(default_factory=list)
 
 
-def run_job(instance: DagsterInstance, job_name: str,
-            partition: str | None = None) -> RunOutcome:
+def run_job(instance: DagsterInstance, job_name: str, partition: str | None = None) -> RunOutcome:
     """Execute one job (one partition) in process; collect check and step failures."""
     from verilearn_assets.definitions import defs
 
     job = defs.resolve_job_def(job_name)
-    result = job.execute_in_process(instance=instance, partition_key=partition,
-                                    raise_on_error=False)
+    result = job.execute_in_process(
+        instance=instance, partition_key=partition, raise_on_error=False
+    )
     out = RunOutcome(job_name, partition, result.success)
     for event in result.all_events:
         if event.event_type == DagsterEventType.ASSET_CHECK_EVALUATION:
@@ -47,13 +47,16 @@ def run_job(instance: DagsterInstance, job_name: str,
                 sev = ev.severity.value if ev.severity else "ERROR"
                 out.failed_checks.append(
                     f"[{sev}] {ev.check_name} on {ev.asset_key.to_user_string()}"
-                    f"{f' [{partition}]' if partition else ''}: {ev.description}")
+                    f"{f' [{partition}]' if partition else ''}: {ev.description}"
+                )
         elif event.event_type == DagsterEventType.STEP_FAILURE:
             err = event.event_specific_data.error
             msg = err.message.strip().splitlines()[0] if err else "failed"
             out.failed_steps.append(f"{event.step_key}: {msg}")
-        elif event.event_type in (DagsterEventType.RESOURCE_INIT_FAILURE,
-                                  DagsterEventType.RUN_FAILURE):
+        elif event.event_type in (
+            DagsterEventType.RESOURCE_INIT_FAILURE,
+            DagsterEventType.RUN_FAILURE,
+        ):
             err = getattr(event.event_specific_data, "error", None)
             cause = err
             while cause is not None and cause.cause is not None:

@@ -26,13 +26,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     gen.add_argument("--csv", required=True, type=Path, help="CSV/TSV (or Parquet) table")
     gen.add_argument("--source", required=True, choices=["template", "procedural"])
     gen.add_argument("--out", required=True, type=Path, help="output FILE.parquet")
-    gen.add_argument("--backend", choices=["auto", "docker", "bwrap"], default=None,
-                     help="sandbox backend (default: configs/sandbox.yaml)")
+    gen.add_argument(
+        "--backend",
+        choices=["auto", "docker", "bwrap"],
+        default=None,
+        help="sandbox backend (default: configs/sandbox.yaml)",
+    )
     gen.set_defaults(handler=_generate)
     ver = sub.add_parser("verify", help="re-execute every accepted question in a clean slot")
     ver.add_argument("file", type=Path, help="questions FILE.parquet")
-    ver.add_argument("--tables", type=Path, default=None,
-                     help="TableRecord parquet (default: FILE.tables/tables.parquet)")
+    ver.add_argument(
+        "--tables",
+        type=Path,
+        default=None,
+        help="TableRecord parquet (default: FILE.tables/tables.parquet)",
+    )
     ver.add_argument("--backend", choices=["auto", "docker", "bwrap"], default=None)
     ver.set_defaults(handler=_verify)
 
@@ -69,9 +77,16 @@ def build_table_record(csv: Path, out: Path) -> TableRecord:
     target.parent.mkdir(parents=True, exist_ok=True)
     frame.to_parquet(target, index=False)
     return TableRecord(
-        id=content_hash("table", dataset, csv.name, file_sha256(csv)), dataset=dataset,
-        name=dataset, split="train", path=str(target.resolve()), n_rows=len(frame),
-        n_columns=frame.shape[1], sha256=file_sha256(target), columns=profile_frame(frame))
+        id=content_hash("table", dataset, csv.name, file_sha256(csv)),
+        dataset=dataset,
+        name=dataset,
+        split="train",
+        path=str(target.resolve()),
+        n_rows=len(frame),
+        n_columns=frame.shape[1],
+        sha256=file_sha256(target),
+        columns=profile_frame(frame),
+    )
 
 
 def _generate(args: argparse.Namespace) -> int:
@@ -83,18 +98,26 @@ def _generate(args: argparse.Namespace) -> int:
     table = build_table_record(args.csv, args.out)
     atomic_write_parquet(TableRecord.to_frame([table]), tables_dir(args.out) / "tables.parquet")
     generation = generate(table, args.source, cfg)
-    records, stats = verify_candidates([(table, c) for c in generation.candidates], cfg,
-                                       _sandbox_config(args.backend), split="train")
+    records, stats = verify_candidates(
+        [(table, c) for c in generation.candidates],
+        cfg,
+        _sandbox_config(args.backend),
+        split="train",
+    )
     atomic_write_parquet(QuestionRecord.to_frame(records), args.out)
     for name, reason in sorted(generation.not_applicable.items()):
         print(f"not applicable: {name}: {reason}", file=sys.stderr)
     for rec in records:
         if rec.status == "rejected":
-            print(f"rejected {rec.id} ({rec.template or rec.source}): {rec.rejection_reason}",
-                  file=sys.stderr)
-    print(f"{args.out}: {stats.accepted} accepted, {stats.rejected} rejected "
-          f"({len(generation.candidates)} candidates, {stats.runs} sandbox runs, "
-          f"{len(generation.not_applicable)} templates not applicable)")
+            print(
+                f"rejected {rec.id} ({rec.template or rec.source}): {rec.rejection_reason}",
+                file=sys.stderr,
+            )
+    print(
+        f"{args.out}: {stats.accepted} accepted, {stats.rejected} rejected "
+        f"({len(generation.candidates)} candidates, {stats.runs} sandbox runs, "
+        f"{len(generation.not_applicable)} templates not applicable)"
+    )
     return 0
 
 

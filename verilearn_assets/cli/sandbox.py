@@ -17,16 +17,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sub = parser.add_subparsers(dest="sandbox_command", required=True)
     run = sub.add_parser("exec", help="run FILE as one task; print one JSON object")
     run.add_argument("file", help="Python file to run as one cell")
-    run.add_argument("--backend", choices=["docker", "bwrap"], default=None,
-                     help="override configs/sandbox.yaml's backend")
+    run.add_argument(
+        "--backend",
+        choices=["docker", "bwrap"],
+        default=None,
+        help="override configs/sandbox.yaml's backend",
+    )
     run.add_argument("--timeout", type=float, default=None, help="wall-clock seconds")
     run.add_argument("--csv", default=None, help="table loaded as `df` (CSV or Parquet)")
     run.add_argument("--config-dir", default=None, help="directory holding sandbox.yaml")
     run.set_defaults(handler=exec_file)
 
 
-async def _run_once(config: SandboxConfig, code: str, table: str | None,
-                    timeout: float | None) -> TaskResult:
+async def _run_once(
+    config: SandboxConfig, code: str, table: str | None, timeout: float | None
+) -> TaskResult:
     async with SandboxPool(config) as pool:
         return await pool.run_program(code, table, timeout)
 
@@ -51,7 +56,9 @@ def exec_file(args: argparse.Namespace) -> int:
         print(f"verilearn sandbox exec: sandbox failure: {exc}", file=sys.stderr)
         return 1
     out = {
-        "status": result.status, "stdout": result.stdout, "stderr": result.stderr,
+        "status": result.status,
+        "stdout": result.stdout,
+        "stderr": result.stderr,
         "answer": json.loads(result.answer) if result.answer is not None else None,
         "submissions": [json.loads(s) for s in result.submissions],
         "hooks": [h.model_dump() for h in result.hooks],

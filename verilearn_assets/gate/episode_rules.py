@@ -36,8 +36,9 @@ def trace_problems(ep: Episode) -> list[str]:
         if out is None or out.role != "tool":
             problems.append(f"cell {i}: output turn {cell.output_turn} is not a tool message")
         elif cell.output_turn != cell.turn + 1:
-            problems.append(f"cell {i}: output turn {cell.output_turn} does not follow "
-                            f"turn {cell.turn}")
+            problems.append(
+                f"cell {i}: output turn {cell.output_turn} does not follow turn {cell.turn}"
+            )
         if cell.output_turn in used_outputs:
             problems.append(f"cell {i}: tool turn {cell.output_turn} is claimed twice")
         used_outputs.add(cell.output_turn)
@@ -53,8 +54,11 @@ def trace_problems(ep: Episode) -> list[str]:
 
 def trace_integrity(episodes: Iterable[Episode]) -> RuleOutcome:
     eps = list(episodes)
-    failures = [f"episode {ep.id} (question {ep.question_id}): {p}"
-                for ep in eps for p in trace_problems(ep)]
+    failures = [
+        f"episode {ep.id} (question {ep.question_id}): {p}"
+        for ep in eps
+        for p in trace_problems(ep)
+    ]
     return RuleOutcome(rule="trace_integrity", checked=len(eps), failures=failures)
 
 
@@ -66,23 +70,30 @@ def hooks_grounded(episodes: Iterable[Episode]) -> RuleOutcome:
     failures: list[str] = []
     total = grounded = 0
     for ep in eps:
-        g, malformed, _ = ground_hooks(ep.hooks, [c.code for c in ep.cells
-                                                  if c.status != "killed"])
+        g, malformed, _ = ground_hooks(ep.hooks, [c.code for c in ep.cells if c.status != "killed"])
         total += len(ep.hooks)
         grounded += len(g)
         if len(g) != ep.hooks_grounded:
-            failures.append(f"episode {ep.id}: stored hooks_grounded={ep.hooks_grounded} "
-                            f"but {len(g)} ground against executed lines")
+            failures.append(
+                f"episode {ep.id}: stored hooks_grounded={ep.hooks_grounded} "
+                f"but {len(g)} ground against executed lines"
+            )
         if ep.verified and len(g) < len(ep.hooks):
-            failures.append(f"episode {ep.id}: verified with {len(ep.hooks) - len(g)} "
-                            f"ungrounded hook(s)")
+            failures.append(
+                f"episode {ep.id}: verified with {len(ep.hooks) - len(g)} ungrounded hook(s)"
+            )
     rate = grounded / total if total else 1.0
-    return RuleOutcome(rule="hooks_grounded", checked=len(eps), failures=failures,
-                       stats={"hooks": total, "grounded": grounded, "rate": round(rate, 4)})
+    return RuleOutcome(
+        rule="hooks_grounded",
+        checked=len(eps),
+        failures=failures,
+        stats={"hooks": total, "grounded": grounded, "rate": round(rate, 4)},
+    )
 
 
-def verified_match_question(episodes: Iterable[Episode],
-                            questions: Mapping[str, QuestionRecord]) -> RuleOutcome:
+def verified_match_question(
+    episodes: Iterable[Episode], questions: Mapping[str, QuestionRecord]
+) -> RuleOutcome:
     """A verified episode's answer must match its question's accepted answers."""
     from verilearn_assets.analysis.teacher.loop import judge
 
@@ -93,6 +104,7 @@ def verified_match_question(episodes: Iterable[Episode],
         if q is None:
             failures.append(f"episode {ep.id}: question {ep.question_id} not in the partition")
         elif ep.source != "llm" and not judge(ep.answer, q):
-            failures.append(f"episode {ep.id}: verified but answer {ep.answer!r} does not "
-                            f"match question {q.id}")
+            failures.append(
+                f"episode {ep.id}: verified but answer {ep.answer!r} does not match question {q.id}"
+            )
     return RuleOutcome(rule="verified_match_question", checked=len(eps), failures=failures)

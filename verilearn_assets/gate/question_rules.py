@@ -27,8 +27,9 @@ def schema_contract(frame: pl.DataFrame, source: str, split: str) -> RuleOutcome
             failures.append(f"row {i} ({rid!r}): {exc}".replace("\n", " "))
             continue
         if (q.source, q.split) != (source, split):
-            failures.append(f"question {q.id}: source/split {q.source}/{q.split} in "
-                            f"partition {source}/{split}")
+            failures.append(
+                f"question {q.id}: source/split {q.source}/{q.split} in partition {source}/{split}"
+            )
         want = QuestionRecord.make_id(q.source, q.dataset, q.table, q.code)
         if q.id != want:
             failures.append(f"question {q.id}: id is not the content hash ({want})")
@@ -45,8 +46,9 @@ def answer_hash_present(questions: Iterable[QuestionRecord]) -> RuleOutcome:
             failures.append(f"question {q.id}: primary answer hash not in answer_hashes")
         for alt in q.alternatives:
             if alt.answer_hash not in q.answer_hashes:
-                failures.append(f"question {q.id}: alternative '{alt.description}' hash "
-                                f"not in answer_hashes")
+                failures.append(
+                    f"question {q.id}: alternative '{alt.description}' hash not in answer_hashes"
+                )
     return RuleOutcome(rule="answer_hash_present", checked=len(qs), failures=failures)
 
 
@@ -57,13 +59,20 @@ def datasets_in_one_split(dataset_splits: Iterable[tuple[str, str]]) -> RuleOutc
     for dataset, split in dataset_splits:
         n += 1
         seen.setdefault(dataset, set()).add(split)
-    failures = [f"dataset {d!r} appears in splits {sorted(s)}"
-                for d, s in sorted(seen.items()) if len(s) > 1]
+    failures = [
+        f"dataset {d!r} appears in splits {sorted(s)}"
+        for d, s in sorted(seen.items())
+        if len(s) > 1
+    ]
     return RuleOutcome(rule="datasets_in_one_split", checked=n, failures=failures)
 
 
-def floors(questions: Iterable[QuestionRecord], template_floor: Mapping[str, int],
-           family_floor: Mapping[str, int], total_floor: int) -> RuleOutcome:
+def floors(
+    questions: Iterable[QuestionRecord],
+    template_floor: Mapping[str, int],
+    family_floor: Mapping[str, int],
+    total_floor: int,
+) -> RuleOutcome:
     """Accepted questions per template / operator family must reach the configured floors."""
     qs = [q for q in questions if q.status == "accepted"]
     by_template = Counter(q.template for q in qs if q.template)
@@ -77,6 +86,9 @@ def floors(questions: Iterable[QuestionRecord], template_floor: Mapping[str, int
     for name, floor in sorted(family_floor.items()):
         if by_family[name] < floor:
             failures.append(f"operator family {name}: {by_family[name]} < floor {floor}")
-    return RuleOutcome(rule="floors", checked=len(qs), failures=failures,
-                       stats={"accepted": len(qs), "templates": len(by_template),
-                              "families": len(by_family)})
+    return RuleOutcome(
+        rule="floors",
+        checked=len(qs),
+        failures=failures,
+        stats={"accepted": len(qs), "templates": len(by_template), "families": len(by_family)},
+    )

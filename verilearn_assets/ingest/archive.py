@@ -79,14 +79,12 @@ def extract_archive(archive: Path, target: Path, limits: ArchiveLimits) -> list[
     else:
         with tarfile.open(archive, "r:*") as tf:
             members = _check_tar(archive, tf, limits, archive_size, target)
-            _into_place(target, lambda root: tf.extractall(root, members=members,
-                                                           filter="data"))
+            _into_place(target, lambda root: tf.extractall(root, members=members, filter="data"))
     return sorted(p for p in target.rglob("*") if p.is_file() and not p.is_symlink())
 
 
 def _into_place(target: Path, extract) -> None:
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".extract",
-                                dir=target.parent))
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".extract", dir=target.parent))
     try:
         extract(tmp)
         os.replace(tmp, target)
@@ -95,34 +93,45 @@ def _into_place(target: Path, extract) -> None:
             shutil.rmtree(tmp)
 
 
-def _check_sizes(archive: Path, name: str, size: int, compressed: int | None, total: int,
-                 limits: ArchiveLimits) -> None:
+def _check_sizes(
+    archive: Path, name: str, size: int, compressed: int | None, total: int, limits: ArchiveLimits
+) -> None:
     if size > limits.max_member_bytes:
-        raise ArchiveError(f"{archive}: member {name!r}: {size} bytes exceeds the member cap "
-                           f"of {limits.max_member_bytes} (decompression bomb?)")
+        raise ArchiveError(
+            f"{archive}: member {name!r}: {size} bytes exceeds the member cap "
+            f"of {limits.max_member_bytes} (decompression bomb?)"
+        )
     if total > limits.max_total_bytes:
-        raise ArchiveError(f"{archive}: members add up to more than the cap of "
-                           f"{limits.max_total_bytes} bytes (decompression bomb?)")
-    if compressed is not None and size > _RATIO_FLOOR and size / max(compressed, 1) > \
-            limits.max_ratio:
-        raise ArchiveError(f"{archive}: member {name!r}: compression ratio "
-                           f"{size / max(compressed, 1):.0f} exceeds {limits.max_ratio:g} "
-                           f"(decompression bomb?)")
+        raise ArchiveError(
+            f"{archive}: members add up to more than the cap of "
+            f"{limits.max_total_bytes} bytes (decompression bomb?)"
+        )
+    if (
+        compressed is not None
+        and size > _RATIO_FLOOR
+        and size / max(compressed, 1) > limits.max_ratio
+    ):
+        raise ArchiveError(
+            f"{archive}: member {name!r}: compression ratio "
+            f"{size / max(compressed, 1):.0f} exceeds {limits.max_ratio:g} "
+            f"(decompression bomb?)"
+        )
 
 
-def _check_total_ratio(archive: Path, total: int, archive_size: int,
-                       limits: ArchiveLimits) -> None:
+def _check_total_ratio(archive: Path, total: int, archive_size: int, limits: ArchiveLimits) -> None:
     if total > _RATIO_FLOOR and total / archive_size > limits.max_ratio:
-        raise ArchiveError(f"{archive}: expands {total / archive_size:.0f}x, over the cap of "
-                           f"{limits.max_ratio:g} (decompression bomb?)")
+        raise ArchiveError(
+            f"{archive}: expands {total / archive_size:.0f}x, over the cap of "
+            f"{limits.max_ratio:g} (decompression bomb?)"
+        )
 
 
-def _check_zip(archive: Path, zf: zipfile.ZipFile, limits: ArchiveLimits,
-               archive_size: int) -> list[tuple[zipfile.ZipInfo, str]]:
+def _check_zip(
+    archive: Path, zf: zipfile.ZipFile, limits: ArchiveLimits, archive_size: int
+) -> list[tuple[zipfile.ZipInfo, str]]:
     infos = zf.infolist()
     if len(infos) > limits.max_members:
-        raise ArchiveError(f"{archive}: {len(infos)} members, over the cap of "
-                           f"{limits.max_members}")
+        raise ArchiveError(f"{archive}: {len(infos)} members, over the cap of {limits.max_members}")
     seen: set[str] = set()
     total = 0
     out = []
@@ -130,11 +139,13 @@ def _check_zip(archive: Path, zf: zipfile.ZipFile, limits: ArchiveLimits,
         rel = check_member_name(archive, info.filename)
         mode = info.external_attr >> 16
         if stat.S_ISLNK(mode):
-            raise ArchiveError(f"{archive}: member {info.filename!r}: symlink (zip links are "
-                               f"refused)")
+            raise ArchiveError(
+                f"{archive}: member {info.filename!r}: symlink (zip links are refused)"
+            )
         if stat.S_IFMT(mode) and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-            raise ArchiveError(f"{archive}: member {info.filename!r}: device or special file "
-                               f"(refused)")
+            raise ArchiveError(
+                f"{archive}: member {info.filename!r}: device or special file (refused)"
+            )
         if info.flag_bits & 0x1:
             raise ArchiveError(f"{archive}: member {info.filename!r}: encrypted (refused)")
         if rel in seen:
@@ -147,15 +158,20 @@ def _check_zip(archive: Path, zf: zipfile.ZipFile, limits: ArchiveLimits,
     return out
 
 
-def _extract_zip(archive: Path, zf: zipfile.ZipFile,
-                 members: list[tuple[zipfile.ZipInfo, str]], root: Path,
-                 limits: ArchiveLimits) -> None:
+def _extract_zip(
+    archive: Path,
+    zf: zipfile.ZipFile,
+    members: list[tuple[zipfile.ZipInfo, str]],
+    root: Path,
+    limits: ArchiveLimits,
+) -> None:
     root_real = os.path.realpath(root)
     for info, rel in members:
         dest = root / rel
         if not os.path.realpath(dest).startswith(root_real + os.sep):
-            raise ArchiveError(f"{archive}: member {info.filename!r}: resolves outside the "
-                               f"target (refused)")
+            raise ArchiveError(
+                f"{archive}: member {info.filename!r}: resolves outside the target (refused)"
+            )
         if info.is_dir():
             dest.mkdir(parents=True, exist_ok=True)
             continue
@@ -165,13 +181,16 @@ def _extract_zip(archive: Path, zf: zipfile.ZipFile,
             while chunk := src.read(_CHUNK):
                 written += len(chunk)
                 if written > info.file_size or written > limits.max_member_bytes:
-                    raise ArchiveError(f"{archive}: member {info.filename!r}: inflates past "
-                                       f"its declared size (decompression bomb?)")
+                    raise ArchiveError(
+                        f"{archive}: member {info.filename!r}: inflates past "
+                        f"its declared size (decompression bomb?)"
+                    )
                 out.write(chunk)
 
 
-def _check_tar(archive: Path, tf: tarfile.TarFile, limits: ArchiveLimits,
-               archive_size: int, target: Path) -> list[tarfile.TarInfo]:
+def _check_tar(
+    archive: Path, tf: tarfile.TarFile, limits: ArchiveLimits, archive_size: int, target: Path
+) -> list[tarfile.TarInfo]:
     total = 0
     seen: set[str] = set()
     out: list[tarfile.TarInfo] = []
@@ -179,16 +198,22 @@ def _check_tar(archive: Path, tf: tarfile.TarFile, limits: ArchiveLimits,
         if len(out) >= limits.max_members:
             raise ArchiveError(f"{archive}: more than {limits.max_members} members")
         rel = check_member_name(archive, member.name)
-        if member.isdev() or not (member.isfile() or member.isdir() or member.issym()
-                                  or member.islnk()):
-            raise ArchiveError(f"{archive}: member {member.name!r}: device or special file "
-                               f"(refused)")
+        if member.isdev() or not (
+            member.isfile() or member.isdir() or member.issym() or member.islnk()
+        ):
+            raise ArchiveError(
+                f"{archive}: member {member.name!r}: device or special file (refused)"
+            )
         if member.issym() and not _link_stays_inside(posixpath.dirname(rel), member.linkname):
-            raise ArchiveError(f"{archive}: member {member.name!r}: symlink to "
-                               f"{member.linkname!r} points outside the target (refused)")
+            raise ArchiveError(
+                f"{archive}: member {member.name!r}: symlink to "
+                f"{member.linkname!r} points outside the target (refused)"
+            )
         if member.islnk() and not _link_stays_inside("", member.linkname):
-            raise ArchiveError(f"{archive}: member {member.name!r}: hardlink to "
-                               f"{member.linkname!r} points outside the target (refused)")
+            raise ArchiveError(
+                f"{archive}: member {member.name!r}: hardlink to "
+                f"{member.linkname!r} points outside the target (refused)"
+            )
         if member.isfile() and rel in seen:
             raise ArchiveError(f"{archive}: member {member.name!r}: duplicate name")
         seen.add(rel)

@@ -18,33 +18,48 @@ from verilearn_assets.ingest.tables import (
 )
 
 
-@asset(group_name="ingest", description="Raw copies of every enabled dataset in "
-       "configs/datasets.yaml: bundled tables exported, URL sources downloaded "
-       "(sha256-pinned) and extracted safely.")
+@asset(
+    group_name="ingest",
+    description="Raw copies of every enabled dataset in "
+    "configs/datasets.yaml: bundled tables exported, URL sources downloaded "
+    "(sha256-pinned) and extracted safely.",
+)
 def raw_datasets(context: AssetExecutionContext) -> MaterializeResult:
     cfg = load_datasets_config()
     datasets = fetch_raw(cfg, lake.home())
     context.log.info(f"raw copies of {len(datasets)} datasets")
-    listing = "\n".join(f"| {d.name} | {d.kind} | {d.source} | {len(d.tables)} | "
-                        f"`{d.content_hash[:12]}` |" for d in datasets)
-    return MaterializeResult(metadata={
-        "datasets": len(datasets),
-        "tables": sum(len(d.tables) for d in datasets),
-        "catalog": MetadataValue.md("| dataset | kind | source | tables | content hash |\n"
-                                    "|---|---|---|---|---|\n" + listing),
-    })
+    listing = "\n".join(
+        f"| {d.name} | {d.kind} | {d.source} | {len(d.tables)} | `{d.content_hash[:12]}` |"
+        for d in datasets
+    )
+    return MaterializeResult(
+        metadata={
+            "datasets": len(datasets),
+            "tables": sum(len(d.tables) for d in datasets),
+            "catalog": MetadataValue.md(
+                "| dataset | kind | source | tables | content hash |\n"
+                "|---|---|---|---|---|\n" + listing
+            ),
+        }
+    )
 
 
-@asset(group_name="ingest", deps=[raw_datasets], description="Typed, profiled tables with "
-       "a split per dataset; TableRecords in the lake under tables/split=<t>.")
+@asset(
+    group_name="ingest",
+    deps=[raw_datasets],
+    description="Typed, profiled tables with "
+    "a split per dataset; TableRecords in the lake under tables/split=<t>.",
+)
 def tables(context: AssetExecutionContext) -> MaterializeResult:
     cfg = load_datasets_config()
     home = lake.home()
     records = type_tables(cfg, home, load_raw_manifest(home))
     write_table_records(home, records)
     stats = split_stats(records)
-    metadata: dict[str, object] = {"tables": len(records),
-                                   "splits": MetadataValue.md(stats_markdown(stats))}
+    metadata: dict[str, object] = {
+        "tables": len(records),
+        "splits": MetadataValue.md(stats_markdown(stats)),
+    }
     for split, values in stats.items():
         for key, value in values.items():
             metadata[f"{split}/{key}"] = value

@@ -57,8 +57,7 @@ def _index_as_column(frame: pd.DataFrame) -> pd.DataFrame:
     """Keep a meaningful index (dates, place names) as a column; drop a plain row number."""
     if isinstance(frame.index, pd.RangeIndex) and frame.index.name is None:
         return frame.reset_index(drop=True)
-    name = frame.index.name or ("date" if isinstance(frame.index, pd.DatetimeIndex)
-                                else "index")
+    name = frame.index.name or ("date" if isinstance(frame.index, pd.DatetimeIndex) else "index")
     if name in frame.columns:
         name = f"{name}_index"
     return frame.rename_axis(name).reset_index()
@@ -81,8 +80,10 @@ def _sklearn_tables(loader: str) -> dict[str, pd.DataFrame]:
 
     if loader == "linnerud":
         bunch = skd.load_linnerud(as_frame=True)
-        return {"exercise": bunch.data.reset_index(drop=True),
-                "physiological": bunch.target.reset_index(drop=True)}
+        return {
+            "exercise": bunch.data.reset_index(drop=True),
+            "physiological": bunch.target.reset_index(drop=True),
+        }
     kwargs = {"scaled": False} if loader == "diabetes" else {}
     bunch = getattr(skd, f"load_{loader}")(as_frame=True, **kwargs)
     frame = bunch.frame.reset_index(drop=True)
@@ -102,13 +103,14 @@ def load_bundled(entry: BundledDataset) -> dict[str, pd.DataFrame]:
     """The dataset's tables by table name; raises with the dataset's name on any failure."""
     where = f"bundled dataset {entry.name!r} ({entry.package}.{entry.loader})"
     if entry.loader not in available_loaders(entry.package):
-        raise BundledDatasetError(f"{where}: no such loader in {entry.package} (known: "
-                                  f"{', '.join(available_loaders(entry.package))})")
+        raise BundledDatasetError(
+            f"{where}: no such loader in {entry.package} (known: "
+            f"{', '.join(available_loaders(entry.package))})"
+        )
     try:
         tables = _PACKAGES[entry.package](entry.loader)
     except Exception as exc:  # re-raised with the dataset named
-        raise BundledDatasetError(f"{where}: failed to load: {type(exc).__name__}: "
-                                  f"{exc}") from exc
+        raise BundledDatasetError(f"{where}: failed to load: {type(exc).__name__}: {exc}") from exc
     for table, frame in tables.items():
         if frame.empty:
             raise BundledDatasetError(f"{where}: table {table!r} is empty")

@@ -21,8 +21,9 @@ Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 
 ARCHIVE_FORMATS = ("zip", "tar", "tar.gz", "tar.bz2", "tar.xz")
 TABLE_FORMATS = ("csv", "tsv", "txt", "csv.gz", "parquet")
-UrlFormat = Literal["csv", "tsv", "txt", "csv.gz", "parquet", "zip", "tar", "tar.gz",
-                    "tar.bz2", "tar.xz"]
+UrlFormat = Literal[
+    "csv", "tsv", "txt", "csv.gz", "parquet", "zip", "tar", "tar.gz", "tar.bz2", "tar.xz"
+]
 
 MIB = 1024 * 1024
 
@@ -72,16 +73,41 @@ class ArchiveLimits(StrictConfig):
 class ReadOptions(StrictConfig):
     """How text tables are typed: NA tokens, boolean words, datetime formats, delimiters."""
 
-    na_tokens: list[str] = Field(default_factory=lambda: [
-        "", "NA", "N/A", "n/a", "na", "NaN", "nan", "NULL", "null", "None", "none", "#N/A",
-        "-", "?"])
+    na_tokens: list[str] = Field(
+        default_factory=lambda: [
+            "",
+            "NA",
+            "N/A",
+            "n/a",
+            "na",
+            "NaN",
+            "nan",
+            "NULL",
+            "null",
+            "None",
+            "none",
+            "#N/A",
+            "-",
+            "?",
+        ]
+    )
     true_tokens: list[str] = Field(default_factory=lambda: ["true", "t", "yes", "y"])
     false_tokens: list[str] = Field(default_factory=lambda: ["false", "f", "no", "n"])
     # "ISO8601" is pandas' ISO parser; the others are strptime formats tried in order, the
     # first one that parses every value of a column wins.
-    datetime_formats: list[str] = Field(default_factory=lambda: [
-        "ISO8601", "%d/%m/%Y", "%m/%d/%Y", "%Y/%m/%d", "%d.%m.%Y", "%d/%m/%Y %H:%M",
-        "%m/%d/%Y %H:%M", "%d/%m/%Y %H:%M:%S", "%m/%d/%Y %H:%M:%S"])
+    datetime_formats: list[str] = Field(
+        default_factory=lambda: [
+            "ISO8601",
+            "%d/%m/%Y",
+            "%m/%d/%Y",
+            "%Y/%m/%d",
+            "%d.%m.%Y",
+            "%d/%m/%Y %H:%M",
+            "%m/%d/%Y %H:%M",
+            "%d/%m/%Y %H:%M:%S",
+            "%m/%d/%Y %H:%M:%S",
+        ]
+    )
     delimiters: list[str] = Field(default_factory=lambda: [",", "\t", ";", "|"])
     sniff_bytes: int = Field(65_536, gt=0)
     encoding: str | None = None  # None: utf-8 (BOM allowed), falling back to cp1252
@@ -158,13 +184,15 @@ class DatasetsConfig(StrictConfig):
 
     @field_validator("datasets")
     @classmethod
-    def _unique_names(cls, value: list[BundledDataset | UrlDataset]
-                      ) -> list[BundledDataset | UrlDataset]:
+    def _unique_names(
+        cls, value: list[BundledDataset | UrlDataset]
+    ) -> list[BundledDataset | UrlDataset]:
         seen: dict[str, int] = {}
         for i, entry in enumerate(value):
             if entry.name in seen:
-                raise ValueError(f"dataset name {entry.name!r} is used by entries "
-                                 f"{seen[entry.name]} and {i}")
+                raise ValueError(
+                    f"dataset name {entry.name!r} is used by entries {seen[entry.name]} and {i}"
+                )
             seen[entry.name] = i
         return value
 

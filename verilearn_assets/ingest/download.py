@@ -69,8 +69,9 @@ def check_url(url: str, policy: DownloadPolicy) -> Target:
     scheme = parts.scheme.lower()
     if scheme not in policy.allowed_schemes:
         allowed = ", ".join(policy.allowed_schemes)
-        raise DownloadError(f"{url}: scheme {scheme or '(none)'!r} is not allowed "
-                            f"(allowed: {allowed})")
+        raise DownloadError(
+            f"{url}: scheme {scheme or '(none)'!r} is not allowed (allowed: {allowed})"
+        )
     if parts.username is not None or parts.password is not None:
         raise DownloadError(f"{url}: credentials in the URL are not accepted")
     host = parts.hostname
@@ -94,8 +95,7 @@ def check_url(url: str, policy: DownloadPolicy) -> Target:
     for address in addresses:
         reason = address_refusal(address, policy)
         if reason:
-            raise DownloadError(f"{url}: refused: host {host!r} resolves to {address}, "
-                                f"a {reason}")
+            raise DownloadError(f"{url}: refused: host {host!r} resolves to {address}, a {reason}")
     return Target(url=url, scheme=scheme, host=host, port=port, addresses=tuple(addresses))
 
 
@@ -106,54 +106,71 @@ def _ssl_context(policy: DownloadPolicy) -> ssl.SSLContext:
     return context
 
 
-def _pinned_request(client: httpx.Client, target: Target,
-                    address: IPAddress) -> httpx.Request:
+def _pinned_request(client: httpx.Client, target: Target, address: IPAddress) -> httpx.Request:
     """A GET to a checked address, with the real host name for Host and TLS SNI."""
     parts = urlsplit(target.url)
     literal = f"[{address}]" if address.version == 6 else str(address)
-    pinned = urlunsplit((target.scheme, f"{literal}:{target.port}", parts.path or "/",
-                         parts.query, ""))
+    pinned = urlunsplit(
+        (target.scheme, f"{literal}:{target.port}", parts.path or "/", parts.query, "")
+    )
     default_port = 443 if target.scheme == "https" else 80
     host_header = target.host if target.port == default_port else f"{target.host}:{target.port}"
     if ":" in target.host:  # an IPv6 literal in the original URL
-        host_header = f"[{target.host}]" if target.port == default_port \
-            else f"[{target.host}]:{target.port}"
+        host_header = (
+            f"[{target.host}]" if target.port == default_port else f"[{target.host}]:{target.port}"
+        )
     extensions = {}
     if target.scheme == "https":
         extensions["sni_hostname"] = target.host
     return client.build_request(
-        "GET", pinned, extensions=extensions,
-        headers={"Host": host_header, "Accept-Encoding": "identity"})
+        "GET",
+        pinned,
+        extensions=extensions,
+        headers={"Host": host_header, "Accept-Encoding": "identity"},
+    )
 
 
 def download(url: str, dest: Path, sha256: str, policy: DownloadPolicy) -> Path:
     """Fetch `url` into `dest`; `dest` appears only if the bytes hash to `sha256`."""
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    timeout = httpx.Timeout(connect=policy.connect_timeout_s, read=policy.read_timeout_s,
-                            write=policy.read_timeout_s, pool=policy.connect_timeout_s)
+    timeout = httpx.Timeout(
+        connect=policy.connect_timeout_s,
+        read=policy.read_timeout_s,
+        write=policy.read_timeout_s,
+        pool=policy.connect_timeout_s,
+    )
     deadline = time.monotonic() + policy.total_timeout_s
     fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
     tmp = Path(tmp_name)
     try:
-        with os.fdopen(fd, "wb") as out, httpx.Client(
-                verify=_ssl_context(policy), trust_env=False, timeout=timeout,
+        with (
+            os.fdopen(fd, "wb") as out,
+            httpx.Client(
+                verify=_ssl_context(policy),
+                trust_env=False,
+                timeout=timeout,
                 follow_redirects=False,
-                headers={"User-Agent": policy.user_agent}) as client:
+                headers={"User-Agent": policy.user_agent},
+            ) as client,
+        ):
             digest = _fetch(client, url, out, policy, deadline)
             out.flush()
             os.fsync(out.fileno())
         if digest != sha256.lower():
-            raise DownloadError(f"{url}: sha256 mismatch: expected {sha256.lower()}, "
-                                f"got {digest}; the file was discarded")
+            raise DownloadError(
+                f"{url}: sha256 mismatch: expected {sha256.lower()}, "
+                f"got {digest}; the file was discarded"
+            )
         os.replace(tmp, dest)
     finally:
         tmp.unlink(missing_ok=True)
     return dest
 
 
-def _fetch(client: httpx.Client, url: str, out: BinaryIO, policy: DownloadPolicy,
-           deadline: float) -> str:
+def _fetch(
+    client: httpx.Client, url: str, out: BinaryIO, policy: DownloadPolicy, deadline: float
+) -> str:
     current = url
     for _hop in range(policy.max_redirects + 1):
         target = check_url(current, policy)
@@ -186,19 +203,20 @@ def _connect(client: httpx.Client, target: Target) -> httpx.Response:
         except httpx.ConnectError as exc:
             errors.append(f"{address}: {exc}")
         except httpx.TimeoutException as exc:
-            raise DownloadError(f"{target.url}: timed out ({type(exc).__name__}: "
-                                f"{exc})") from exc
+            raise DownloadError(f"{target.url}: timed out ({type(exc).__name__}: {exc})") from exc
         except httpx.HTTPError as exc:
             raise DownloadError(f"{target.url}: {type(exc).__name__}: {exc}") from exc
     raise DownloadError(f"{target.url}: cannot connect: {'; '.join(errors)}")
 
 
-def _stream_body(response: httpx.Response, url: str, out: BinaryIO, policy: DownloadPolicy,
-                 deadline: float) -> str:
+def _stream_body(
+    response: httpx.Response, url: str, out: BinaryIO, policy: DownloadPolicy, deadline: float
+) -> str:
     declared = response.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > policy.max_bytes:
-        raise DownloadError(f"{url}: Content-Length {declared} exceeds the cap of "
-                            f"{policy.max_bytes} bytes")
+        raise DownloadError(
+            f"{url}: Content-Length {declared} exceeds the cap of {policy.max_bytes} bytes"
+        )
     digest = hashlib.sha256()
     total = 0
     for chunk in response.iter_raw(_CHUNK):
@@ -206,8 +224,7 @@ def _stream_body(response: httpx.Response, url: str, out: BinaryIO, policy: Down
         if total > policy.max_bytes:
             raise DownloadError(f"{url}: body exceeds the cap of {policy.max_bytes} bytes")
         if time.monotonic() > deadline:
-            raise DownloadError(f"{url}: timed out: total time over "
-                                f"{policy.total_timeout_s:g}s")
+            raise DownloadError(f"{url}: timed out: total time over {policy.total_timeout_s:g}s")
         digest.update(chunk)
         out.write(chunk)
     return digest.hexdigest()

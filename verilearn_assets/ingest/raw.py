@@ -84,8 +84,7 @@ def load_raw_manifest(home: Path) -> list[RawDataset]:
         raise RawError(f"{path}: invalid raw manifest: {exc}") from exc
 
 
-def _fetch_one(entry: BundledDataset | UrlDataset, cfg: DatasetsConfig,
-               home: Path) -> RawDataset:
+def _fetch_one(entry: BundledDataset | UrlDataset, cfg: DatasetsConfig, home: Path) -> RawDataset:
     root = raw_root(home)
     staging = Path(tempfile.mkdtemp(prefix=f".{entry.name}.", suffix=".new", dir=root))
     try:
@@ -99,9 +98,14 @@ def _fetch_one(entry: BundledDataset | UrlDataset, cfg: DatasetsConfig,
         _swap_into_place(staging / "files", final)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return RawDataset(name=entry.name, kind=entry.kind, source=source, directory=str(final),
-                      content_hash=directory_hash(final),
-                      tables=_tables(entry, final))
+    return RawDataset(
+        name=entry.name,
+        kind=entry.kind,
+        source=source,
+        directory=str(final),
+        content_hash=directory_hash(final),
+        tables=_tables(entry, final),
+    )
 
 
 def _swap_into_place(new: Path, final: Path) -> None:
@@ -118,8 +122,13 @@ def _swap_into_place(new: Path, final: Path) -> None:
 
 
 def _suffix(fmt: str) -> str:
-    return {"tar": ".tar", "tar.gz": ".tar.gz", "tar.bz2": ".tar.bz2", "tar.xz": ".tar.xz",
-            "zip": ".zip"}.get(fmt, f".{fmt}")
+    return {
+        "tar": ".tar",
+        "tar.gz": ".tar.gz",
+        "tar.bz2": ".tar.bz2",
+        "tar.xz": ".tar.xz",
+        "zip": ".zip",
+    }.get(fmt, f".{fmt}")
 
 
 def _fetch_url(entry: UrlDataset, cfg: DatasetsConfig, home: Path, target: Path) -> None:
@@ -140,18 +149,25 @@ def _tables(entry: BundledDataset | UrlDataset, directory: Path) -> list[RawTabl
         for member in entry.members:
             path = directory / member
             if not path.is_file() or path.is_symlink():
-                raise RawError(f"dataset {entry.name!r}: member {member!r} is not a file in "
-                               f"the archive")
+                raise RawError(
+                    f"dataset {entry.name!r}: member {member!r} is not a file in the archive"
+                )
             if not is_table_file(path):
-                raise RawError(f"dataset {entry.name!r}: member {member!r} is not a table "
-                               f"file ({', '.join(TABLE_SUFFIXES)})")
+                raise RawError(
+                    f"dataset {entry.name!r}: member {member!r} is not a table "
+                    f"file ({', '.join(TABLE_SUFFIXES)})"
+                )
             files.append(path)
     else:
-        files = sorted(p for p in directory.rglob("*")
-                       if p.is_file() and not p.is_symlink() and is_table_file(p))
+        files = sorted(
+            p
+            for p in directory.rglob("*")
+            if p.is_file() and not p.is_symlink() and is_table_file(p)
+        )
     if not files:
-        raise RawError(f"dataset {entry.name!r}: no table files ({', '.join(TABLE_SUFFIXES)}) "
-                       f"in {directory}")
+        raise RawError(
+            f"dataset {entry.name!r}: no table files ({', '.join(TABLE_SUFFIXES)}) in {directory}"
+        )
     tables: list[RawTable] = []
     for path in files:
         rel = path.relative_to(directory).as_posix()

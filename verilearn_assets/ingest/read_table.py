@@ -21,8 +21,10 @@ TABLE_SUFFIXES = TEXT_SUFFIXES + (".parquet",)
 
 _INT = r"[+-]?\d+"
 _LEADING_ZERO = r"[+-]?0\d+"  # codes such as zip codes: keep them as text
-_DATE_LIKE = (r"\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}"
-              r"(?:[ T]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?(?:Z|[+-]\d{2}:?\d{2})?")
+_DATE_LIKE = (
+    r"\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}"
+    r"(?:[ T]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?(?:Z|[+-]\d{2}:?\d{2})?"
+)
 _NO_DELIMITER = "\x1f"  # unit separator: stands in when a table has a single column
 
 
@@ -81,8 +83,9 @@ def _decode(path: Path, data: bytes, encoding: str | None) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError:
-        return data.decode("cp1252", errors="strict") if _cp1252_ok(data) \
-            else data.decode("latin-1")
+        return (
+            data.decode("cp1252", errors="strict") if _cp1252_ok(data) else data.decode("latin-1")
+        )
 
 
 def _cp1252_ok(data: bytes) -> bool:
@@ -113,8 +116,9 @@ def read_typed(path: Path, options: ReadOptions, max_bytes: int) -> pd.DataFrame
         raise TableReadError(f"{path}: no such file")
     if path.name.lower().endswith(".parquet"):
         if path.stat().st_size > max_bytes:
-            raise TableReadError(f"{path}: {path.stat().st_size} bytes exceeds the cap of "
-                                 f"{max_bytes} bytes")
+            raise TableReadError(
+                f"{path}: {path.stat().st_size} bytes exceeds the cap of {max_bytes} bytes"
+            )
         try:
             frame = pd.read_parquet(path)
         except Exception as exc:  # re-raised with the file named
@@ -131,12 +135,18 @@ def read_typed(path: Path, options: ReadOptions, max_bytes: int) -> pd.DataFrame
             raise TableReadError(f"{path}: contains control character 0x1f")
         delimiter = _NO_DELIMITER
     try:
-        cells = pd.read_csv(io.StringIO(text), sep=delimiter, header=None, dtype=str,
-                            keep_default_na=False, na_filter=False, engine="c",
-                            skip_blank_lines=True)
+        cells = pd.read_csv(
+            io.StringIO(text),
+            sep=delimiter,
+            header=None,
+            dtype=str,
+            keep_default_na=False,
+            na_filter=False,
+            engine="c",
+            skip_blank_lines=True,
+        )
     except (pd.errors.ParserError, ValueError) as exc:
-        raise TableReadError(f"{path}: cannot parse with delimiter {delimiter!r}: "
-                             f"{exc}") from exc
+        raise TableReadError(f"{path}: cannot parse with delimiter {delimiter!r}: {exc}") from exc
     if len(cells) < 2:
         raise TableReadError(f"{path}: a header but no data rows")
     header = _header(list(cells.iloc[0]))
@@ -145,14 +155,14 @@ def read_typed(path: Path, options: ReadOptions, max_bytes: int) -> pd.DataFrame
     return type_frame(body, options)
 
 
-def type_frame(frame: pd.DataFrame, options: ReadOptions,
-               only_text: bool = False) -> pd.DataFrame:
+def type_frame(frame: pd.DataFrame, options: ReadOptions, only_text: bool = False) -> pd.DataFrame:
     """Type each column; with `only_text`, columns already typed (Parquet) are kept."""
     out = {}
     for name in frame.columns:
         column = frame[name]
-        if only_text and not (pd.api.types.is_object_dtype(column)
-                              or pd.api.types.is_string_dtype(column)):
+        if only_text and not (
+            pd.api.types.is_object_dtype(column) or pd.api.types.is_string_dtype(column)
+        ):
             out[name] = column
             continue
         out[name] = type_column(column, options)

@@ -38,15 +38,16 @@ def _rank_key(salt: str, content: str) -> str:
     return hashlib.sha256(f"{salt}\x1f{content}".encode()).hexdigest()
 
 
-def assign_splits(content_hashes: Mapping[str, str], ratios: SplitRatios,
-                  salt: str) -> dict[str, str]:
+def assign_splits(
+    content_hashes: Mapping[str, str], ratios: SplitRatios, salt: str
+) -> dict[str, str]:
     """Dataset name → split, from each dataset's content hash."""
     units = sorted(set(content_hashes.values()), key=lambda h: (_rank_key(salt, h), h))
     counts = split_counts(len(units), ratios)
     unit_split: dict[str, str] = {}
     position = 0
     for split in SPLITS:
-        for unit in units[position: position + counts[split]]:
+        for unit in units[position : position + counts[split]]:
             unit_split[unit] = split
         position += counts[split]
     return {name: unit_split[h] for name, h in sorted(content_hashes.items())}

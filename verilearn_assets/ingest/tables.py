@@ -47,17 +47,33 @@ def type_tables(cfg: DatasetsConfig, home: Path, raw: list[RawDataset]) -> list[
             except Exception as exc:  # re-raised with dataset and table named
                 raise TableBuildError(f"{where}: {exc}") from exc
             if frame.shape[1] > cfg.limits.max_columns:
-                raise TableBuildError(f"{where}: {frame.shape[1]} columns, over the cap of "
-                                      f"{cfg.limits.max_columns}")
+                raise TableBuildError(
+                    f"{where}: {frame.shape[1]} columns, over the cap of {cfg.limits.max_columns}"
+                )
             frame = cap_rows(frame, cfg.limits.max_rows, cfg.seed, table.sha256)
             out = home / "tables" / dataset.name / f"{table.name}.parquet"
             _write_parquet(frame, out)
-            records.append(TableRecord(
-                id=content_hash("table", dataset.name, table.name, table.sha256,
-                                cfg.read.model_dump(), cfg.limits.max_rows, cfg.seed),
-                dataset=dataset.name, name=table.name, split=splits[dataset.name],
-                path=str(out), n_rows=len(frame), n_columns=frame.shape[1],
-                sha256=file_sha256(out), columns=profile_frame(frame)))
+            records.append(
+                TableRecord(
+                    id=content_hash(
+                        "table",
+                        dataset.name,
+                        table.name,
+                        table.sha256,
+                        cfg.read.model_dump(),
+                        cfg.limits.max_rows,
+                        cfg.seed,
+                    ),
+                    dataset=dataset.name,
+                    name=table.name,
+                    split=splits[dataset.name],
+                    path=str(out),
+                    n_rows=len(frame),
+                    n_columns=frame.shape[1],
+                    sha256=file_sha256(out),
+                    columns=profile_frame(frame),
+                )
+            )
     return records
 
 
@@ -84,9 +100,12 @@ def _write_parquet(frame: pd.DataFrame, target: Path) -> None:
 def write_table_records(home: Path, records: list[TableRecord]) -> dict[str, Path]:
     """Replace every split partition of the lake asset `tables` (an empty split included)."""
     root = lake.lake_root(Path(home))
-    return {split: lake.write_records(ASSET, [r for r in records if r.split == split],
-                                      TableRecord, root, split=split)
-            for split in SPLITS}
+    return {
+        split: lake.write_records(
+            ASSET, [r for r in records if r.split == split], TableRecord, root, split=split
+        )
+        for split in SPLITS
+    }
 
 
 def load_table_records(home: Path, split: str | None = None) -> list[TableRecord]:
@@ -105,15 +124,19 @@ def split_stats(records: list[TableRecord]) -> dict[str, dict[str, int]]:
     stats = {}
     for split in SPLITS:
         mine = [r for r in records if r.split == split]
-        stats[split] = {"tables": len(mine), "datasets": len({r.dataset for r in mine}),
-                        "rows": sum(r.n_rows for r in mine),
-                        "columns": sum(r.n_columns for r in mine)}
+        stats[split] = {
+            "tables": len(mine),
+            "datasets": len({r.dataset for r in mine}),
+            "rows": sum(r.n_rows for r in mine),
+            "columns": sum(r.n_columns for r in mine),
+        }
     return stats
 
 
 def stats_markdown(stats: dict[str, dict[str, int]]) -> str:
     lines = ["| split | datasets | tables | rows | columns |", "|---|---|---|---|---|"]
     for split, s in stats.items():
-        lines.append(f"| {split} | {s['datasets']} | {s['tables']} | {s['rows']} | "
-                     f"{s['columns']} |")
+        lines.append(
+            f"| {split} | {s['datasets']} | {s['tables']} | {s['rows']} | {s['columns']} |"
+        )
     return "\n".join(lines)

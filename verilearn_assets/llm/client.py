@@ -113,8 +113,10 @@ class VllmClient:
 
     def __init__(self, cfg: VllmConfig) -> None:
         if not cfg.base_urls:
-            raise VllmError("no vLLM server configured: set base_urls (or launch: true with a "
-                            "local model) in configs/vllm.yaml")
+            raise VllmError(
+                "no vLLM server configured: set base_urls (or launch: true with a "
+                "local model) in configs/vllm.yaml"
+            )
         self.cfg = cfg
         self.usage: list[ChatResult] = []
         self._servers = [_Server(url) for url in cfg.base_urls]
@@ -410,4 +412,3 @@ class VllmClient:
                 for s in self._servers
             },
         }
-

@@ -53,10 +53,10 @@ class CgroupLimits:
     def _probe(self) -> bool:
         if os.geteuid() != 0:
             return False
-        roots = [CGROUP_ROOT] if self.v2 else [CGROUP_ROOT / c for c in ("memory", "pids",
-                                                                          "cpu")]
+        roots = [CGROUP_ROOT] if self.v2 else [CGROUP_ROOT / c for c in ("memory", "pids", "cpu")]
         return all(os.access(r, os.W_OK) for r in roots if r.exists()) and all(
-            r.exists() for r in roots)
+            r.exists() for r in roots
+        )
 
     def create(self, name: str) -> list[Path]:
         memory = (self.config.memory_mb + ZYGOTE_ALLOWANCE_MB) * 1024 * 1024
@@ -113,25 +113,48 @@ class BwrapBackend:
         self.runtime_dir = runtime_dir
         binary = bwrap_path()
         if binary is None:
-            raise RuntimeError("bubblewrap (`bwrap`) is not installed: apt-get install "
-                               "bubblewrap, or use the docker backend")
+            raise RuntimeError(
+                "bubblewrap (`bwrap`) is not installed: apt-get install "
+                "bubblewrap, or use the docker backend"
+            )
         self.binary = binary
         self.cgroups = CgroupLimits(config)
 
     def prepare(self) -> None:
         if not self.cgroups.usable:
-            log.warning("bwrap: cannot create cgroups here (need root and a writable "
-                        "/sys/fs/cgroup); memory is limited per task by RLIMIT_AS only, "
-                        "pids and CPU are not limited")
+            log.warning(
+                "bwrap: cannot create cgroups here (need root and a writable "
+                "/sys/fs/cgroup); memory is limited per task by RLIMIT_AS only, "
+                "pids and CPU are not limited"
+            )
 
     def command(self, spec: JailSpec) -> list[str]:
-        args = [self.binary, "--unshare-all", "--unshare-user", "--die-with-parent",
-                "--new-session",
-                "--as-pid-1", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
-                "--cap-drop", "ALL", "--disable-userns", "--clearenv",
-                "--proc", "/proc", "--dev", "/dev",
-                "--size", str(self.config.workspace_mb * 1024 * 1024),
-                "--perms", "0700", "--tmpfs", WORKSPACE]
+        args = [
+            self.binary,
+            "--unshare-all",
+            "--unshare-user",
+            "--die-with-parent",
+            "--new-session",
+            "--as-pid-1",
+            "--uid",
+            str(SANDBOX_UID),
+            "--gid",
+            str(SANDBOX_UID),
+            "--cap-drop",
+            "ALL",
+            "--disable-userns",
+            "--clearenv",
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--size",
+            str(self.config.workspace_mb * 1024 * 1024),
+            "--perms",
+            "0700",
+            "--tmpfs",
+            WORKSPACE,
+        ]
         for key, value in spec.env.items():
             args += ["--setenv", key, value]
         for host, jail in spec.ro_mounts:
@@ -146,13 +169,20 @@ class BwrapBackend:
             cgroups = self.cgroups.create(f"verilearn-sandbox-{self.pool_id}-{index}")
             # Join the cgroups before exec'ing bwrap, so every jailed process is inside.
             procs = [str(p / "cgroup.procs") for p in cgroups]
-            script = ('for f in "$@"; do [ "$f" = -- ] && break; echo $$ > "$f" || exit 97; '
-                      'shift; done; shift; exec "$@"')
+            script = (
+                'for f in "$@"; do [ "$f" = -- ] && break; echo $$ > "$f" || exit 97; '
+                'shift; done; shift; exec "$@"'
+            )
             argv = ["/bin/sh", "-c", script, "sh", *procs, "--", *argv]
         log_path = os.path.join(self.runtime_dir, f"slot-{index}.log")
         with open(log_path, "ab") as log_file:
-            process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log_file,
-                                       stderr=log_file, start_new_session=True)
+            process = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=log_file,
+                start_new_session=True,
+            )
         return BwrapSlot(process=process, cgroups=cgroups, log_path=log_path)
 
     def is_alive(self, slot: BwrapSlot) -> bool:

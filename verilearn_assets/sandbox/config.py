@@ -48,13 +48,15 @@ class SandboxConfig(StrictConfig):
     preload: list[str] = Field(default_factory=lambda: ["numpy", "pandas", "scipy.stats"])
     # Host paths a jail may see besides the Python runtime (read-only). The bwrap backend
     # binds exactly these; Docker's offline mode mounts them too.
-    system_ro_paths: list[str] = Field(default_factory=lambda: [
-        "/usr/lib", "/usr/lib64", "/usr/share/zoneinfo", "/lib", "/lib64"])
+    system_ro_paths: list[str] = Field(
+        default_factory=lambda: ["/usr/lib", "/usr/lib64", "/usr/share/zoneinfo", "/lib", "/lib64"]
+    )
     # Binaries a cell may spawn (absolute paths inside the jail); empty = none besides
     # Python itself. Spawning is still bounded by the pids limit.
     allowed_binaries: list[str] = Field(default_factory=list)
-    env_passthrough: list[str] = Field(default_factory=lambda: ["OPENBLAS_CORETYPE",
-                                                                "OPENBLAS_L2_SIZE"])
+    env_passthrough: list[str] = Field(
+        default_factory=lambda: ["OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"]
+    )
     log_path: str | None = None  # JSONL, one line per task; `$VAR` and `~` expanded
     docker: DockerSettings = Field(default_factory=DockerSettings)
 

@@ -63,8 +63,7 @@ def ensure_offline_image(client: docker.DockerClient, reference: str) -> str:
     except ImageNotFound:
         pass
     repository, _, tag = reference.partition(":")
-    client.api.import_image_from_data(empty_tarball(), repository=repository,
-                                      tag=tag or "latest")
+    client.api.import_image_from_data(empty_tarball(), repository=repository, tag=tag or "latest")
     client.images.get(reference)  # raises if the import did not produce it
     log.info("imported offline scratch image %s", reference)
     return reference
@@ -100,7 +99,8 @@ class DockerBackend:
                 raise RuntimeError(
                     f"sandbox image {settings.image} not found: build it with "
                     f"`docker build -f docker/Dockerfile.sandbox -t {settings.image} .` "
-                    "or set docker.image_mode: offline in configs/sandbox.yaml") from exc
+                    "or set docker.image_mode: offline in configs/sandbox.yaml"
+                ) from exc
             self.image = settings.image
 
     def _spec_for_image(self, spec: JailSpec) -> tuple[list[tuple[str, str]], list[str]]:
@@ -108,9 +108,16 @@ class DockerBackend:
         if self.config.docker.image_mode == "offline":
             return spec.ro_mounts, spec.argv
         worker = self.config.docker.worker_dir
-        argv = [self.config.docker.python, "-I", "-B", f"{worker}/worker.py", "--socket",
-                f"{CTL_DIR_IN_JAIL}/ctl.sock", "--config",
-                json.dumps(worker_settings(self.config))]
+        argv = [
+            self.config.docker.python,
+            "-I",
+            "-B",
+            f"{worker}/worker.py",
+            "--socket",
+            f"{CTL_DIR_IN_JAIL}/ctl.sock",
+            "--config",
+            json.dumps(worker_settings(self.config)),
+        ]
         return spec.data_mounts, argv
 
     def start_slot(self, index: int, spec: JailSpec) -> DockerSlot:
@@ -119,17 +126,28 @@ class DockerBackend:
         memory = f"{self.config.memory_mb + ZYGOTE_ALLOWANCE_MB}m"
         name = f"verilearn-sandbox-{self.pool_id}-{index}-{uuid.uuid4().hex[:6]}"
         container = self.client.containers.run(
-            self.image, command=argv, name=name, detach=True,
+            self.image,
+            command=argv,
+            name=name,
+            detach=True,
             labels={LABEL: self.pool_id, "verilearn.sandbox.slot": str(index)},
-            network_mode="none", read_only=True,
-            user=f"{SANDBOX_UID}:{SANDBOX_UID}", working_dir=WORKSPACE,
-            environment=spec.env, volumes=volumes,
-            tmpfs={WORKSPACE: f"size={self.config.workspace_mb}m,mode=0700,"
-                              f"uid={SANDBOX_UID},gid={SANDBOX_UID}"},
+            network_mode="none",
+            read_only=True,
+            user=f"{SANDBOX_UID}:{SANDBOX_UID}",
+            working_dir=WORKSPACE,
+            environment=spec.env,
+            volumes=volumes,
+            tmpfs={
+                WORKSPACE: f"size={self.config.workspace_mb}m,mode=0700,"
+                f"uid={SANDBOX_UID},gid={SANDBOX_UID}"
+            },
             shm_size=f"{self.config.docker.shm_mb}m",
-            mem_limit=memory, memswap_limit=memory,
-            pids_limit=self.config.pids, nano_cpus=int(self.config.cpus * 1e9),
-            cap_drop=["ALL"], security_opt=["no-new-privileges"],
+            mem_limit=memory,
+            memswap_limit=memory,
+            pids_limit=self.config.pids,
+            nano_cpus=int(self.config.cpus * 1e9),
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
             init=False,  # the worker is PID 1: the kernel shields it from its own cells
             auto_remove=True,  # a host that dies leaves no container behind
         )

@@ -26,8 +26,13 @@ LABEL = "verilearn.sandbox.pool"
 
 def python_runtime_paths() -> list[str]:
     """Directories holding the running interpreter and its packages (deduplicated)."""
-    candidates = [sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix,
-                  str(Path(os.path.realpath(sys.executable)).parent.parent)]
+    candidates = [
+        sys.prefix,
+        sys.exec_prefix,
+        sys.base_prefix,
+        sys.base_exec_prefix,
+        str(Path(os.path.realpath(sys.executable)).parent.parent),
+    ]
     return _outermost([os.path.realpath(p) for p in candidates] + candidates)
 
 
@@ -74,17 +79,26 @@ def worker_settings(config: SandboxConfig) -> dict[str, object]:
 
 def sandbox_env(config: SandboxConfig) -> dict[str, str]:
     """A clean environment: nothing from the host except the passthrough allowlist."""
-    env = {"PATH": "/usr/bin:/bin", "HOME": WORKSPACE, "TMPDIR": WORKSPACE,
-           "LANG": "C.UTF-8", "USER": "sandbox", "OPENBLAS_NUM_THREADS": "1",
-           "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "MPLBACKEND": "Agg"}
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": WORKSPACE,
+        "TMPDIR": WORKSPACE,
+        "LANG": "C.UTF-8",
+        "USER": "sandbox",
+        "OPENBLAS_NUM_THREADS": "1",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "MPLBACKEND": "Agg",
+    }
     for name in config.env_passthrough:
         if name in os.environ:
             env[name] = os.environ[name]
     return env
 
 
-def host_jail_spec(config: SandboxConfig, ctl_host_dir: str, tables_host_dir: str,
-                   extra_ro_mounts: list[str]) -> JailSpec:
+def host_jail_spec(
+    config: SandboxConfig, ctl_host_dir: str, tables_host_dir: str, extra_ro_mounts: list[str]
+) -> JailSpec:
     """Spec for a jail that runs the host's own interpreter (bwrap, Docker offline mode)."""
     worker_host_dir = str(Path(__file__).resolve().parent)
     mounts: list[tuple[str, str]] = []
@@ -103,8 +117,14 @@ def host_jail_spec(config: SandboxConfig, ctl_host_dir: str, tables_host_dir: st
         data.append((real, real))
     mounts.append((worker_host_dir, WORKER_DIR_IN_JAIL))
     data += [(ctl_host_dir, CTL_DIR_IN_JAIL), (tables_host_dir, TABLES_DIR_IN_JAIL)]
-    argv = [sys.executable, "-I", "-B", f"{WORKER_DIR_IN_JAIL}/worker.py",
-            "--socket", f"{CTL_DIR_IN_JAIL}/ctl.sock",
-            "--config", json.dumps(worker_settings(config))]
-    return JailSpec(runtime_mounts=mounts, data_mounts=data, env=sandbox_env(config),
-                    argv=argv)
+    argv = [
+        sys.executable,
+        "-I",
+        "-B",
+        f"{WORKER_DIR_IN_JAIL}/worker.py",
+        "--socket",
+        f"{CTL_DIR_IN_JAIL}/ctl.sock",
+        "--config",
+        json.dumps(worker_settings(config)),
+    ]
+    return JailSpec(runtime_mounts=mounts, data_mounts=data, env=sandbox_env(config), argv=argv)

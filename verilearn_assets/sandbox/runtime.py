@@ -24,8 +24,9 @@ JSON = None | bool | int | float | str | list["JSON"] | dict[str, "JSON"]
 
 def canonical_dumps(value: Any) -> str:
     """Same encoding as `contracts.canonical_json` (kept here: the jail can't import it)."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False)
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
 
 
 def _is_missing(value: Any) -> bool:
@@ -58,8 +59,10 @@ def to_jsonable(value: Any) -> JSON:
             return to_jsonable(value.iat[0, 0])
         if value.shape[1] == 1:
             return to_jsonable(value.iloc[:, 0])
-        rows = [{_key(c): to_jsonable(v) for c, v in zip(value.columns, row, strict=True)}
-                for row in value.itertuples(index=False, name=None)]
+        rows = [
+            {_key(c): to_jsonable(v) for c, v in zip(value.columns, row, strict=True)}
+            for row in value.itertuples(index=False, name=None)
+        ]
         if _is_default_index(value.index):
             return rows
         return {_key(k): r for k, r in zip(value.index, rows, strict=True)}
@@ -100,8 +103,10 @@ def to_jsonable(value: Any) -> JSON:
         return sorted(items, key=canonical_dumps)
     if isinstance(value, np.generic):
         return to_jsonable(value.item())
-    raise TypeError(f"cannot submit a value of type {type(value).__name__}: "
-                    "use numbers, strings, booleans, lists, dicts, Series or DataFrames")
+    raise TypeError(
+        f"cannot submit a value of type {type(value).__name__}: "
+        "use numbers, strings, booleans, lists, dicts, Series or DataFrames"
+    )
 
 
 def value_hash(value: Any) -> str:
@@ -168,8 +173,13 @@ class Recorder:
     cell's output can never lose a submission or a hook.
     """
 
-    def __init__(self, emit: Callable[[dict[str, Any]], None], *, summary_chars: int = 500,
-                 submission_cap: int = 1_000_000) -> None:
+    def __init__(
+        self,
+        emit: Callable[[dict[str, Any]], None],
+        *,
+        summary_chars: int = 500,
+        submission_cap: int = 1_000_000,
+    ) -> None:
         self._emit = emit
         self._summary_chars = summary_chars
         self._submission_cap = submission_cap
@@ -179,19 +189,24 @@ class Recorder:
         """Record `answer` (normalised to JSON) as a submission; may be called repeatedly."""
         text = canonical_dumps(to_jsonable(answer))
         if len(text.encode()) > self._submission_cap:
-            raise ValueError(f"submission is {len(text.encode())} bytes, over the cap of "
-                             f"{self._submission_cap}")
+            raise ValueError(
+                f"submission is {len(text.encode())} bytes, over the cap of {self._submission_cap}"
+            )
         self._emit({"ev": "submit", "value": text})
 
-    def hook(self, value: Any, code_line: str, name: str | None = None,
-             depends_on: list[str] | tuple[str, ...] = ()) -> Any:
+    def hook(
+        self,
+        value: Any,
+        code_line: str,
+        name: str | None = None,
+        depends_on: list[str] | tuple[str, ...] = (),
+    ) -> Any:
         """Record an intermediate value with its code line; returns `value` unchanged."""
         if not isinstance(code_line, str):
             raise TypeError("hook(value, code_line, ...): code_line must be a string")
         self._hooks += 1
         record = {
-            "name": str(name) if name is not None else _default_hook_name(code_line,
-                                                                           self._hooks),
+            "name": str(name) if name is not None else _default_hook_name(code_line, self._hooks),
             "code_line": code_line[:2000],
             "value_hash": value_hash(value),
             "summary": summarize(value, self._summary_chars),

@@ -63,7 +63,7 @@ class Capped:
             self.head += data[:room]
             data = data[room:]
         if data:
-            self.tail += data[-self.tail_cap:]
+            self.tail += data[-self.tail_cap :]
             if len(self.tail) > self.tail_cap:
                 del self.tail[: len(self.tail) - self.tail_cap]
 
@@ -104,8 +104,9 @@ def run_cell(code: str, n: int, ns: dict[str, Any], repr_cap: int) -> tuple[str,
         print(text)
         return "ok", text
     except BaseException as exc:  # the cell's own failure, SystemExit included
-        traceback.print_exception(type(exc), exc, _trim_traceback(exc.__traceback__),
-                                  file=sys.stderr)
+        traceback.print_exception(
+            type(exc), exc, _trim_traceback(exc.__traceback__), file=sys.stderr
+        )
         return "error", None
 
 
@@ -138,12 +139,20 @@ def child_main(cmd_r: int, evt_w: int, df: Any, cfg: dict[str, Any]) -> None:
     def emit(message: dict[str, Any]) -> None:
         protocol.write_frame_fd(evt_w, message)
 
-    recorder = runtime.Recorder(emit, summary_chars=cfg["hook_summary_chars"],
-                                submission_cap=cfg["submission_cap_bytes"])
+    recorder = runtime.Recorder(
+        emit, summary_chars=cfg["hook_summary_chars"], submission_cap=cfg["submission_cap_bytes"]
+    )
     stats = sys.modules.get("scipy.stats")
-    ns: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins, "df": df,
-                          "pd": sys.modules.get("pandas"), "np": sys.modules.get("numpy"),
-                          "stats": stats, "submit": recorder.submit, "hook": recorder.hook}
+    ns: dict[str, Any] = {
+        "__name__": "__main__",
+        "__builtins__": builtins,
+        "df": df,
+        "pd": sys.modules.get("pandas"),
+        "np": sys.modules.get("numpy"),
+        "stats": stats,
+        "submit": recorder.submit,
+        "hook": recorder.hook,
+    }
     while True:
         try:
             msg = protocol.read_frame_fd(cmd_r)
@@ -165,8 +174,7 @@ class Zygote:
     def __init__(self, sock: socket.socket, cfg: dict[str, Any]) -> None:
         self.sock = sock
         self.cfg = cfg
-        self.tables: collections.OrderedDict[tuple[str, int, int], Any] = (
-            collections.OrderedDict())
+        self.tables: collections.OrderedDict[tuple[str, int, int], Any] = collections.OrderedDict()
         self.table_key: tuple[str, int, int] | None = None
         self.child: int | None = None
         self.fds: dict[str, int] = {}
@@ -330,8 +338,10 @@ class Zygote:
             remaining = deadline - time.perf_counter()
             if remaining <= 0:
                 status = "timeout"
-                note = (f"[sandbox] the cell ran past its {timeout:g}s wall-clock limit and "
-                        "was killed; the task's variables were reset")
+                note = (
+                    f"[sandbox] the cell ran past its {timeout:g}s wall-clock limit and "
+                    "was killed; the task's variables were reset"
+                )
                 break
             ready, _, _ = select.select(list(open_fds), [], [], remaining)
             for fd in ready:
@@ -372,9 +382,15 @@ class Zygote:
         stderr = err.text()
         if note:
             stderr = f"{stderr}{'' if not stderr or stderr.endswith(chr(10)) else chr(10)}{note}\n"
-        return {"status": status, "stdout": out.text(), "stderr": stderr,
-                "value_repr": value_repr, "submissions": submissions, "hooks": hooks,
-                "duration_ms": (time.perf_counter() - t0) * 1000}
+        return {
+            "status": status,
+            "stdout": out.text(),
+            "stderr": stderr,
+            "value_repr": value_repr,
+            "submissions": submissions,
+            "hooks": hooks,
+            "duration_ms": (time.perf_counter() - t0) * 1000,
+        }
 
     def _death(self) -> str:
         """Why the task process ended (exit code or signal), waiting briefly for it."""
@@ -401,8 +417,15 @@ class Zygote:
 
     def serve(self) -> None:
         fd = self.sock.fileno()
-        protocol.write_frame_fd(fd, {"op": "hello", "pid": os.getpid(), "uid": os.getuid(),
-                                     "python": sys.version.split()[0]})
+        protocol.write_frame_fd(
+            fd,
+            {
+                "op": "hello",
+                "pid": os.getpid(),
+                "uid": os.getuid(),
+                "python": sys.version.split()[0],
+            },
+        )
         while True:
             try:
                 msg = protocol.read_frame_fd(fd)
@@ -441,7 +464,7 @@ def _frames(buf: bytearray) -> list[dict[str, Any]]:
             break
         if len(buf) < size + length:
             break
-        body = bytes(buf[size: size + length])
+        body = bytes(buf[size : size + length])
         del buf[: size + length]
         try:
             events.append(protocol.decode_body(body))

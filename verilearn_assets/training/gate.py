@@ -16,16 +16,18 @@ from dagster._core.storage.asset_check_execution_record import (
 )
 
 
-def _latest_materialization_time(instance: DagsterInstance, key: AssetKey,
-                                 partition: str) -> float | None:
+def _latest_materialization_time(
+    instance: DagsterInstance, key: AssetKey, partition: str
+) -> float | None:
     result = instance.fetch_materializations(
-        AssetRecordsFilter(asset_key=key, asset_partitions=[partition]), limit=1,
-        ascending=False)
+        AssetRecordsFilter(asset_key=key, asset_partitions=[partition]), limit=1, ascending=False
+    )
     return result.records[0].timestamp if result.records else None
 
 
-def gate_failures(instance: DagsterInstance, checks: Iterable[AssetCheckKey],
-                  partitions: Iterable[str]) -> tuple[list[str], list[str]]:
+def gate_failures(
+    instance: DagsterInstance, checks: Iterable[AssetCheckKey], partitions: Iterable[str]
+) -> tuple[list[str], list[str]]:
     """(blocking reasons, partitions considered) for the given checks × partitions.
 
     A partition that was never materialized is not considered (an unconfigured `llm`
@@ -40,18 +42,22 @@ def gate_failures(instance: DagsterInstance, checks: Iterable[AssetCheckKey],
         for ck in checks:
             if ck.asset_key not in by_asset:
                 by_asset[ck.asset_key] = _latest_materialization_time(
-                    instance, ck.asset_key, partition)
+                    instance, ck.asset_key, partition
+                )
         if all(v is None for v in by_asset.values()):
             continue
         considered.append(partition)
         for ck in checks:
             mat_time = by_asset[ck.asset_key]
             if mat_time is None:
-                reasons.append(f"{ck.asset_key.to_user_string()} [{partition}]: "
-                               f"not materialized, so check {ck.name} never ran")
+                reasons.append(
+                    f"{ck.asset_key.to_user_string()} [{partition}]: "
+                    f"not materialized, so check {ck.name} never ran"
+                )
                 continue
             latest = instance.event_log_storage.get_latest_asset_check_execution_by_key(
-                [ck], partition_filter=PartitionKeyFilter(key=partition)).get(ck)
+                [ck], partition_filter=PartitionKeyFilter(key=partition)
+            ).get(ck)
             where = f"check {ck.name} on {ck.asset_key.to_user_string()} [{partition}]"
             if latest is None or latest.event is None:
                 reasons.append(f"{where}: never evaluated")
@@ -59,8 +65,9 @@ def gate_failures(instance: DagsterInstance, checks: Iterable[AssetCheckKey],
             evaluation = latest.event.dagster_event.event_specific_data
             if latest.event.timestamp < mat_time:
                 reasons.append(f"{where}: last evaluated before the latest materialization")
-            elif (latest.status != AssetCheckExecutionRecordStatus.SUCCEEDED
-                  or not evaluation.passed):
+            elif (
+                latest.status != AssetCheckExecutionRecordStatus.SUCCEEDED or not evaluation.passed
+            ):
                 why = evaluation.description or "failed"
                 reasons.append(f"{where}: FAILED — {why}")
     return reasons, considered

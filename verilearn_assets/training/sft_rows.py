@@ -13,9 +13,16 @@ import polars as pl
 
 from verilearn_assets.contracts import Episode, content_hash
 
-SFT_SCHEMA = {"id": pl.Utf8, "episode_id": pl.Utf8, "question_id": pl.Utf8,
-              "source": pl.Utf8, "split": pl.Utf8, "teacher": pl.Utf8,
-              "messages": pl.Utf8, "n_messages": pl.Int64}
+SFT_SCHEMA = {
+    "id": pl.Utf8,
+    "episode_id": pl.Utf8,
+    "question_id": pl.Utf8,
+    "source": pl.Utf8,
+    "split": pl.Utf8,
+    "teacher": pl.Utf8,
+    "messages": pl.Utf8,
+    "n_messages": pl.Int64,
+}
 
 _KEEP_KINDS = {"prompt", "reply", "tool_output"}
 
@@ -36,8 +43,16 @@ def sft_frame(episodes: Iterable[Episode]) -> pl.DataFrame:
         if not ep.verified:
             continue
         msgs = sft_messages(ep)
-        rows.append({"id": content_hash("sft", ep.id), "episode_id": ep.id,
-                     "question_id": ep.question_id, "source": ep.source, "split": ep.split,
-                     "teacher": ep.teacher, "messages": json.dumps(msgs, ensure_ascii=False),
-                     "n_messages": len(msgs)})
+        rows.append(
+            {
+                "id": content_hash("sft", ep.id),
+                "episode_id": ep.id,
+                "question_id": ep.question_id,
+                "source": ep.source,
+                "split": ep.split,
+                "teacher": ep.teacher,
+                "messages": json.dumps(msgs, ensure_ascii=False),
+                "n_messages": len(msgs),
+            }
+        )
     return pl.DataFrame(rows, schema=SFT_SCHEMA, orient="row")

@@ -31,11 +31,18 @@ def execute(code: str, df: pd.DataFrame) -> Run:
     def hook(value: Any, code_line: str, name: str = "", depends_on: list[str] | None = None):
         if _norm(code_line) not in code_lines:
             raise AssertionError(f"hook {name!r}: code line is not in the program: {code_line}")
-        run.hooks.append({"name": name, "line": code_line, "depends_on": depends_on or [],
-                          "value": value})
+        run.hooks.append(
+            {"name": name, "line": code_line, "depends_on": depends_on or [], "value": value}
+        )
         return value
 
-    env = {"df": df.copy(), "pd": pd, "np": np, "stats": stats, "hook": hook,
-           "submit": run.submissions.append}
+    env = {
+        "df": df.copy(),
+        "pd": pd,
+        "np": np,
+        "stats": stats,
+        "hook": hook,
+        "submit": run.submissions.append,
+    }
     exec(compile(code, "<program>", "exec"), env)
     return run

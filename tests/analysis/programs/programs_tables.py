@@ -15,8 +15,15 @@ import pandas as pd
 from verilearn_assets.contracts import ColumnProfile
 
 # statsmodels datasets shipped inside the statsmodels wheel (no download)
-STATSMODELS_TABLES = ("fair", "star98", "macrodata", "grunfeld", "anes96", "statecrime",
-                      "modechoice")
+STATSMODELS_TABLES = (
+    "fair",
+    "star98",
+    "macrodata",
+    "grunfeld",
+    "anes96",
+    "statecrime",
+    "modechoice",
+)
 
 
 def statsmodels_table(name: str) -> pd.DataFrame:
@@ -42,11 +49,19 @@ def profile(df: pd.DataFrame) -> list[ColumnProfile]:
             kind = "categorical" if n_unique <= 50 else "text"
         id_like = kind in ("integer", "text", "categorical") and n_unique == len(s) > 20
         numeric = kind in ("numeric", "integer")
-        out.append(ColumnProfile(
-            name=str(name), kind=kind, dtype=str(s.dtype),
-            missing_pct=float(s.isna().mean() * 100), n_unique=n_unique, id_like=id_like,
-            mean=float(s.mean()) if numeric else None, std=float(s.std()) if numeric else None,
-            top_values=[str(v) for v in s.value_counts().index[:3]]))
+        out.append(
+            ColumnProfile(
+                name=str(name),
+                kind=kind,
+                dtype=str(s.dtype),
+                missing_pct=float(s.isna().mean() * 100),
+                n_unique=n_unique,
+                id_like=id_like,
+                mean=float(s.mean()) if numeric else None,
+                std=float(s.std()) if numeric else None,
+                top_values=[str(v) for v in s.value_counts().index[:3]],
+            )
+        )
     return out
 
 
@@ -61,20 +76,32 @@ def mixed_table(n: int = 120, seed: int = 7) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     income = rng.lognormal(10, 0.5, n)
     income[::17] = np.nan
-    return pd.DataFrame({
-        "customer_id": np.arange(1000, 1000 + n),
-        "region": rng.choice(["north", "south", "east", "west"], n),
-        "plan": rng.choice(["basic", "plus"], n),
-        "age": rng.integers(18, 80, n),
-        "income": income,
-        "score": rng.normal(50, 12, n),
-        "active": rng.random(n) > 0.4,
-        "signup": pd.date_range("2020-01-01", periods=n, freq="D"),
-        "note": [f"free text {i}" for i in range(n)],
-    })
+    return pd.DataFrame(
+        {
+            "customer_id": np.arange(1000, 1000 + n),
+            "region": rng.choice(["north", "south", "east", "west"], n),
+            "plan": rng.choice(["basic", "plus"], n),
+            "age": rng.integers(18, 80, n),
+            "income": income,
+            "score": rng.normal(50, 12, n),
+            "active": rng.random(n) > 0.4,
+            "signup": pd.date_range("2020-01-01", periods=n, freq="D"),
+            "note": [f"free text {i}" for i in range(n)],
+        }
+    )
 
 
 def numeric_profile(n_columns: int) -> list[ColumnProfile]:
     """A wide all-numeric profile, for counting search work against the column count."""
-    return [ColumnProfile(name=f"c{i:03d}", kind="numeric", dtype="float64", missing_pct=0.0,
-                          n_unique=100, mean=0.0, std=1.0) for i in range(n_columns)]
+    return [
+        ColumnProfile(
+            name=f"c{i:03d}",
+            kind="numeric",
+            dtype="float64",
+            missing_pct=0.0,
+            n_unique=100,
+            mean=0.0,
+            std=1.0,
+        )
+        for i in range(n_columns)
+    ]

@@ -16,8 +16,11 @@ KIND_CHECKS = {
     "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
     "boolean": lambda v: isinstance(v, bool),
     "string": lambda v: isinstance(v, str) and v != "",
-    "mapping": lambda v: isinstance(v, dict) and v and all(
-        isinstance(k, str) and isinstance(x, float) for k, x in v.items()),
+    "mapping": lambda v: (
+        isinstance(v, dict)
+        and v
+        and all(isinstance(k, str) and isinstance(x, float) for k, x in v.items())
+    ),
 }
 
 

@@ -27,8 +27,7 @@ def test_floor_on_bundled_tables_and_family_coverage(tmp_path: Path) -> None:
         if sum(c.kind in ("numeric", "integer") for c in cols) < 2:
             continue
         eligible += 1
-        cands = generate_programs(cols, write_parquet(df, tmp_path, name),
-                                  ProgramSearchConfig())
+        cands = generate_programs(cols, write_parquet(df, tmp_path, name), ProgramSearchConfig())
         assert len(cands) >= MIN_PROGRAMS_PER_TABLE, (name, len(cands))
         assert any(is_evidence_decision_chain(c) for c in cands), name
         assert max(c.n_steps for c in cands) >= 8, name
@@ -40,5 +39,8 @@ def test_floor_on_bundled_tables_and_family_coverage(tmp_path: Path) -> None:
         assert report[f"family:{family}"] > 0, family
     used = sum(report[f"op:{s.name}"] > 0 for s in OPERATORS)
     assert used >= 0.9 * len(OPERATORS), {k: v for k, v in report.items() if v == 0}
-    assert report["evidence_decision_chains"] == sum(
-        is_evidence_decision_chain(c) for c in all_candidates) >= eligible
+    assert (
+        report["evidence_decision_chains"]
+        == sum(is_evidence_decision_chain(c) for c in all_candidates)
+        >= eligible
+    )

@@ -20,8 +20,18 @@ def test_at_least_fifty_operators_with_unique_names() -> None:
 
 
 def test_every_family_named_in_the_issue_is_present() -> None:
-    wanted = {"selector", "transform", "filter", "group_aggregate", "column_aggregate",
-              "series_aggregate", "relation", "evidence", "decision", "test"}
+    wanted = {
+        "selector",
+        "transform",
+        "filter",
+        "group_aggregate",
+        "column_aggregate",
+        "series_aggregate",
+        "relation",
+        "evidence",
+        "decision",
+        "test",
+    }
     assert wanted <= set(FAMILIES)
 
 
@@ -31,7 +41,8 @@ def test_signatures_are_typed_and_templates_use_exactly_their_inputs() -> None:
         assert all(t in ALL_TYPES for t in spec.inputs), spec.name
         assert all(r in ROLES for r in spec.slots), spec.name
         expected = {f"a{i}" for i in range(len(spec.inputs))} | {
-            f"c{i}" for i in range(len(spec.slots))}
+            f"c{i}" for i in range(len(spec.slots))
+        }
         assert _fields(spec.code) == expected, f"{spec.name}: code uses {_fields(spec.code)}"
         assert "->" in spec.signature and str(spec.output) in spec.signature
         # code must be a single physical line so the hooked line is a line of the program

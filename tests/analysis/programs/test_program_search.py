@@ -52,13 +52,21 @@ def test_same_input_gives_identical_code_and_ids(tmp_path: Path) -> None:
         "ProgramSearchConfig;"
         "cs = generate_programs(profile(statsmodels_table('star98')), None, "
         "ProgramSearchConfig(seed=3));"
-        "print(json.dumps([c.code for c in cs]))")
+        "print(json.dumps([c.code for c in cs]))"
+    )
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
-    out = subprocess.run([sys.executable, "-c", script, str(Path(__file__).parent)],
-                         capture_output=True, text=True, env=env, check=True, cwd=REPO)
+    out = subprocess.run(
+        [sys.executable, "-c", script, str(Path(__file__).parent)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+        cwd=REPO,
+    )
     codes = json.loads(out.stdout)
     assert [content_hash("procedural", c) for c in codes] == [
-        content_hash("procedural", c.code) for c in first]
+        content_hash("procedural", c.code) for c in first
+    ]
 
 
 def test_search_work_grows_linearly_not_quadratically_in_columns() -> None:

@@ -27,6 +27,14 @@ def table(tmp_path_factory: pytest.TempPathFactory) -> TableRecord:
     path = tmp_path_factory.mktemp("teacher_tables") / "orders.parquet"
     df.to_parquet(path)
     path.chmod(0o644)
-    return TableRecord(id="tbl-orders", dataset="shop", name="orders", split="train",
-                       path=str(path), n_rows=len(df), n_columns=df.shape[1], sha256="0" * 64,
-                       columns=profile_frame(df))
+    return TableRecord(
+        id="tbl-orders",
+        dataset="shop",
+        name="orders",
+        split="train",
+        path=str(path),
+        n_rows=len(df),
+        n_columns=df.shape[1],
+        sha256="0" * 64,
+        columns=profile_frame(df),
+    )

@@ -66,8 +66,15 @@ def started_sandbox(backend: str) -> Iterator[Sandbox]:
 
 
 def sandbox_config(backend: str) -> SandboxConfig:
-    return SandboxConfig(backend=backend, slots=2, cell_timeout_s=20.0, memory_mb=512,
-                         pids=48, cpus=1.0, output_cap_bytes=8000)
+    return SandboxConfig(
+        backend=backend,
+        slots=2,
+        cell_timeout_s=20.0,
+        memory_mb=512,
+        pids=48,
+        cpus=1.0,
+        output_cap_bytes=8000,
+    )
 
 
 def make_frame(seed: int = 7, n: int = 240) -> pd.DataFrame:
@@ -77,20 +84,43 @@ def make_frame(seed: int = 7, n: int = 240) -> pd.DataFrame:
     price = np.round(rng.lognormal(3.0, 0.6, size=n), 2)
     price[rng.choice(n, 9, replace=False)] = np.nan
     discount = np.round(0.1 * qty + rng.normal(0, 0.5, size=n), 3)
-    return pd.DataFrame({"order_id": np.arange(1, n + 1), "region": region, "qty": qty,
-                         "price": price, "discount": discount,
-                         "weight": np.round(rng.gamma(2.0, 3.0, size=n), 3)})
+    return pd.DataFrame(
+        {
+            "order_id": np.arange(1, n + 1),
+            "region": region,
+            "qty": qty,
+            "price": price,
+            "discount": discount,
+            "weight": np.round(rng.gamma(2.0, 3.0, size=n), 3),
+        }
+    )
 
 
-def make_question(table: TableRecord, code: str, answer: Any, schema: AnswerSchema,
-                  source: str = "template", text: str = "What is asked?") -> QuestionRecord:
+def make_question(
+    table: TableRecord,
+    code: str,
+    answer: Any,
+    schema: AnswerSchema,
+    source: str = "template",
+    text: str = "What is asked?",
+) -> QuestionRecord:
     answer_json = canonical_json(answer)
     return QuestionRecord(
-        id=QuestionRecord.make_id(source, table.dataset, table.id, code), source=source,
-        split=table.split, dataset=table.dataset, table=table.id, question=text,
-        question_mechanical=text, answer_schema=schema, answer=answer_json,
-        answer_hashes=[answer_hash(answer_json, schema)], code=code, n_steps=1,
-        difficulty="easy", template="scripted" if source == "template" else None)
+        id=QuestionRecord.make_id(source, table.dataset, table.id, code),
+        source=source,
+        split=table.split,
+        dataset=table.dataset,
+        table=table.id,
+        question=text,
+        question_mechanical=text,
+        answer_schema=schema,
+        answer=answer_json,
+        answer_hashes=[answer_hash(answer_json, schema)],
+        code=code,
+        n_steps=1,
+        difficulty="easy",
+        template="scripted" if source == "template" else None,
+    )
 
 
 class ScriptedPolicy:
@@ -100,8 +130,12 @@ class ScriptedPolicy:
     Every conversation it was shown is kept, so tests can prove what the model saw.
     """
 
-    def __init__(self, script: list[str] | Callable[[list[Message]], str],
-                 name: str = "scripted", tokens: tuple[int, int] = (0, 0)) -> None:
+    def __init__(
+        self,
+        script: list[str] | Callable[[list[Message]], str],
+        name: str = "scripted",
+        tokens: tuple[int, int] = (0, 0),
+    ) -> None:
         self.script = script
         self.name = name
         self.tokens = tokens

@@ -24,13 +24,16 @@ def test_python_tags_are_accepted(tag: str) -> None:
     assert isinstance(parsed, ParsedReply) and parsed.code == "x = 1"
 
 
-@pytest.mark.parametrize(("text", "fragment"), [
-    ("I think the answer is 4.", "no ```python code block"),
-    ("```\nx = 1\n```", "not tagged as python"),
-    ("```python\nx = 1\n```\n```python\ny = 2\n```", "2 python code blocks"),
-    ("```python\n\n   \n```", "empty"),
-    ("```python\nx = 1\n", "never closed"),
-])
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("I think the answer is 4.", "no ```python code block"),
+        ("```\nx = 1\n```", "not tagged as python"),
+        ("```python\nx = 1\n```\n```python\ny = 2\n```", "2 python code blocks"),
+        ("```python\n\n   \n```", "empty"),
+        ("```python\nx = 1\n", "never closed"),
+    ],
+)
 def test_malformed_replies_name_the_problem(text: str, fragment: str) -> None:
     parsed = parse_reply(text)
     assert isinstance(parsed, FormatError)

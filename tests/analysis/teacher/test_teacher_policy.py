@@ -14,7 +14,7 @@ from verilearn_assets.analysis.teacher.policy import (
 )
 from verilearn_assets.contracts import Message
 
-CODE = '''\
+CODE = """\
 import numpy as np
 sub = df[df["price"] > 10]
 hook(sub, 'sub = df[df["price"] > 10]', name="expensive")
@@ -23,7 +23,7 @@ avg = sub["qty"].mean()
 hook(avg, 'avg = sub["qty"].mean()')
 answer = round(float(avg), 3)
 submit(answer)
-'''
+"""
 
 
 def test_cells_keep_hooks_with_their_line_and_submit_last() -> None:
@@ -32,9 +32,9 @@ def test_cells_keep_hooks_with_their_line_and_submit_last() -> None:
         'import numpy as np\nsub = df[df["price"] > 10]\n'
         'hook(sub, \'sub = df[df["price"] > 10]\', name="expensive")',
         '# average quantity of the expensive rows\navg = sub["qty"].mean()\n'
-        'hook(avg, \'avg = sub["qty"].mean()\')',
-        'answer = round(float(avg), 3)',
-        'submit(answer)',
+        "hook(avg, 'avg = sub[\"qty\"].mean()')",
+        "answer = round(float(avg), 3)",
+        "submit(answer)",
     ]
     assert [c.reasoning for c in cells] == [
         "Compute and record expensive.",
@@ -92,17 +92,26 @@ def test_program_policy_replays_cells_in_order_and_ignores_rejected_replies() ->
         parsed = parse_reply(reply.text)
         assert isinstance(parsed, ParsedReply)
         seen.append(parsed.code)
-        convo += [_msg(len(convo), "assistant", "reply", reply.text),
-                  _msg(len(convo) + 1, "tool", "tool_output", "[cell ok]"),
-                  _msg(len(convo) + 2, "assistant", "rejected_reply", "noise")]
+        convo += [
+            _msg(len(convo), "assistant", "reply", reply.text),
+            _msg(len(convo) + 1, "tool", "tool_output", "[cell ok]"),
+            _msg(len(convo) + 2, "assistant", "rejected_reply", "noise"),
+        ]
     assert seen == [c.code for c in policy.cells]
     exhausted = asyncio.run(policy.next_message(convo))
     assert not isinstance(parse_reply(exhausted.text), ParsedReply)
 
 
 def test_chat_messages_send_tool_output_as_user_content_verbatim() -> None:
-    convo = [_msg(0, "system", "prompt", "S"), _msg(1, "user", "prompt", "Q"),
-             _msg(2, "assistant", "reply", "A"), _msg(3, "tool", "tool_output", "T\n")]
+    convo = [
+        _msg(0, "system", "prompt", "S"),
+        _msg(1, "user", "prompt", "Q"),
+        _msg(2, "assistant", "reply", "A"),
+        _msg(3, "tool", "tool_output", "T\n"),
+    ]
     assert chat_messages(convo) == [
-        {"role": "system", "content": "S"}, {"role": "user", "content": "Q"},
-        {"role": "assistant", "content": "A"}, {"role": "user", "content": "T\n"}]
+        {"role": "system", "content": "S"},
+        {"role": "user", "content": "Q"},
+        {"role": "assistant", "content": "A"},
+        {"role": "user", "content": "T\n"},
+    ]

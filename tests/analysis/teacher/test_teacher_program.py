@@ -30,8 +30,9 @@ def auto_sandbox() -> Iterator[Sandbox]:
         yield sb
 
 
-def verified_questions(sandbox: Sandbox, table: TableRecord, source: str,
-                       n: int) -> list[QuestionRecord]:
+def verified_questions(
+    sandbox: Sandbox, table: TableRecord, source: str, n: int
+) -> list[QuestionRecord]:
     cfg = load_questions_config()
     cands = generate(table, source, cfg).candidates
     # spread the picks over distinct templates / operator families
@@ -49,18 +50,22 @@ def verified_questions(sandbox: Sandbox, table: TableRecord, source: str,
     return accepted[:n]
 
 
-@pytest.mark.parametrize(("source", "n"), [("template", N_TEMPLATE),
-                                           ("procedural", N_PROCEDURAL)])
-def test_program_teacher_reaches_ground_truth(auto_sandbox: Sandbox, table: TableRecord,
-                                              source: str, n: int) -> None:
+@pytest.mark.parametrize(("source", "n"), [("template", N_TEMPLATE), ("procedural", N_PROCEDURAL)])
+def test_program_teacher_reaches_ground_truth(
+    auto_sandbox: Sandbox, table: TableRecord, source: str, n: int
+) -> None:
     questions = verified_questions(auto_sandbox, table, source, n)
     cfg = TeacherConfig()
     for q in questions:
         policy = ProgramPolicy(q.code, max_cells=cfg.max_turns)
         ep = auto_sandbox.run(run_episode(q, table, policy, auto_sandbox.pool, cfg))
         where = f"{q.template or q.program_ops} ({q.id})"
-        assert ep.verified, (where, ep.answer, q.answer,
-                             [(c.status, c.stderr[-300:]) for c in ep.cells])
+        assert ep.verified, (
+            where,
+            ep.answer,
+            q.answer,
+            [(c.status, c.stderr[-300:]) for c in ep.cells],
+        )
         assert ep.failure_class is None and ep.teacher == "program"
         assert len(ep.cells) == len(policy.cells) and all(c.status == "ok" for c in ep.cells)
         assert ep.messages[-1].role == "tool" and ep.messages[-1].content.count("submitted:")

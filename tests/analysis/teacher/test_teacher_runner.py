@@ -36,19 +36,37 @@ def frame(table: TableRecord) -> pd.DataFrame:
 
 
 def test_partition_run_writes_incrementally_and_skips_on_rerun(
-        sandbox: Sandbox, table: TableRecord, tmp_path: Path) -> None:
+    sandbox: Sandbox, table: TableRecord, tmp_path: Path
+) -> None:
     df = frame(table)
-    codes = {"qty_max": ("m = int(df['qty'].max())\nhook(m, \"m = int(df['qty'].max())\")\n"
-                         "submit(m)", int(df["qty"].max()), INT),
-             "rows": ("n = len(df)\nsubmit(n)", len(df), INT),
-             "wrong": ("submit(-1)", 5, INT)}  # the reference answer disagrees: unverified
-    questions = [make_question(table, code, ans, schema, text=name)
-                 for name, (code, ans, schema) in codes.items()]
+    codes = {
+        "qty_max": (
+            "m = int(df['qty'].max())\nhook(m, \"m = int(df['qty'].max())\")\nsubmit(m)",
+            int(df["qty"].max()),
+            INT,
+        ),
+        "rows": ("n = len(df)\nsubmit(n)", len(df), INT),
+        "wrong": ("submit(-1)", 5, INT),
+    }  # the reference answer disagrees: unverified
+    questions = [
+        make_question(table, code, ans, schema, text=name)
+        for name, (code, ans, schema) in codes.items()
+    ]
     cfg = TeacherConfig()
     make = policy_factory(cfg)
     tables = {table.id: table}
-    first = sandbox.run(run_partition(questions, tables, make, sandbox.pool, cfg,
-                                      source="template", split="train", root=tmp_path))
+    first = sandbox.run(
+        run_partition(
+            questions,
+            tables,
+            make,
+            sandbox.pool,
+            cfg,
+            source="template",
+            split="train",
+            root=tmp_path,
+        )
+    )
     assert (first.written, first.skipped_questions, first.verified) == (3, 0, 2)
     assert first.failures == {"wrong_answer": 1} and first.errors == []
     parts = sorted((tmp_path / "episodes/source=template/split=train").glob("part-*.parquet"))
@@ -56,8 +74,18 @@ def test_partition_run_writes_incrementally_and_skips_on_rerun(
     stored = lake.read_records("episodes", Episode, tmp_path, source="template", split="train")
     assert sorted(e.id for e in stored) == sorted(i for q in questions for i in planned_ids(q, cfg))
 
-    again = sandbox.run(run_partition(questions, tables, make, sandbox.pool, cfg,
-                                      source="template", split="train", root=tmp_path))
+    again = sandbox.run(
+        run_partition(
+            questions,
+            tables,
+            make,
+            sandbox.pool,
+            cfg,
+            source="template",
+            split="train",
+            root=tmp_path,
+        )
+    )
     assert (again.written, again.skipped_questions) == (0, 3)
     compacted = compact_partition("template", "train", tmp_path)
     assert (len(compacted.episodes), compacted.stale) == (3, 0)
@@ -86,24 +114,34 @@ def test_vllm_teacher_without_a_server_fails_fast() -> None:
 
 def _answers_by_index(answers: list[str]) -> object:
     """A factory of scripted policies: trace i submits answers[i] (a python expression)."""
+
     def make(code: str | None, index: int) -> ScriptedPolicy:
-        return ScriptedPolicy([cell(f"r = {answers[index]}"), cell("submit(r)")],
-                              name="scripted")
+        return ScriptedPolicy([cell(f"r = {answers[index]}"), cell("submit(r)")], name="scripted")
+
     return make
 
 
-def test_triangulated_episodes_record_verdicts_per_trace(sandbox: Sandbox,
-                                                         table: TableRecord) -> None:
+def test_triangulated_episodes_record_verdicts_per_trace(
+    sandbox: Sandbox, table: TableRecord
+) -> None:
     mean = float(frame(table)["weight"].mean())
-    q = make_question(table, "submit(float(df['weight'].mean()))", mean, NUM, source="llm",
-                      text="Mean weight?")
+    q = make_question(
+        table, "submit(float(df['weight'].mean()))", mean, NUM, source="llm", text="Mean weight?"
+    )
     cfg = TeacherConfig(consistency_traces=2)
-    make = _answers_by_index(["float(df['weight'].mean())", "float(df['weight'].sum()) / "
-                              "len(df)", "float(df['weight'].median())"])
+    make = _answers_by_index(
+        [
+            "float(df['weight'].mean())",
+            "float(df['weight'].sum()) / len(df)",
+            "float(df['weight'].median())",
+        ]
+    )
     eps = sandbox.run(triangulated_episodes(q, table, make, sandbox.pool, cfg))
     assert [(e.role, e.verified, e.failure_class) for e in eps] == [
-        ("gold", True, None), ("consistency", True, None),
-        ("consistency", False, "disagreement")]
+        ("gold", True, None),
+        ("consistency", True, None),
+        ("consistency", False, "disagreement"),
+    ]
     assert len({e.id for e in eps}) == 3
     assert [e.id for e in eps] == planned_ids(q, cfg, teacher="scripted")
 
@@ -111,8 +149,7 @@ def test_triangulated_episodes_record_verdicts_per_trace(sandbox: Sandbox,
     eps = sandbox.run(triangulated_episodes(q, table, tie, sandbox.pool, cfg))
     assert all(not e.verified and e.failure_class == "ambiguous" for e in eps)
 
-    crash = _answers_by_index(["1 / 0", "float(df['weight'].mean())",
-                               "float(df['weight'].mean())"])
+    crash = _answers_by_index(["1 / 0", "float(df['weight'].mean())", "float(df['weight'].mean())"])
     two_cells = TeacherConfig(consistency_traces=2, max_turns=2)
     eps = sandbox.run(triangulated_episodes(q, table, crash, sandbox.pool, two_cells))
     assert eps[0].cells[-1].status == "error" and eps[0].answer is None
@@ -121,10 +158,16 @@ def test_triangulated_episodes_record_verdicts_per_trace(sandbox: Sandbox,
 
 def test_parse_proposals_counts_every_bad_entry() -> None:
     good = {"question": "How many rows?", "answer_schema": {"kind": "integer"}}
-    sub = json.dumps([good, {"question": "", "answer_schema": {"kind": "integer"}},
-                      {"question": "Q?", "answer_schema": {"kind": "complex"}},
-                      {"question": "Q?", "answer_schema": {"kind": "number"}, "x": 1},
-                      "just text", good])
+    sub = json.dumps(
+        [
+            good,
+            {"question": "", "answer_schema": {"kind": "integer"}},
+            {"question": "Q?", "answer_schema": {"kind": "complex"}},
+            {"question": "Q?", "answer_schema": {"kind": "number"}, "x": 1},
+            "just text",
+            good,
+        ]
+    )
     props, bad = parse_proposals(sub, limit=1)
     assert [p.question for p in props] == ["How many rows?"]
     assert [b.index for b in bad] == [1, 2, 3, 4, 5]
@@ -133,12 +176,15 @@ def test_parse_proposals_counts_every_bad_entry() -> None:
     assert "expected a list" in parse_proposals("3")[1][0].reason
 
 
-def test_llm_questions_become_records_only_when_verified(sandbox: Sandbox,
-                                                         table: TableRecord) -> None:
+def test_llm_questions_become_records_only_when_verified(
+    sandbox: Sandbox, table: TableRecord
+) -> None:
     df = frame(table)
     proposals = [
-        {"question": "How many orders come from the north region?",
-         "answer_schema": {"kind": "integer"}},
+        {
+            "question": "How many orders come from the north region?",
+            "answer_schema": {"kind": "integer"},
+        },
         {"question": "Which region is best?", "answer_schema": {"kind": "string"}},
         {"question": "broken", "answer_schema": {"kind": "nope"}},
     ]
@@ -151,8 +197,7 @@ def test_llm_questions_become_records_only_when_verified(sandbox: Sandbox,
                 return cell("print(df['region'].value_counts())", "Look at the regions.")
             return cell(f"submit({proposals!r})", "Propose questions.")
         if "north" in task:
-            steps = ["north = df[df['region'] == 'north']",
-                     "n = int(len(north))\nsubmit(n)"]
+            steps = ["north = df[df['region'] == 'north']", "n = int(len(north))\nsubmit(n)"]
             return cell(steps[min(n_replies, 1)])
         # the vague question: each trace reads it differently
         pick = ["'north'", "'south'", "'east'"][len(seen_vague) % 3]
@@ -161,8 +206,9 @@ def test_llm_questions_become_records_only_when_verified(sandbox: Sandbox,
 
     seen_vague: list[str] = []
     cfg = TeacherConfig(consistency_traces=2, max_proposals=5)
-    result = sandbox.run(propose_questions(
-        table, lambda code, i: ScriptedPolicy(script), sandbox.pool, cfg))
+    result = sandbox.run(
+        propose_questions(table, lambda code, i: ScriptedPolicy(script), sandbox.pool, cfg)
+    )
     assert [m.index for m in result.malformed] == [2]
     assert len(result.outcomes) == 2
     north, vague = result.outcomes

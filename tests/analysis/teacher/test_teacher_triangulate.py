@@ -72,8 +72,11 @@ def test_gold_crash_is_execution_failure_and_gold_timeout_is_too_hard() -> None:
 def test_too_few_answers_classified_by_how_the_others_failed() -> None:
     crashed = ans("1", None, None)
     assert triangulate(crashed, NUM).failure_class == "execution_failure"
-    gave_up = [TraceOutcome("1"), TraceOutcome(None, "max_turns"),
-               TraceOutcome(None, "format_error")]
+    gave_up = [
+        TraceOutcome("1"),
+        TraceOutcome(None, "max_turns"),
+        TraceOutcome(None, "format_error"),
+    ]
     assert triangulate(gave_up, NUM).failure_class == "too_hard"
 
 
@@ -85,11 +88,9 @@ def test_failed_traces_do_not_vote_but_a_majority_still_counts() -> None:
 def test_answers_that_break_the_schema_cannot_vote() -> None:
     schema = AnswerSchema(kind="mapping", fields={"a": NUM, "b": AnswerSchema(kind="string")})
     good = '{"a":1.0,"b":"x"}'
-    tri = triangulate([TraceOutcome(good), TraceOutcome('{"a":1.0}'), TraceOutcome(good)],
-                      schema)
+    tri = triangulate([TraceOutcome(good), TraceOutcome('{"a":1.0}'), TraceOutcome(good)], schema)
     assert tri.verified and 1 in tri.unusable
-    tri = triangulate([TraceOutcome('{"a":1.0}'), TraceOutcome(good), TraceOutcome(good)],
-                      schema)
+    tri = triangulate([TraceOutcome('{"a":1.0}'), TraceOutcome(good), TraceOutcome(good)], schema)
     assert not tri.verified and tri.failure_class == "too_hard"
 
 

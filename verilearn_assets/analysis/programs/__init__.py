@@ -37,10 +37,27 @@ from verilearn_assets.analysis.programs.wording import mechanical_question, natu
 from verilearn_assets.contracts import ColumnProfile
 
 __all__ = [
-    "FAMILIES", "OPERATORS", "DeadCodeError", "Node", "OpSpec", "Program", "ProgramError",
-    "ProgramSearchConfig", "SearchResult", "SearchStats", "Step", "compile_program",
-    "coverage_report", "dedupe", "generate_programs", "is_evidence_decision_chain",
-    "linearize", "reduce_program", "search_programs", "to_candidate", "validate",
+    "FAMILIES",
+    "OPERATORS",
+    "DeadCodeError",
+    "Node",
+    "OpSpec",
+    "Program",
+    "ProgramError",
+    "ProgramSearchConfig",
+    "SearchResult",
+    "SearchStats",
+    "Step",
+    "compile_program",
+    "coverage_report",
+    "dedupe",
+    "generate_programs",
+    "is_evidence_decision_chain",
+    "linearize",
+    "reduce_program",
+    "search_programs",
+    "to_candidate",
+    "validate",
 ]
 
 
@@ -71,14 +88,21 @@ def _dry_run(df: pd.DataFrame, digits: int, program: Program) -> str | None:
         run_in_process(compile_program(program, digits), df)
     except AnswerUnusable:
         return "unusable_answer"
-    except (ValueError, ZeroDivisionError, TypeError, KeyError, IndexError,
-            FloatingPointError) as exc:
+    except (
+        ValueError,
+        ZeroDivisionError,
+        TypeError,
+        KeyError,
+        IndexError,
+        FloatingPointError,
+    ) as exc:
         return f"dry_run_{type(exc).__name__}"
     return None
 
 
-def generate_programs(columns: list[ColumnProfile], table_path: str | None,
-                      cfg: ProgramSearchConfig | None = None) -> list[Candidate]:
+def generate_programs(
+    columns: list[ColumnProfile], table_path: str | None, cfg: ProgramSearchConfig | None = None
+) -> list[Candidate]:
     """Procedural candidates for one table, deterministic for a given profile and seed.
 
     Bindings use the profile only; when `table_path` is given (and `cfg.dry_run`), each

@@ -22,8 +22,9 @@ def compile_program(program: Program, digits: int = 4) -> str:
     lines = [f"# procedural program: {' -> '.join(program.ops)}"]
     for i, step in enumerate(program.steps):
         spec = BY_NAME[step.op]
-        fields = {f"a{k}": "df" if ref == SOURCE else _var(ref)
-                  for k, ref in enumerate(step.inputs)}
+        fields = {
+            f"a{k}": "df" if ref == SOURCE else _var(ref) for k, ref in enumerate(step.inputs)
+        }
         fields.update({f"c{k}": repr(col) for k, col in enumerate(step.cols)})
         line = f"{_var(i)} = {spec.code.format(**fields)}"
         deps = list(dict.fromkeys(_var(ref) for ref in step.inputs if ref != SOURCE))

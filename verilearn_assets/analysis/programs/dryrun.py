@@ -60,8 +60,14 @@ def run_in_process(code: str, df: pd.DataFrame) -> Any:
     def hook(value: Any, code_line: str, name: str = "", depends_on: list[str] | None = None):
         return value
 
-    env = {"df": df.copy(), "pd": pd, "np": np, "stats": stats, "hook": hook,
-           "submit": submitted.append}
+    env = {
+        "df": df.copy(),
+        "pd": pd,
+        "np": np,
+        "stats": stats,
+        "hook": hook,
+        "submit": submitted.append,
+    }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with np.errstate(all="ignore"):

@@ -92,8 +92,9 @@ class Expander:
         if budget <= 0 or self.filters >= self.max_filters:
             return None
         self.filters += 1
-        spec = self.rng.choices(PRODUCERS[TABLE],
-                                [self._weight(s, budget) for s in PRODUCERS[TABLE]])[0]
+        spec = self.rng.choices(
+            PRODUCERS[TABLE], [self._weight(s, budget) for s in PRODUCERS[TABLE]]
+        )[0]
         node = self._apply(spec, budget)
         self.tables.append(node)
         return node
@@ -136,8 +137,9 @@ class Expander:
     def _slots(self, spec: OpSpec) -> tuple[str, ...]:
         chosen: list[str] = []
         for role in spec.slots:
-            existing = [f"{role}#{k}" for k in range(self.slots[role])
-                        if f"{role}#{k}" not in chosen]
+            existing = [
+                f"{role}#{k}" for k in range(self.slots[role]) if f"{role}#{k}" not in chosen
+            ]
             if existing and self.rng.random() < 0.25:
                 chosen.append(self.rng.choice(existing))
             else:

@@ -36,8 +36,9 @@ class Node:
     @cached_property
     def key(self) -> str:
         """Structural hash: equal for structurally equal expressions."""
-        return content_hash("node", self.op, [a.key if a else "df" for a in self.args],
-                            list(self.cols))
+        return content_hash(
+            "node", self.op, [a.key if a else "df" for a in self.args], list(self.cols)
+        )
 
     @cached_property
     def size(self) -> int:
@@ -79,8 +80,7 @@ class Program:
 
     @property
     def key(self) -> str:
-        return content_hash("program", [[s.op, list(s.inputs), list(s.cols)]
-                                        for s in self.steps])
+        return content_hash("program", [[s.op, list(s.inputs), list(s.cols)] for s in self.steps])
 
     @property
     def ops(self) -> list[str]:
@@ -125,11 +125,13 @@ def validate(program: Program) -> None:
         if spec is None:
             raise ProgramError(f"step {i}: unknown operator {step.op!r}")
         if len(step.inputs) != len(spec.inputs):
-            raise ProgramError(f"step {i} ({step.op}): expects {len(spec.inputs)} inputs, "
-                               f"got {len(step.inputs)}")
+            raise ProgramError(
+                f"step {i} ({step.op}): expects {len(spec.inputs)} inputs, got {len(step.inputs)}"
+            )
         if len(step.cols) != len(spec.slots):
-            raise ProgramError(f"step {i} ({step.op}): expects {len(spec.slots)} columns, "
-                               f"got {len(step.cols)}")
+            raise ProgramError(
+                f"step {i} ({step.op}): expects {len(spec.slots)} columns, got {len(step.cols)}"
+            )
         for pos, (ref, want) in enumerate(zip(step.inputs, spec.inputs, strict=True)):
             if ref == SOURCE:
                 got = TABLE
@@ -137,11 +139,12 @@ def validate(program: Program) -> None:
                 got = BY_NAME[program.steps[ref].op].output
                 consumed[ref] = True
             else:
-                raise ProgramError(f"step {i} ({step.op}): input {pos} refers to step {ref}, "
-                                   f"which is not an earlier step")
+                raise ProgramError(
+                    f"step {i} ({step.op}): input {pos} refers to step {ref}, "
+                    f"which is not an earlier step"
+                )
             if got != want:
-                raise ProgramError(f"step {i} ({step.op}): input {pos} must be {want}, "
-                                   f"got {got}")
+                raise ProgramError(f"step {i} ({step.op}): input {pos} must be {want}, got {got}")
         if spec.distinct_inputs and len(set(step.inputs)) != len(step.inputs):
             raise ProgramError(f"step {i} ({step.op}): inputs must be distinct values")
     dead = [i for i, used in enumerate(consumed[:-1]) if not used]
@@ -149,5 +152,7 @@ def validate(program: Program) -> None:
         names = ", ".join(f"step {i} ({program.steps[i].op})" for i in dead)
         raise DeadCodeError(f"dead code: {names} computes a value nothing consumes")
     if program.output_type not in ANSWER_TYPES:
-        raise ProgramError(f"final step ({program.steps[-1].op}) yields "
-                           f"{program.output_type}, which is not an answer type")
+        raise ProgramError(
+            f"final step ({program.steps[-1].op}) yields "
+            f"{program.output_type}, which is not an answer type"
+        )

@@ -57,11 +57,17 @@ def reduce_node(root: Node) -> Node:
             return args[0]
         cols = node.cols
         if node.op == "pair_columns" and all(
-                BY_NAME[c].symmetric_pair for c in consumers.get(node.key, [])):
+            BY_NAME[c].symmetric_pair for c in consumers.get(node.key, [])
+        ):
             cols = tuple(sorted(cols))
         out = Node(node.op, tuple(args), cols)
-        if spec.idempotent and args and args[0] is not None and args[0].op == node.op \
-                and args[0].cols == cols:
+        if (
+            spec.idempotent
+            and args
+            and args[0] is not None
+            and args[0].op == node.op
+            and args[0].cols == cols
+        ):
             out = args[0]
         if spec.family == "filter":
             out = _canonical_filters(out)

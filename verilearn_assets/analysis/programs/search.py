@@ -62,19 +62,25 @@ class SearchStats:
         return self.columns_indexed + self.skeletons_tried + self.bindings_tried
 
 
-def eligible_columns(columns: list[ColumnProfile], cfg: ProgramSearchConfig,
-                     stats: SearchStats) -> dict[str, list[str]]:
+def eligible_columns(
+    columns: list[ColumnProfile], cfg: ProgramSearchConfig, stats: SearchStats
+) -> dict[str, list[str]]:
     """Columns each slot role may bind to, decided from the profile alone."""
     out: dict[str, list[str]] = {r: [] for r in ROLES}
     for col in columns:
         stats.columns_indexed += 1
         if col.id_like or col.kind in ("text", "datetime", "empty"):
             continue
-        if (col.kind in ("numeric", "integer") and col.n_unique >= cfg.min_numeric_unique
-                and col.missing_pct <= cfg.max_missing_pct):
+        if (
+            col.kind in ("numeric", "integer")
+            and col.n_unique >= cfg.min_numeric_unique
+            and col.missing_pct <= cfg.max_missing_pct
+        ):
             out[ROLE_NUMERIC].append(col.name)
-        if col.kind in ("categorical", "boolean", "integer", "numeric") \
-                and 2 <= col.n_unique <= cfg.max_groups:
+        if (
+            col.kind in ("categorical", "boolean", "integer", "numeric")
+            and 2 <= col.n_unique <= cfg.max_groups
+        ):
             out[ROLE_KEY].append(col.name)
     return out
 
@@ -94,8 +100,9 @@ def _bind(node: Node, mapping: dict[str, str], memo: dict[str, Node]) -> Node:
     return memo[node.key]
 
 
-def bindings(skeleton: Node, pools: dict[str, list[str]], limit: int,
-             salt: int) -> list[dict[str, str]]:
+def bindings(
+    skeleton: Node, pools: dict[str, list[str]], limit: int, salt: int
+) -> list[dict[str, str]]:
     """Up to `limit` slot->column assignments; distinct slots of a role get distinct columns.
 
     Assignment j puts slot i of a role at position (base_j + i*step) of that role's column
@@ -135,8 +142,15 @@ def _root_rotation(rng: random.Random) -> list[OpSpec]:
     return out
 
 
-def _grow(root: OpSpec, budget: int, rng: random.Random, usage: Counter[str],
-          cfg: ProgramSearchConfig, stats: SearchStats, tries: int = 3) -> Node | None:
+def _grow(
+    root: OpSpec,
+    budget: int,
+    rng: random.Random,
+    usage: Counter[str],
+    cfg: ProgramSearchConfig,
+    stats: SearchStats,
+    tries: int = 3,
+) -> Node | None:
     """Best of a few growths: the one closest to the budget without exceeding `max_ops`
     (a single growth often stops early when it picks a leaf-like operator)."""
     best: Node | None = None
@@ -167,8 +181,11 @@ class SearchResult:
     stats: SearchStats
 
 
-def search_programs(columns: list[ColumnProfile], cfg: ProgramSearchConfig,
-                    accept: Callable[[Program], str | None] | None = None) -> SearchResult:
+def search_programs(
+    columns: list[ColumnProfile],
+    cfg: ProgramSearchConfig,
+    accept: Callable[[Program], str | None] | None = None,
+) -> SearchResult:
     """Accepted canonical programs, in discovery order. `accept(program) -> str|None` may
     veto a program by returning a rejection reason (used for the dry run)."""
     stats = SearchStats()

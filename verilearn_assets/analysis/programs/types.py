@@ -43,9 +43,24 @@ DECISION_SPREAD = VType("Decision", "spread_test")
 DECISION_CORRELATION = VType("Decision", "correlation")
 
 ALL_TYPES: tuple[VType, ...] = (
-    TABLE, NUM_SERIES, CAT_SERIES, NUMBER, COUNT, PVALUE, FLAG, LABEL, GROUP_VALUES, SAMPLES,
-    PAIR, EVIDENCE_NORMAL, EVIDENCE_EQUAL_VAR, EVIDENCE_SIZE, EVIDENCE_PAIR_NORMAL,
-    DECISION_LOCATION, DECISION_SPREAD, DECISION_CORRELATION,
+    TABLE,
+    NUM_SERIES,
+    CAT_SERIES,
+    NUMBER,
+    COUNT,
+    PVALUE,
+    FLAG,
+    LABEL,
+    GROUP_VALUES,
+    SAMPLES,
+    PAIR,
+    EVIDENCE_NORMAL,
+    EVIDENCE_EQUAL_VAR,
+    EVIDENCE_SIZE,
+    EVIDENCE_PAIR_NORMAL,
+    DECISION_LOCATION,
+    DECISION_SPREAD,
+    DECISION_CORRELATION,
 )
 
 # A program holds at most one value of these types and every consumer shares it: a test
@@ -70,28 +85,41 @@ class AnswerFormat:
 _NUMBER_SCHEMA = AnswerSchema(kind="number", rel_tol=1e-6, abs_tol=1e-4)
 
 ANSWER_FORMATS: dict[VType, AnswerFormat] = {
-    NUMBER: AnswerFormat(_NUMBER_SCHEMA, "round(float({v}), {d})",
-                         "What is {p}? Round to {d} decimal places."),
-    PVALUE: AnswerFormat(_NUMBER_SCHEMA, "round(float({v}), {d})",
-                         "What is {p}? Round to {d} decimal places."),
-    COUNT: AnswerFormat(AnswerSchema(kind="integer", rel_tol=0.0, abs_tol=0.0), "int({v})",
-                        "What is {p}? Answer with an integer."),
-    FLAG: AnswerFormat(AnswerSchema(kind="boolean"), "bool({v})",
-                       "Is it true that {p}? Answer true or false."),
+    NUMBER: AnswerFormat(
+        _NUMBER_SCHEMA, "round(float({v}), {d})", "What is {p}? Round to {d} decimal places."
+    ),
+    PVALUE: AnswerFormat(
+        _NUMBER_SCHEMA, "round(float({v}), {d})", "What is {p}? Round to {d} decimal places."
+    ),
+    COUNT: AnswerFormat(
+        AnswerSchema(kind="integer", rel_tol=0.0, abs_tol=0.0),
+        "int({v})",
+        "What is {p}? Answer with an integer.",
+    ),
+    FLAG: AnswerFormat(
+        AnswerSchema(kind="boolean"), "bool({v})", "Is it true that {p}? Answer true or false."
+    ),
     LABEL: AnswerFormat(AnswerSchema(kind="string"), "str({v})", "What is {p}?"),
     GROUP_VALUES: AnswerFormat(
         AnswerSchema(kind="mapping", items=_NUMBER_SCHEMA),
         "{{str(k): round(float(val), {d}) for k, val in {v}.items()}}",
-        "What is {p}? Give a mapping from group to value, each rounded to {d} decimal places."),
+        "What is {p}? Give a mapping from group to value, each rounded to {d} decimal places.",
+    ),
     DECISION_LOCATION: AnswerFormat(
-        AnswerSchema(kind="string"), "str({v})",
+        AnswerSchema(kind="string"),
+        "str({v})",
         "Which test does this procedure select: {p}? Answer with one of "
-        "'student', 'welch' or 'mannwhitney'."),
+        "'student', 'welch' or 'mannwhitney'.",
+    ),
     DECISION_SPREAD: AnswerFormat(
-        AnswerSchema(kind="string"), "str({v})",
-        "Which test does this procedure select: {p}? Answer 'bartlett' or 'levene'."),
+        AnswerSchema(kind="string"),
+        "str({v})",
+        "Which test does this procedure select: {p}? Answer 'bartlett' or 'levene'.",
+    ),
     DECISION_CORRELATION: AnswerFormat(
-        AnswerSchema(kind="string"), "str({v})",
-        "Which correlation does this procedure select: {p}? Answer 'pearson' or 'spearman'."),
+        AnswerSchema(kind="string"),
+        "str({v})",
+        "Which correlation does this procedure select: {p}? Answer 'pearson' or 'spearman'.",
+    ),
 }
 ANSWER_TYPES: frozenset[VType] = frozenset(ANSWER_FORMATS)

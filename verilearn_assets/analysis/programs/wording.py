@@ -45,8 +45,10 @@ class _Phraser:
                 steps.append(BY_NAME[base.op].phrase)
                 assert base.args[0] is not None
                 base = base.args[0]
-            self.memo[node.key] = (f"the series obtained from {self.phrase(base)} by these "
-                                   f"steps in order: {'; '.join(reversed(steps))}")
+            self.memo[node.key] = (
+                f"the series obtained from {self.phrase(base)} by these "
+                f"steps in order: {'; '.join(reversed(steps))}"
+            )
         if node.key not in self.memo:
             spec = BY_NAME[node.op]
             f = self.fields(node)

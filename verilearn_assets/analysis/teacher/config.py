@@ -43,8 +43,10 @@ class TeacherConfig(StrictConfig):
     @model_validator(mode="after")
     def _quorum_reachable(self) -> TeacherConfig:
         if self.quorum is not None and self.quorum > self.n_traces:
-            raise ValueError(f"quorum {self.quorum} exceeds the {self.n_traces} traces "
-                             f"(1 gold + {self.consistency_traces} consistency)")
+            raise ValueError(
+                f"quorum {self.quorum} exceeds the {self.n_traces} traces "
+                f"(1 gold + {self.consistency_traces} consistency)"
+            )
         return self
 
     @property

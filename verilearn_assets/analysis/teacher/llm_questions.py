@@ -61,7 +61,8 @@ def proposal_policy_factory(cfg: TeacherConfig, client: Any | None) -> Any:
             "llm-source questions need a vLLM server and none is configured: set base_urls "
             "in configs/vllm.yaml to a running OpenAI-compatible vLLM server (or launch: true "
             "with server.model_path pointing at a model; `make tiny-model` builds a test "
-            "model), then re-run the llm partitions")
+            "model), then re-run the llm partitions"
+        )
 
     def make(code: str | None, index: int) -> Policy:
         return VllmPolicy(client, cfg.sampling, cfg.seed + index)
@@ -82,8 +83,10 @@ class MalformedProposal:
     reason: str
 
 
-def parse_proposals(submission: str | None, limit: int | None = None,
-                    ) -> tuple[list[Proposal], list[MalformedProposal]]:
+def parse_proposals(
+    submission: str | None,
+    limit: int | None = None,
+) -> tuple[list[Proposal], list[MalformedProposal]]:
     """Read the exploration trace's submission (canonical JSON) into proposals.
 
     A submission that is not a list is one malformed entry (index -1); within a list each
@@ -99,8 +102,9 @@ def parse_proposals(submission: str | None, limit: int | None = None,
     if isinstance(data, dict):
         data = [data]
     if not isinstance(data, list):
-        return [], [MalformedProposal(-1, data, f"expected a list of proposals, got "
-                                                f"{type(data).__name__}")]
+        return [], [
+            MalformedProposal(-1, data, f"expected a list of proposals, got {type(data).__name__}")
+        ]
     good: list[Proposal] = []
     bad: list[MalformedProposal] = []
     for i, entry in enumerate(data):
@@ -111,8 +115,9 @@ def parse_proposals(submission: str | None, limit: int | None = None,
             log.warning("proposal %d malformed: %s", i, reason)
             bad.append(MalformedProposal(i, entry, reason))
             continue
-        good.append(Proposal(entry["question"].strip(),
-                             AnswerSchema.model_validate(entry["answer_schema"])))
+        good.append(
+            Proposal(entry["question"].strip(), AnswerSchema.model_validate(entry["answer_schema"]))
+        )
     return good, bad
 
 
@@ -128,8 +133,10 @@ def _proposal_problem(entry: Any) -> str | None:
     try:
         AnswerSchema.model_validate(entry.get("answer_schema"))
     except ValidationError as exc:
-        return f"invalid answer_schema: {exc.errors()[0]['msg']} at " \
-               f"{'.'.join(str(p) for p in exc.errors()[0]['loc']) or '<root>'}"
+        return (
+            f"invalid answer_schema: {exc.errors()[0]['msg']} at "
+            f"{'.'.join(str(p) for p in exc.errors()[0]['loc']) or '<root>'}"
+        )
     return None
 
 
@@ -165,8 +172,12 @@ def _difficulty(n_steps: int) -> str:
     return "easy" if n_steps <= 2 else "medium" if n_steps <= 4 else "hard"
 
 
-async def reexecute(code: str, table: TableRecord, pool: Any, cfg: TeacherConfig,
-                    ) -> tuple[str | None, str]:
+async def reexecute(
+    code: str,
+    table: TableRecord,
+    pool: Any,
+    cfg: TeacherConfig,
+) -> tuple[str | None, str]:
     """Run `code` as one cell in a clean slot: (last submission, status and error)."""
     async with pool.task(table.path) as task:
         result = await task.run_cell(code, timeout_s=cfg.cell_timeout_s)
@@ -174,15 +185,16 @@ async def reexecute(code: str, table: TableRecord, pool: Any, cfg: TeacherConfig
     return answer, f"{result.status}: {result.stderr.strip()[-300:]}"
 
 
-async def answer_proposal(proposal: Proposal, table: TableRecord, make_policy: Any,
-                          pool: Any, cfg: TeacherConfig) -> ProposalOutcome:
+async def answer_proposal(
+    proposal: Proposal, table: TableRecord, make_policy: Any, pool: Any, cfg: TeacherConfig
+) -> ProposalOutcome:
     """Triangulate one proposal; on success build its record after a clean re-run."""
     prompt = question_prompt(proposal.question, proposal.answer_schema)
     policies: list[Policy] = [make_policy(None, i) for i in range(cfg.n_traces)]
-    traces = list(await asyncio.gather(*(run_trace(prompt, table, p, pool, cfg)
-                                         for p in policies)))
-    outcomes = [TraceOutcome(t.answer, None if t.answer else t.failure_without_answer())
-                for t in traces]
+    traces = list(await asyncio.gather(*(run_trace(prompt, table, p, pool, cfg) for p in policies)))
+    outcomes = [
+        TraceOutcome(t.answer, None if t.answer else t.failure_without_answer()) for t in traces
+    ]
     tri = triangulate(outcomes, proposal.answer_schema, cfg.required_votes)
     out = ProposalOutcome(proposal, tri, traces, failure_class=tri.failure_class)
     if not tri.verified:
@@ -192,30 +204,47 @@ async def answer_proposal(proposal: Proposal, table: TableRecord, make_policy: A
     code = gold_code(gold)
     replayed, status = await reexecute(code, table, pool, cfg)
     schema = proposal.answer_schema
-    if replayed is None or not answers_match(parse_answer(gold.answer), parse_answer(replayed),
-                                             schema):
+    if replayed is None or not answers_match(
+        parse_answer(gold.answer), parse_answer(replayed), schema
+    ):
         out.failure_class = "execution_failure"
-        out.reason = (f"gold code does not reproduce its answer in a clean slot "
-                      f"(got {replayed!r}; {status})")
+        out.reason = (
+            f"gold code does not reproduce its answer in a clean slot (got {replayed!r}; {status})"
+        )
         return out
     n_steps = sum(c.status == "ok" for c in gold.cells)
     out.record = QuestionRecord(
-        id=QuestionRecord.make_id("llm", table.dataset, table.id, code), source="llm",
-        split=table.split, dataset=table.dataset, table=table.id, question=proposal.question,
-        question_mechanical=proposal.question, answer_schema=schema, answer=gold.answer,
-        answer_hashes=[answer_hash(gold.answer, schema)], code=code, n_steps=n_steps,
-        difficulty=_difficulty(n_steps), hooks=gold.hooks)
+        id=QuestionRecord.make_id("llm", table.dataset, table.id, code),
+        source="llm",
+        split=table.split,
+        dataset=table.dataset,
+        table=table.id,
+        question=proposal.question,
+        question_mechanical=proposal.question,
+        answer_schema=schema,
+        answer=gold.answer,
+        answer_hashes=[answer_hash(gold.answer, schema)],
+        code=code,
+        n_steps=n_steps,
+        difficulty=_difficulty(n_steps),
+        hooks=gold.hooks,
+    )
     return out
 
 
-async def propose_questions(table: TableRecord, make_policy: Any, pool: Any,
-                            cfg: TeacherConfig) -> TableProposals:
+async def propose_questions(
+    table: TableRecord, make_policy: Any, pool: Any, cfg: TeacherConfig
+) -> TableProposals:
     """Explore `table`, then answer every well-formed proposal by triangulation."""
     explorer = make_policy(None, 0)
-    exploration = await run_trace(EXPLORE_PROMPT.format(n=cfg.max_proposals), table, explorer,
-                                  pool, cfg)
+    exploration = await run_trace(
+        EXPLORE_PROMPT.format(n=cfg.max_proposals), table, explorer, pool, cfg
+    )
     proposals, malformed = parse_proposals(exploration.answer, cfg.max_proposals)
     result = TableProposals(exploration, malformed=malformed)
-    result.outcomes = list(await asyncio.gather(*(
-        answer_proposal(p, table, make_policy, pool, cfg) for p in proposals)))
+    result.outcomes = list(
+        await asyncio.gather(
+            *(answer_proposal(p, table, make_policy, pool, cfg) for p in proposals)
+        )
+    )
     return result

@@ -44,7 +44,7 @@ def fenced_blocks(text: str) -> tuple[list[Block], bool]:
         end = close.search(text, m.end())
         if end is None:
             return blocks, True
-        body = text[m.end():end.start()]
+        body = text[m.end() : end.start()]
         blocks.append(Block(m.group("lang").lower(), body.strip("\n")))
         pos = end.end()
 

@@ -64,8 +64,11 @@ def _call_name(node: ast.AST) -> str | None:
 
 
 def _calls_to(node: ast.AST, name: str) -> list[ast.Call]:
-    return [n for n in ast.walk(node) if isinstance(n, ast.Call)
-            and isinstance(n.func, ast.Name) and n.func.id == name]
+    return [
+        n
+        for n in ast.walk(node)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name
+    ]
 
 
 def _targets(node: ast.stmt) -> list[str]:
@@ -113,7 +116,7 @@ def _chunks(code: str) -> list[_Chunk]:
         first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
         end = node.end_lineno or node.lineno
         text = "\n".join(lines[start:end]).strip("\n")
-        lead = [ln.strip() for ln in lines[start:first - 1] if ln.strip().startswith("#")]
+        lead = [ln.strip() for ln in lines[start : first - 1] if ln.strip().startswith("#")]
         comment = lead[-1].lstrip("#").strip() if lead else None
         hook_names, hook_lines = _hook_claims(node)
         name = _call_name(node)
@@ -136,7 +139,8 @@ def _reasoning(chunks: Sequence[_Chunk]) -> str:
         if c.comment:
             return c.comment[0].upper() + c.comment[1:]
     if any(c.kind == "submit" for c in chunks) and all(
-            c.kind in ("submit", "import") for c in chunks):
+        c.kind in ("submit", "import") for c in chunks
+    ):
         return "Submit the answer."
     hooks = [h for c in chunks for h in c.hook_names]
     if hooks:
@@ -181,8 +185,11 @@ def split_cells(code: str, max_cells: int | None = None) -> list[Cell]:
             groups[-1].append(chunk)
         else:
             current = groups[-1] if groups else None
-            closed = current is None or any(c.kind == "hook" for c in current) or sum(
-                c.kind == "code" for c in current) >= MAX_STATEMENTS_PER_CELL
+            closed = (
+                current is None
+                or any(c.kind == "hook" for c in current)
+                or sum(c.kind == "code" for c in current) >= MAX_STATEMENTS_PER_CELL
+            )
             if closed or pending_imports:
                 groups.append([*pending_imports, chunk])
                 pending_imports = []
@@ -197,10 +204,12 @@ def split_cells(code: str, max_cells: int | None = None) -> list[Cell]:
     if max_cells is not None:
         while len(groups) > max(max_cells, 1):
             # merge the adjacent pair with the fewest lines; the submit cell stays last
-            sizes = [sum(c.text.count("\n") + 1 for c in groups[i] + groups[i + 1])
-                     for i in range(len(groups) - 1)]
+            sizes = [
+                sum(c.text.count("\n") + 1 for c in groups[i] + groups[i + 1])
+                for i in range(len(groups) - 1)
+            ]
             i = sizes.index(min(sizes))
-            groups[i:i + 2] = [groups[i] + groups[i + 1]]
+            groups[i : i + 2] = [groups[i] + groups[i + 1]]
     return [Cell("\n".join(c.text for c in g), _reasoning(g)) for g in groups]
 
 
@@ -229,8 +238,9 @@ def chat_messages(conversation: Sequence[Message]) -> list[dict[str, str]]:
     Tool output is sent with role `user` (plain chat templates have no tool role without
     tool calls); its content is byte-for-byte the stored message.
     """
-    return [{"role": "user" if m.role == "tool" else m.role, "content": m.content}
-            for m in conversation]
+    return [
+        {"role": "user" if m.role == "tool" else m.role, "content": m.content} for m in conversation
+    ]
 
 
 class VllmPolicy:
@@ -244,9 +254,9 @@ class VllmPolicy:
         self.seed = seed
 
     async def next_message(self, conversation: list[Message]) -> PolicyReply:
-        result = await self.client.chat(chat_messages(conversation), seed=self.seed,
-                                        **self.sampling.params())
-        return PolicyReply(result.text, int(result.prompt_tokens or 0),
-                           int(result.completion_tokens or 0))
-
-
+        result = await self.client.chat(
+            chat_messages(conversation), seed=self.seed, **self.sampling.params()
+        )
+        return PolicyReply(
+            result.text, int(result.prompt_tokens or 0), int(result.completion_tokens or 0)
+        )

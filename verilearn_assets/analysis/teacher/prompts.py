@@ -26,8 +26,11 @@ You have at most {max_turns} cells."""
 
 def describe_column(col: ColumnProfile) -> str:
     """One overview line per column: type, missingness, cardinality, range or top values."""
-    parts = [f"{col.kind}, {col.dtype}", f"{col.missing_pct:.1f}% missing",
-             f"{col.n_unique} unique"]
+    parts = [
+        f"{col.kind}, {col.dtype}",
+        f"{col.missing_pct:.1f}% missing",
+        f"{col.n_unique} unique",
+    ]
     if col.id_like:
         parts.append("identifier-like")
     stats = [(k, getattr(col, k)) for k in ("min", "median", "mean", "max", "std")]
@@ -42,8 +45,10 @@ def describe_column(col: ColumnProfile) -> str:
 
 def data_overview(table: TableRecord) -> str:
     """The table's profile as the model sees it; built only from `TableRecord.columns`."""
-    head = (f"Table {table.name!r} from dataset {table.dataset!r}: "
-            f"{table.n_rows} rows × {table.n_columns} columns.")
+    head = (
+        f"Table {table.name!r} from dataset {table.dataset!r}: "
+        f"{table.n_rows} rows × {table.n_columns} columns."
+    )
     return "\n".join([head, "Columns:", *(describe_column(c) for c in table.columns)])
 
 
@@ -78,9 +83,11 @@ def question_prompt(question: str, schema: AnswerSchema) -> str:
 
 def reprompt(reason: str, errors_left: int) -> str:
     """Shown after a rejected reply; says what was wrong and how many more are tolerated."""
-    return (f"Your last reply could not be run: {reason}. Reply with one line of reasoning "
-            f"and exactly one ```python code block. ({errors_left} more malformed "
-            f"replies end the episode.)")
+    return (
+        f"Your last reply could not be run: {reason}. Reply with one line of reasoning "
+        f"and exactly one ```python code block. ({errors_left} more malformed "
+        f"replies end the episode.)"
+    )
 
 
 def cap_text(text: str, limit: int) -> str:
@@ -115,8 +122,7 @@ def tool_message(obs: Observation, limit: int) -> str:
     """
     header = f"[cell {obs.status}, {obs.duration_ms:.0f} ms]"
     markers = [f"submitted: {cap_text(s, limit // 4)}" for s in obs.submissions]
-    sections = [("stdout", obs.stdout), ("stderr", obs.stderr),
-                ("value", obs.value_repr or "")]
+    sections = [("stdout", obs.stdout), ("stderr", obs.stderr), ("value", obs.value_repr or "")]
     present = [(name, body) for name, body in sections if body]
     fixed = len(header) + sum(len(m) + 1 for m in markers)
     budget = max(limit - fixed, 100 * max(len(present), 1))

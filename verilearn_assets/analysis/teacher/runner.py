@@ -42,42 +42,50 @@ def policy_factory(cfg: TeacherConfig, client: Any | None = None) -> PolicyFacto
         raise TeacherUnavailableError(
             "teacher 'vllm' needs a vLLM server: set base_urls (or launch: true) in "
             "configs/vllm.yaml and start the server, or set teacher: program in "
-            "configs/teacher.yaml to replay verified reference code instead")
+            "configs/teacher.yaml to replay verified reference code instead"
+        )
 
     def make(code: str | None, index: int) -> Policy:
         if cfg.teacher == "program":
             if code is None:
                 raise TeacherUnavailableError(
                     "the program teacher replays reference code, and this task has none "
-                    "(llm-source question proposals need teacher: vllm)")
+                    "(llm-source question proposals need teacher: vllm)"
+                )
             return ProgramPolicy(code, max_cells=cfg.max_turns)
         return VllmPolicy(client, cfg.sampling, cfg.seed + index)
 
     return make
 
 
-def planned_ids(question: QuestionRecord, cfg: TeacherConfig,
-                teacher: str | None = None) -> list[str]:
+def planned_ids(
+    question: QuestionRecord, cfg: TeacherConfig, teacher: str | None = None
+) -> list[str]:
     """The episode ids a complete run writes for `question` under `cfg`."""
     teacher = teacher or cfg.teacher
     key = cfg.sampling_key(teacher)
     if question.source == "llm":
         return [Episode.make_id(question.id, teacher, key, "gold", 0)] + [
             Episode.make_id(question.id, teacher, key, "consistency", i)
-            for i in range(1, cfg.n_traces)]
+            for i in range(1, cfg.n_traces)
+        ]
     return [Episode.make_id(question.id, teacher, key, "single", 0)]
 
 
-async def triangulated_episodes(question: QuestionRecord, table: TableRecord,
-                                make_policy: PolicyFactory, pool: Any,
-                                cfg: TeacherConfig) -> list[Episode]:
+async def triangulated_episodes(
+    question: QuestionRecord,
+    table: TableRecord,
+    make_policy: PolicyFactory,
+    pool: Any,
+    cfg: TeacherConfig,
+) -> list[Episode]:
     """Gold + K consistency traces; triangulation sets `verified` and the failure class."""
     policies = [make_policy(question.code, i) for i in range(cfg.n_traces)]
     prompt = question_prompt(question.question, question.answer_schema)
-    traces = await asyncio.gather(*(
-        run_trace(prompt, table, p, pool, cfg) for p in policies))
-    outcomes = [TraceOutcome(t.answer, None if t.answer else t.failure_without_answer())
-                for t in traces]
+    traces = await asyncio.gather(*(run_trace(prompt, table, p, pool, cfg) for p in policies))
+    outcomes = [
+        TraceOutcome(t.answer, None if t.answer else t.failure_without_answer()) for t in traces
+    ]
     tri = triangulate(outcomes, question.answer_schema, cfg.required_votes)
     key = cfg.sampling_key(policies[0].name)
     episodes = []
@@ -85,14 +93,28 @@ async def triangulated_episodes(question: QuestionRecord, table: TableRecord,
         role = "gold" if i == 0 else "consistency"
         ok = tri.in_winning_cluster(i)
         failure = None if ok else (tri.failure_class or "disagreement")
-        episodes.append(to_episode(trace, question, teacher=policy.name, sampling_key=key,
-                                   role=role, index=i, verified=ok, failure_class=failure))
+        episodes.append(
+            to_episode(
+                trace,
+                question,
+                teacher=policy.name,
+                sampling_key=key,
+                role=role,
+                index=i,
+                verified=ok,
+                failure_class=failure,
+            )
+        )
     return episodes
 
 
-async def question_episodes(question: QuestionRecord, table: TableRecord,
-                            make_policy: PolicyFactory, pool: Any,
-                            cfg: TeacherConfig) -> list[Episode]:
+async def question_episodes(
+    question: QuestionRecord,
+    table: TableRecord,
+    make_policy: PolicyFactory,
+    pool: Any,
+    cfg: TeacherConfig,
+) -> list[Episode]:
     if question.source == "llm":
         return await triangulated_episodes(question, table, make_policy, pool, cfg)
     return [await run_episode(question, table, make_policy(question.code, 0), pool, cfg)]
@@ -108,16 +130,24 @@ class PartitionRun:
 
 
 def existing_episode_ids(source: str, split: str, root: Path | None = None) -> set[str]:
-    frame = lake.read_partition(EPISODES_ASSET, root, schema=Episode.polars_schema(),
-                                source=source, split=split)
+    frame = lake.read_partition(
+        EPISODES_ASSET, root, schema=Episode.polars_schema(), source=source, split=split
+    )
     return set(frame["id"].to_list()) if "id" in frame.columns else set()
 
 
-async def run_partition(questions: Sequence[QuestionRecord],
-                        tables: Mapping[str, TableRecord], make_policy: PolicyFactory,
-                        pool: Any, cfg: TeacherConfig, *, source: str, split: str,
-                        root: Path | None = None, teacher: str | None = None,
-                        ) -> PartitionRun:
+async def run_partition(
+    questions: Sequence[QuestionRecord],
+    tables: Mapping[str, TableRecord],
+    make_policy: PolicyFactory,
+    pool: Any,
+    cfg: TeacherConfig,
+    *,
+    source: str,
+    split: str,
+    root: Path | None = None,
+    teacher: str | None = None,
+) -> PartitionRun:
     """Run every question of one partition that is not already done; append as they end.
 
     A failing question (the sandbox or server erred) is recorded in `errors` and the run
@@ -147,8 +177,9 @@ async def run_partition(questions: Sequence[QuestionRecord],
                 stats.errors.append(f"question {q.id}: {type(exc).__name__}: {exc}")
                 return
         async with write_lock:
-            lake.append_part(EPISODES_ASSET, Episode.to_frame(episodes), root,
-                             source=source, split=split)
+            lake.append_part(
+                EPISODES_ASSET, Episode.to_frame(episodes), root, source=source, split=split
+            )
         stats.written += len(episodes)
         for e in episodes:
             stats.verified += e.verified
@@ -165,8 +196,9 @@ class Compacted:
     stale: int  # episodes dropped because their question left the partition
 
 
-def compact_partition(source: str, split: str, root: Path | None = None, *,
-                      question_ids: set[str] | None = None) -> Compacted:
+def compact_partition(
+    source: str, split: str, root: Path | None = None, *, question_ids: set[str] | None = None
+) -> Compacted:
     """Rewrite a partition's parts as one, keeping the last record of each id.
 
     With `question_ids`, episodes of questions no longer in the question partition (a config
@@ -175,11 +207,14 @@ def compact_partition(source: str, split: str, root: Path | None = None, *,
     """
     records = lake.read_records(EPISODES_ASSET, Episode, root, source=source, split=split)
     unique = list({r.id: r for r in records}.values())
-    kept = unique if question_ids is None else [
-        r for r in unique if r.question_id in question_ids]
+    kept = unique if question_ids is None else [r for r in unique if r.question_id in question_ids]
     stale = len(unique) - len(kept)
     if stale:
-        log.warning("%s/%s: dropping %d episode(s) of questions no longer in the partition",
-                    source, split, stale)
+        log.warning(
+            "%s/%s: dropping %d episode(s) of questions no longer in the partition",
+            source,
+            split,
+            stale,
+        )
     lake.write_records(EPISODES_ASSET, kept, Episode, root, source=source, split=split)
     return Compacted(kept, stale)

@@ -41,8 +41,10 @@ def _same(a: object, b: object, schema: AnswerSchema) -> bool:
     return answers_match(a, b, schema) and answers_match(b, a, schema)
 
 
-def cluster_answers(outcomes: Sequence[TraceOutcome], schema: AnswerSchema,
-                    ) -> tuple[list[list[int]], dict[int, str]]:
+def cluster_answers(
+    outcomes: Sequence[TraceOutcome],
+    schema: AnswerSchema,
+) -> tuple[list[list[int]], dict[int, str]]:
     """Group traces whose answers match under `schema`; say why the others cannot vote."""
     reps: list[object] = []
     clusters: list[list[int]] = []
@@ -73,8 +75,12 @@ def _failed_class(outcomes: Sequence[TraceOutcome], indices: Sequence[int]) -> F
     return "execution_failure" if 2 * crashed >= len(indices) and crashed else "too_hard"
 
 
-def triangulate(outcomes: Sequence[TraceOutcome], schema: AnswerSchema,
-                required_votes: int | None = None, gold: int = 0) -> Triangulation:
+def triangulate(
+    outcomes: Sequence[TraceOutcome],
+    schema: AnswerSchema,
+    required_votes: int | None = None,
+    gold: int = 0,
+) -> Triangulation:
     """Decide an answer from traces (`outcomes[gold]` is the gold trace).
 
     Failure classes, first match wins: the gold trace has no usable answer →
@@ -93,8 +99,7 @@ def triangulate(outcomes: Sequence[TraceOutcome], schema: AnswerSchema,
 
     def result(failure: FailureClass | None) -> Triangulation:
         answer = outcomes[gold].answer if failure is None else None
-        return Triangulation(failure is None, failure, answer, clusters, votes, required,
-                             unusable)
+        return Triangulation(failure is None, failure, answer, clusters, votes, required, unusable)
 
     if gold in unusable:
         return result(_failed_class(outcomes, [gold]))

@@ -25,8 +25,16 @@ from verilearn_assets.analysis.templates.base import NotApplicable, TableView, T
 from verilearn_assets.contracts import ColumnProfile
 
 REGISTRY: dict[str, Template] = {}
-for _module in (descriptive, missingness, outliers, correlation, groups, normality, regression,
-                workflows):
+for _module in (
+    descriptive,
+    missingness,
+    outliers,
+    correlation,
+    groups,
+    normality,
+    regression,
+    workflows,
+):
     for _tpl in _module.TEMPLATES:
         if _tpl.name in REGISTRY:
             raise RuntimeError(f"template {_tpl.name!r} registered twice")
@@ -43,13 +51,15 @@ def enabled_templates(cfg: QuestionsConfig) -> list[Template]:
     names = cfg.template.enabled if cfg.template.enabled is not None else list(REGISTRY)
     unknown = [n for n in [*names, *cfg.template.disabled] if n not in REGISTRY]
     if unknown:
-        raise ValueError(f"questions config: unknown template(s) {unknown}; known: "
-                         f"{sorted(REGISTRY)}")
+        raise ValueError(
+            f"questions config: unknown template(s) {unknown}; known: {sorted(REGISTRY)}"
+        )
     return [REGISTRY[n] for n in names if n not in cfg.template.disabled]
 
 
-def apply_templates(columns: list[ColumnProfile], n_rows: int, table_path: str,
-                    cfg: QuestionsConfig) -> TemplateOutcome:
+def apply_templates(
+    columns: list[ColumnProfile], n_rows: int, table_path: str, cfg: QuestionsConfig
+) -> TemplateOutcome:
     """Candidates from every enabled template; not-applicable ones with their reason."""
     view = TableView(columns=columns, n_rows=n_rows, path=table_path, cfg=cfg)
     outcome = TemplateOutcome()
@@ -78,5 +88,12 @@ def _table_reason(view: TableView) -> str | None:
     return None
 
 
-__all__ = ["REGISTRY", "TemplateOutcome", "apply_templates", "enabled_templates",
-           "NotApplicable", "TableView", "Template"]
+__all__ = [
+    "REGISTRY",
+    "TemplateOutcome",
+    "apply_templates",
+    "enabled_templates",
+    "NotApplicable",
+    "TableView",
+    "Template",
+]

@@ -56,23 +56,36 @@ class TableView:
         return {c.name: c for c in self.columns}
 
     def _usable(self, c: ColumnProfile) -> bool:
-        return (not c.id_like and c.kind != "empty"
-                and c.missing_pct <= self.cfg.eligibility.max_missing_pct)
+        return (
+            not c.id_like
+            and c.kind != "empty"
+            and c.missing_pct <= self.cfg.eligibility.max_missing_pct
+        )
 
     @cached_property
     def numeric(self) -> list[str]:
         """Continuous-enough numeric columns, most complete and most varied first."""
         el = self.cfg.eligibility
-        cols = [c for c in self.columns if self._usable(c) and c.kind in ("numeric", "integer")
-                and c.n_unique >= el.min_numeric_unique]
+        cols = [
+            c
+            for c in self.columns
+            if self._usable(c)
+            and c.kind in ("numeric", "integer")
+            and c.n_unique >= el.min_numeric_unique
+        ]
         cols.sort(key=lambda c: (c.missing_pct > 0, -min(c.n_unique, 1000), c.name))
         return [c.name for c in cols]
 
     @cached_property
     def categorical(self) -> list[str]:
         el = self.cfg.eligibility
-        cols = [c for c in self.columns if self._usable(c) and c.kind == "categorical"
-                and el.min_categories <= c.n_unique <= el.max_categories]
+        cols = [
+            c
+            for c in self.columns
+            if self._usable(c)
+            and c.kind == "categorical"
+            and el.min_categories <= c.n_unique <= el.max_categories
+        ]
         cols.sort(key=lambda c: (c.missing_pct > 0, c.n_unique, c.name))
         return [c.name for c in cols]
 
@@ -86,8 +99,9 @@ class TableView:
 
     @cached_property
     def positive(self) -> list[str]:
-        return [c for c in self.numeric
-                if self.by_name[c].min is not None and self.by_name[c].min > 0]
+        return [
+            c for c in self.numeric if self.by_name[c].min is not None and self.by_name[c].min > 0
+        ]
 
     def frame(self) -> pd.DataFrame:
         if self._frame is None:
@@ -99,8 +113,10 @@ class TableView:
             raise NotApplicable(reason)
 
     def need_numeric(self, k: int) -> list[str]:
-        self.require(len(self.numeric) >= k, f"needs {k} eligible numeric column(s), "
-                                             f"found {len(self.numeric)}")
+        self.require(
+            len(self.numeric) >= k,
+            f"needs {k} eligible numeric column(s), found {len(self.numeric)}",
+        )
         return self.numeric
 
     def need_numeric_from_second(self) -> list[str]:
@@ -119,8 +135,9 @@ class TableView:
         self.require(bool(self.with_missing), "needs a numeric column with missing values")
         return self.with_missing
 
-    def viable_groups(self, cat: str, num: str | None, min_groups: int,
-                      max_groups: int | None = None) -> list[str]:
+    def viable_groups(
+        self, cat: str, num: str | None, min_groups: int, max_groups: int | None = None
+    ) -> list[str]:
         """Levels of `cat` holding at least `min_group_size` rows with `num` present."""
         df = self.frame()
         sub = df[[cat] + ([num] if num else [])].dropna()
@@ -159,8 +176,9 @@ class TableView:
         """Labels tied with the best one, which the reference picks: each is an alternative."""
         return self.limit(self.ties(scores))[1:]
 
-    def reading_ties(self, readings: Sequence[tuple[ReadingKey, str, pd.Series]]
-                     ) -> Iterator[tuple[ReadingKey, str, Any]]:
+    def reading_ties(
+        self, readings: Sequence[tuple[ReadingKey, str, pd.Series]]
+    ) -> Iterator[tuple[ReadingKey, str, Any]]:
         """`(reading, description, label)` for each tied label under each reading.
 
         A reading is one way a person may understand an ambiguous question: a key the
@@ -192,11 +210,13 @@ class Program:
         self.lines.append(f"# {text}")
         return self
 
-    def choose(self, var: str, expr: str, pick: Any, name: str,
-               depends_on: Sequence[str] = ()) -> Program:
+    def choose(
+        self, var: str, expr: str, pick: Any, name: str, depends_on: Sequence[str] = ()
+    ) -> Program:
         """Step `var = expr`, or `var = pick` where a tie alternative pins another label."""
-        return self.step(f"{var} = {expr}" if pick is None else f"{var} = {pick!r}", name,
-                         depends_on)
+        return self.step(
+            f"{var} = {expr}" if pick is None else f"{var} = {pick!r}", name, depends_on
+        )
 
     def step(self, stmt: str, name: str, depends_on: Sequence[str] = ()) -> Program:
         if "\n" in stmt or " = " not in stmt:
@@ -239,16 +259,34 @@ def variant_name(base: str, variant: str) -> str:
     return base if variant == "base" else f"{base}__{variant}"
 
 
-def variant_template(base: str, variant: str, family: str, difficulty: Difficulty,
-                     build: Callable[[TableView], list[Candidate]]) -> Template:
-    return Template(variant_name(base, variant), family, difficulty, build,
-                    variant_of=None if variant == "base" else base)
+def variant_template(
+    base: str,
+    variant: str,
+    family: str,
+    difficulty: Difficulty,
+    build: Callable[[TableView], list[Candidate]],
+) -> Template:
+    return Template(
+        variant_name(base, variant),
+        family,
+        difficulty,
+        build,
+        variant_of=None if variant == "base" else base,
+    )
 
 
-def candidate(tpl_name: str, family: str, difficulty: Difficulty, question: str,
-              mechanical: str, schema: AnswerSchema, program: Program, code: str,
-              alternatives: Sequence[tuple[str, str]] = (),
-              ops: Sequence[str] = ()) -> Candidate:
+def candidate(
+    tpl_name: str,
+    family: str,
+    difficulty: Difficulty,
+    question: str,
+    mechanical: str,
+    schema: AnswerSchema,
+    program: Program,
+    code: str,
+    alternatives: Sequence[tuple[str, str]] = (),
+    ops: Sequence[str] = (),
+) -> Candidate:
     # The question heads the program as a comment, as in a notebook; it also keeps the
     # ids of wordings that share a computation (template variants) distinct.
     head = "".join(f"# {line}\n" for line in textwrap.wrap(question, 96))
@@ -259,10 +297,19 @@ def candidate(tpl_name: str, family: str, difficulty: Difficulty, question: str,
         if alt_code not in seen:
             seen.add(alt_code)
             alts.append(AlternativeCode(description=desc, code=alt_code))
-    return Candidate(source="template", template=tpl_name, question=question,
-                     question_mechanical=mechanical, answer_schema=schema, code=code,
-                     alternatives=alts, n_steps=program.n_steps, difficulty=difficulty,
-                     program_ops=list(ops), op_families=[family])
+    return Candidate(
+        source="template",
+        template=tpl_name,
+        question=question,
+        question_mechanical=mechanical,
+        answer_schema=schema,
+        code=code,
+        alternatives=alts,
+        n_steps=program.n_steps,
+        difficulty=difficulty,
+        program_ops=list(ops),
+        op_families=[family],
+    )
 
 
 def q(name: str) -> str:

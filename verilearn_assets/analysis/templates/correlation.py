@@ -36,8 +36,11 @@ PAIR = AnswerSchema(kind="list", items=STRING, ordered=False)
 def _pair_program(cols: list[str], pick: tuple[str, str] | None) -> tuple[Program, str]:
     p = Program().comment("Pairwise Pearson correlations; strongest by absolute value")
     p.step(f"corr = df[{cols!r}].astype(float).corr(method='pearson')", "corr_matrix")
-    p.step("pairs = corr.where(np.triu(np.ones(corr.shape, dtype=bool), k=1)).stack()",
-           "upper_pairs", ["corr_matrix"])
+    p.step(
+        "pairs = corr.where(np.triu(np.ones(corr.shape, dtype=bool), k=1)).stack()",
+        "upper_pairs",
+        ["corr_matrix"],
+    )
     if pick is None:
         p.step("a, b = pairs.abs().idxmax()", "best_pair", ["upper_pairs"])
     else:
@@ -51,23 +54,39 @@ def pearson_strongest_pair(v: TableView) -> list[Candidate]:
     pairs = corr.where(np.triu(np.ones(corr.shape, dtype=bool), k=1)).stack()
     v.require(not pairs.dropna().empty, "no pair of numeric columns has a defined correlation")
     p, code = _pair_program(cols, None)
-    alts = [(f"tie: pair {t} is as strongly correlated", _pair_program(cols, t)[1])
-            for t in v.other_ties(pairs.abs())]
-    return [candidate(
-        "pearson_strongest_pair", FAMILY, "medium",
-        f"Among {quoted_list(cols)}, which two columns are most strongly correlated (Pearson, by "
-        "absolute value), and what is their correlation?",
-        "pandas corr(method='pearson') with pairwise-complete rows; argmax |r| over pairs "
-        "i<j; answer the pair (sorted) and signed r",
-        mapping(columns=PAIR, r=STAT), p, code, alts, ops=["corr", "abs", "idxmax"])]
+    alts = [
+        (f"tie: pair {t} is as strongly correlated", _pair_program(cols, t)[1])
+        for t in v.other_ties(pairs.abs())
+    ]
+    return [
+        candidate(
+            "pearson_strongest_pair",
+            FAMILY,
+            "medium",
+            f"Among {quoted_list(cols)}, which two columns are most strongly correlated "
+            "(Pearson, by "
+            "absolute value), and what is their correlation?",
+            "pandas corr(method='pearson') with pairwise-complete rows; argmax |r| over pairs "
+            "i<j; answer the pair (sorted) and signed r",
+            mapping(columns=PAIR, r=STAT),
+            p,
+            code,
+            alts,
+            ops=["corr", "abs", "idxmax"],
+        )
+    ]
 
 
 # --- rank correlation with a target ---------------------------------------------------
-def _spearman_program(target: str, cols: list[str], signed: bool,
-                      pick: str | None) -> tuple[Program, str]:
+def _spearman_program(
+    target: str, cols: list[str], signed: bool, pick: str | None
+) -> tuple[Program, str]:
     p = Program().comment(f"Spearman rank correlation of each column with {target}")
-    p.step(f"rho = df[{cols!r}].astype(float).corrwith(df[{q(target)}].astype(float), "
-           "method='spearman')", "rho")
+    p.step(
+        f"rho = df[{cols!r}].astype(float).corrwith(df[{q(target)}].astype(float), "
+        "method='spearman')",
+        "rho",
+    )
     score = "rho" if signed else "rho.abs()"
     p.choose("best", f"{score}.idxmax()", pick, "best_column", ["rho"])
     return p, p.submit('{"column": str(best), "rho": float(rho[best])}')
@@ -93,25 +112,36 @@ def _spearman(variant: str) -> Template:
             if variant == "base":
                 readings.append((True, "strongest read as the largest positive rho", rho))
             p, code = _spearman_program(target, cols, False, None)
-            alts = [(desc, _spearman_program(target, cols, signed, t)[1])
-                    for signed, desc, t in v.reading_ties(readings)]
+            alts = [
+                (desc, _spearman_program(target, cols, signed, t)[1])
+                for signed, desc, t in v.reading_ties(readings)
+            ]
             listed = quoted_list(cols)
             question = {
                 "base": f"Which column has the strongest rank correlation with '{target}', "
-                        "and what is the correlation?",
+                "and what is the correlation?",
                 "exclude_target": f"Excluding '{target}' itself, which of the other numeric "
-                                  f"columns has the strongest Spearman rank correlation with "
-                                  f"'{target}', and what is it?",
+                f"columns has the strongest Spearman rank correlation with "
+                f"'{target}', and what is it?",
                 "method_explicit": f"Compute Spearman's rho between '{target}' and each of "
-                                   f"{listed} (pairwise-complete rows). Which column has the "
-                                   "largest absolute rho, and what is its signed value?",
+                f"{listed} (pairwise-complete rows). Which column has the "
+                "largest absolute rho, and what is its signed value?",
             }[variant]
-            out.append(candidate(
-                name, FAMILY, "medium", question,
-                f"candidates {cols}; Spearman rho with '{target}' on pairwise-complete rows; "
-                "argmax |rho|; answer column and signed rho",
-                mapping(column=STRING, rho=STAT), p, code, alts,
-                ops=["rank", "corrwith", "idxmax"]))
+            out.append(
+                candidate(
+                    name,
+                    FAMILY,
+                    "medium",
+                    question,
+                    f"candidates {cols}; Spearman rho with '{target}' on pairwise-complete rows; "
+                    "argmax |rho|; answer column and signed rho",
+                    mapping(column=STRING, rho=STAT),
+                    p,
+                    code,
+                    alts,
+                    ops=["rank", "corrwith", "idxmax"],
+                )
+            )
         v.require(bool(out), "no defined rank correlation with any target")
         return out
 
@@ -126,25 +156,38 @@ def correlation_after_outlier_removal(v: TableView) -> list[Candidate]:
     p.step(f"r_before = pair[{q(x)}].corr(pair[{q(y)}])", "r_before", ["pair_rows"])
     p.step("q1, q3 = pair.quantile(0.25), pair.quantile(0.75)", "quartiles", ["pair_rows"])
     p.step("iqr = q3 - q1", "iqr", ["quartiles"])
-    p.step("inside = ((pair >= q1 - 1.5 * iqr) & (pair <= q3 + 1.5 * iqr)).all(axis=1)",
-           "inside_mask", ["iqr"])
+    p.step(
+        "inside = ((pair >= q1 - 1.5 * iqr) & (pair <= q3 + 1.5 * iqr)).all(axis=1)",
+        "inside_mask",
+        ["iqr"],
+    )
     p.step("clean = pair[inside]", "clean_rows", ["inside_mask"])
     p.step(f"r_after = clean[{q(x)}].corr(clean[{q(y)}])", "r_after", ["clean_rows"])
-    code = p.submit('{"r_before": float(r_before), "r_after": float(r_after), '
-                    '"rows_removed": int(len(pair) - len(clean))}')
-    return [candidate(
-        "correlation_after_outlier_removal", FAMILY, "medium",
-        f"What is the Pearson correlation between '{x}' and '{y}' before and after removing "
-        "rows where either value is a 1.5 x IQR outlier, and how many rows are removed?",
-        "rows with both present; Tukey fences per column (pandas quantile); drop rows outside "
-        "either fence; Pearson r before/after and rows removed",
-        mapping(r_before=STAT, r_after=STAT, rows_removed=AnswerSchema(kind="integer")),
-        p, code, ops=["corr", "quantile", "filter"])]
+    code = p.submit(
+        '{"r_before": float(r_before), "r_after": float(r_after), '
+        '"rows_removed": int(len(pair) - len(clean))}'
+    )
+    return [
+        candidate(
+            "correlation_after_outlier_removal",
+            FAMILY,
+            "medium",
+            f"What is the Pearson correlation between '{x}' and '{y}' before and after removing "
+            "rows where either value is a 1.5 x IQR outlier, and how many rows are removed?",
+            "rows with both present; Tukey fences per column (pandas quantile); drop rows outside "
+            "either fence; Pearson r before/after and rows removed",
+            mapping(r_before=STAT, r_after=STAT, rows_removed=AnswerSchema(kind="integer")),
+            p,
+            code,
+            ops=["corr", "quantile", "filter"],
+        )
+    ]
 
 
 # --- correlation change under a log transform ------------------------------------------------
-def _log_change_program(target: str, cols: list[str], fn: str,
-                        pick: str | None) -> tuple[Program, str]:
+def _log_change_program(
+    target: str, cols: list[str], fn: str, pick: str | None
+) -> tuple[Program, str]:
     p = Program().comment(f"Pearson r with {target} on raw and {fn}-transformed values")
     p.step(f"block = df[{cols + [target]!r}].astype(float)", "numeric_block")
     p.step(f"r_raw = block[{cols!r}].corrwith(block[{q(target)}])", "r_raw", ["numeric_block"])
@@ -175,30 +218,46 @@ def _corr_change(variant: str) -> Template:
                 continue
             readings = [("np.log", "natural log", change.abs())]
             if variant == "base":
-                readings.append(("np.log1p", "log read as log(1 + x)",
-                                 _log_change_scores(v, target, cols, np.log1p).abs()))
+                readings.append(
+                    (
+                        "np.log1p",
+                        "log read as log(1 + x)",
+                        _log_change_scores(v, target, cols, np.log1p).abs(),
+                    )
+                )
             p, code = _log_change_program(target, cols, "np.log", None)
-            alts = [(desc, _log_change_program(target, cols, fn, t)[1])
-                    for fn, desc, t in v.reading_ties(readings)]
+            alts = [
+                (desc, _log_change_program(target, cols, fn, t)[1])
+                for fn, desc, t in v.reading_ties(readings)
+            ]
             listed = quoted_list(cols)
             question = {
                 "base": f"Which column's correlation with '{target}' changes the most when "
-                        "both are log-transformed, and by how much does it change?",
+                "both are log-transformed, and by how much does it change?",
                 "exclude_target": f"Leaving '{target}' itself out, which other positive "
-                                  f"numeric column's Pearson correlation with '{target}' "
-                                  "changes most after log-transforming both, and what is the "
-                                  "change?",
+                f"numeric column's Pearson correlation with '{target}' "
+                "changes most after log-transforming both, and what is the "
+                "change?",
                 "method_explicit": f"For each of {listed}, compute Pearson r with '{target}' "
-                                   "on raw values and on natural-log values (np.log of both). "
-                                   "Which column has the largest |r_log - r_raw|, and what is "
-                                   "r_log - r_raw?",
+                "on raw values and on natural-log values (np.log of both). "
+                "Which column has the largest |r_log - r_raw|, and what is "
+                "r_log - r_raw?",
             }[variant]
-            out.append(candidate(
-                name, FAMILY, "hard", question,
-                f"candidates {cols}; Pearson r with '{target}' raw and after np.log; change = "
-                "r_log - r_raw; argmax |change|; answer column and signed change",
-                mapping(column=STRING, change=STAT), p, code, alts,
-                ops=["log", "corrwith", "subtract", "idxmax"]))
+            out.append(
+                candidate(
+                    name,
+                    FAMILY,
+                    "hard",
+                    question,
+                    f"candidates {cols}; Pearson r with '{target}' raw and after np.log; change = "
+                    "r_log - r_raw; argmax |change|; answer column and signed change",
+                    mapping(column=STRING, change=STAT),
+                    p,
+                    code,
+                    alts,
+                    ops=["log", "corrwith", "subtract", "idxmax"],
+                )
+            )
         v.require(bool(out), "no defined correlation change")
         return out
 
@@ -208,7 +267,8 @@ def _corr_change(variant: str) -> Template:
 TEMPLATES = [
     Template("pearson_strongest_pair", FAMILY, "medium", pearson_strongest_pair),
     *(_spearman(variant) for variant in VARIANTS),
-    Template("correlation_after_outlier_removal", FAMILY, "medium",
-             correlation_after_outlier_removal),
+    Template(
+        "correlation_after_outlier_removal", FAMILY, "medium", correlation_after_outlier_removal
+    ),
     *(_corr_change(variant) for variant in VARIANTS),
 ]

@@ -29,12 +29,20 @@ def mean_median_gap(v: TableView) -> list[Candidate]:
         p.step("median_x = x.median()", "median", ["values"])
         p.step("gap = mean_x - median_x", "gap", ["mean", "median"])
         code = p.submit("float(gap)")
-        out.append(candidate(
-            "mean_median_gap", FAMILY, "easy",
-            f"How far is the mean of '{col}' from its median (mean minus median), "
-            "ignoring missing values?",
-            f"x = non-missing '{col}'; answer = mean(x) - median(x)",
-            NUMBER, p, code, ops=["dropna", "mean", "median"]))
+        out.append(
+            candidate(
+                "mean_median_gap",
+                FAMILY,
+                "easy",
+                f"How far is the mean of '{col}' from its median (mean minus median), "
+                "ignoring missing values?",
+                f"x = non-missing '{col}'; answer = mean(x) - median(x)",
+                NUMBER,
+                p,
+                code,
+                ops=["dropna", "mean", "median"],
+            )
+        )
     return out
 
 
@@ -47,12 +55,20 @@ def range_and_iqr(v: TableView) -> list[Candidate]:
         p.step("q1, q3 = x.quantile([0.25, 0.75])", "quartiles", ["values"])
         p.step("iqr = q3 - q1", "iqr", ["quartiles"])
         code = p.submit('{"range": float(value_range), "iqr": float(iqr)}')
-        out.append(candidate(
-            "range_and_iqr", FAMILY, "easy",
-            f"What are the range (max - min) and the interquartile range of '{col}'?",
-            f"x = non-missing '{col}'; range = max - min; iqr = Q3 - Q1 "
-            "(pandas quantile, linear interpolation)",
-            mapping(range=NUMBER, iqr=NUMBER), p, code, ops=["quantile", "max", "min"]))
+        out.append(
+            candidate(
+                "range_and_iqr",
+                FAMILY,
+                "easy",
+                f"What are the range (max - min) and the interquartile range of '{col}'?",
+                f"x = non-missing '{col}'; range = max - min; iqr = Q3 - Q1 "
+                "(pandas quantile, linear interpolation)",
+                mapping(range=NUMBER, iqr=NUMBER),
+                p,
+                code,
+                ops=["quantile", "max", "min"],
+            )
+        )
     return out
 
 
@@ -74,21 +90,32 @@ def highest_cv_column(v: TableView) -> list[Candidate]:
     cols = cols[:8]
     cv = num[cols].std() / num[cols].mean().abs()
     p, code = _cv_program(cols, None)
-    alts = [(f"tie: '{c}' has the same coefficient of variation", _cv_program(cols, c)[1])
-            for c in v.other_ties(cv)]
-    return [candidate(
-        "highest_cv_column", FAMILY, "medium",
-        f"Among the columns {quoted_list(cols)}, which has the largest coefficient of variation "
-        "(standard deviation divided by the absolute mean), and what is it?",
-        "cv = std(ddof=1) / |mean| per column, missing values skipped; answer the argmax "
-        "column and its cv",
-        mapping(column=STRING, cv=NUMBER), p, code, alts, ops=["std", "mean", "idxmax"])]
+    alts = [
+        (f"tie: '{c}' has the same coefficient of variation", _cv_program(cols, c)[1])
+        for c in v.other_ties(cv)
+    ]
+    return [
+        candidate(
+            "highest_cv_column",
+            FAMILY,
+            "medium",
+            f"Among the columns {quoted_list(cols)}, which has the largest "
+            "coefficient of variation "
+            "(standard deviation divided by the absolute mean), and what is it?",
+            "cv = std(ddof=1) / |mean| per column, missing values skipped; answer the argmax "
+            "column and its cv",
+            mapping(column=STRING, cv=NUMBER),
+            p,
+            code,
+            alts,
+            ops=["std", "mean", "idxmax"],
+        )
+    ]
 
 
 def _top_share_program(col: str, pick: str | None) -> tuple[Program, str]:
     p = Program().comment(f"Most common level of {col} and its share")
-    p.step(f"shares = df[{q(col)}].dropna().astype(str).value_counts(normalize=True)",
-           "shares")
+    p.step(f"shares = df[{q(col)}].dropna().astype(str).value_counts(normalize=True)", "shares")
     p.choose("top", "shares.index[0]", pick, "top_level", ["shares"])
     return p, p.submit('{"level": str(top), "share": float(shares[top])}')
 
@@ -98,24 +125,39 @@ def top_category_share(v: TableView) -> list[Candidate]:
     for col in v.per_template(v.need_categorical()):
         shares = v.frame()[col].dropna().astype(str).value_counts(normalize=True)
         p, code = _top_share_program(col, None)
-        alts = [(f"tie: level '{t}' is as frequent", _top_share_program(col, t)[1])
-                for t in v.other_ties(shares)]
-        out.append(candidate(
-            "top_category_share", FAMILY, "easy",
-            f"Which value of '{col}' is the most common, and what share of the non-missing "
-            "rows has it?",
-            f"value_counts(normalize=True) of non-missing '{col}' (as text); answer the top "
-            "level and its share",
-            mapping(level=STRING, share=NUMBER), p, code, alts, ops=["value_counts"]))
+        alts = [
+            (f"tie: level '{t}' is as frequent", _top_share_program(col, t)[1])
+            for t in v.other_ties(shares)
+        ]
+        out.append(
+            candidate(
+                "top_category_share",
+                FAMILY,
+                "easy",
+                f"Which value of '{col}' is the most common, and what share of the non-missing "
+                "rows has it?",
+                f"value_counts(normalize=True) of non-missing '{col}' (as text); answer the top "
+                "level and its share",
+                mapping(level=STRING, share=NUMBER),
+                p,
+                code,
+                alts,
+                ops=["value_counts"],
+            )
+        )
     return out
 
 
-def _group_mean_program(cat: str, num: str, levels: list[str],
-                        pick: str | None) -> tuple[Program, str]:
+def _group_mean_program(
+    cat: str, num: str, levels: list[str], pick: str | None
+) -> tuple[Program, str]:
     p = Program().comment(f"Mean of {num} per level of {cat}, groups of enough size only")
     level_rows(p, cat, [num], levels)
-    p.step(f"means = sub[{q(num)}].astype(float).groupby(sub[{q(cat)}].astype(str)).mean()",
-           "group_means", ["kept_rows"])
+    p.step(
+        f"means = sub[{q(num)}].astype(float).groupby(sub[{q(cat)}].astype(str)).mean()",
+        "group_means",
+        ["kept_rows"],
+    )
     p.choose("best", "means.idxmax()", pick, "best_level", ["group_means"])
     return p, p.submit('{"level": str(best), "mean": float(means[best])}')
 
@@ -131,21 +173,33 @@ def group_mean_top_category(v: TableView) -> list[Candidate]:
         sub = v.level_rows(cat, [num], levels)
         means = sub[num].astype(float).groupby(sub[cat].astype(str)).mean()
         p, code = _group_mean_program(cat, num, levels, None)
-        alts = [(f"tie: level '{t}' has the same mean",
-                 _group_mean_program(cat, num, levels, t)[1]) for t in v.other_ties(means)]
+        alts = [
+            (f"tie: level '{t}' has the same mean", _group_mean_program(cat, num, levels, t)[1])
+            for t in v.other_ties(means)
+        ]
         min_n = v.cfg.eligibility.min_group_size
-        out.append(candidate(
-            "group_mean_top_category", FAMILY, "medium",
-            f"Which value of '{cat}' has the highest average '{num}'? Only consider values "
-            f"with at least {min_n} rows where both are present.",
-            f"rows with both '{cat}' and '{num}'; levels with >= {min_n} rows "
-            f"({', '.join(levels)}); mean of '{num}' per level; answer argmax level and mean",
-            mapping(level=STRING, mean=NUMBER), p, code, alts,
-            ops=["dropna", "groupby", "mean", "idxmax"]))
+        out.append(
+            candidate(
+                "group_mean_top_category",
+                FAMILY,
+                "medium",
+                f"Which value of '{cat}' has the highest average '{num}'? Only consider values "
+                f"with at least {min_n} rows where both are present.",
+                f"rows with both '{cat}' and '{num}'; levels with >= {min_n} rows "
+                f"({', '.join(levels)}); mean of '{num}' per level; answer argmax level and mean",
+                mapping(level=STRING, mean=NUMBER),
+                p,
+                code,
+                alts,
+                ops=["dropna", "groupby", "mean", "idxmax"],
+            )
+        )
         if len(out) >= v.cfg.template.questions_per_template:
             break
-    v.require(bool(out), f"no categorical column has 2 levels of >= "
-                         f"{v.cfg.eligibility.min_group_size} rows")
+    v.require(
+        bool(out),
+        f"no categorical column has 2 levels of >= {v.cfg.eligibility.min_group_size} rows",
+    )
     return out
 
 
@@ -158,12 +212,20 @@ def _unique_count(v: TableView) -> list[Candidate]:
         p.step("cleaned = raw.str.strip().str.lower()", "cleaned", ["values"])
         p.step("n_levels = cleaned.nunique()", "n_levels", ["cleaned"])
         code = p.submit("int(n_levels)")
-        out.append(candidate(
-            "distinct_levels_clean", FAMILY, "easy",
-            f"How many distinct values does '{col}' have once surrounding spaces and letter "
-            "case are ignored (missing values not counted)?",
-            f"non-missing '{col}' as text, strip + lower, nunique", INTEGER, p, code,
-            ops=["str.strip", "str.lower", "nunique"]))
+        out.append(
+            candidate(
+                "distinct_levels_clean",
+                FAMILY,
+                "easy",
+                f"How many distinct values does '{col}' have once surrounding spaces and letter "
+                "case are ignored (missing values not counted)?",
+                f"non-missing '{col}' as text, strip + lower, nunique",
+                INTEGER,
+                p,
+                code,
+                ops=["str.strip", "str.lower", "nunique"],
+            )
+        )
     return out
 
 

@@ -31,13 +31,24 @@ def most_missing_column(v: TableView) -> list[Candidate]:
     v.require(any(c.missing_pct > 0 for c in v.columns), "no column has missing values")
     missing = v.frame().isna().sum()
     p, code = _most_missing_program(None)
-    alts = [(f"tie: '{c}' has as many missing values", _most_missing_program(str(c))[1])
-            for c in v.other_ties(missing.astype(float))]
-    return [candidate(
-        "most_missing_column", FAMILY, "easy",
-        "Which column has the most missing values, and how many does it have?",
-        "df.isna().sum() per column; answer the argmax column and its count",
-        mapping(column=STRING, missing=INTEGER), p, code, alts, ops=["isna", "sum", "idxmax"])]
+    alts = [
+        (f"tie: '{c}' has as many missing values", _most_missing_program(str(c))[1])
+        for c in v.other_ties(missing.astype(float))
+    ]
+    return [
+        candidate(
+            "most_missing_column",
+            FAMILY,
+            "easy",
+            "Which column has the most missing values, and how many does it have?",
+            "df.isna().sum() per column; answer the argmax column and its count",
+            mapping(column=STRING, missing=INTEGER),
+            p,
+            code,
+            alts,
+            ops=["isna", "sum", "idxmax"],
+        )
+    ]
 
 
 def duplicate_rows(v: TableView) -> list[Candidate]:
@@ -46,12 +57,20 @@ def duplicate_rows(v: TableView) -> list[Candidate]:
     p.step("n_dup = dup_mask.sum()", "n_duplicates", ["duplicate_mask"])
     p.step("n_unique_rows = len(df) - n_dup", "n_unique_rows", ["n_duplicates"])
     code = p.submit('{"duplicates": int(n_dup), "unique_rows": int(n_unique_rows)}')
-    return [candidate(
-        "duplicate_rows", FAMILY, "easy",
-        "How many rows are exact duplicates of an earlier row, and how many distinct rows "
-        "remain after removing them?",
-        "df.duplicated(keep='first').sum(); unique_rows = len(df) - duplicates",
-        mapping(duplicates=INTEGER, unique_rows=INTEGER), p, code, ops=["duplicated", "sum"])]
+    return [
+        candidate(
+            "duplicate_rows",
+            FAMILY,
+            "easy",
+            "How many rows are exact duplicates of an earlier row, and how many distinct rows "
+            "remain after removing them?",
+            "df.duplicated(keep='first').sum(); unique_rows = len(df) - duplicates",
+            mapping(duplicates=INTEGER, unique_rows=INTEGER),
+            p,
+            code,
+            ops=["duplicated", "sum"],
+        )
+    ]
 
 
 def complete_case_shift(v: TableView) -> list[Candidate]:
@@ -64,27 +83,42 @@ def complete_case_shift(v: TableView) -> list[Candidate]:
         p = Program().comment(f"Mean of {target} before and after dropping rows missing {miss}")
         p.step(f"before = df[{q(target)}].astype(float).mean()", "mean_all")
         p.step(f"complete = df.dropna(subset=[{q(miss)}, {q(target)}])", "complete_rows")
-        p.step(f"after = complete[{q(target)}].astype(float).mean()", "mean_complete",
-               ["complete_rows"])
+        p.step(
+            f"after = complete[{q(target)}].astype(float).mean()",
+            "mean_complete",
+            ["complete_rows"],
+        )
         p.step("shift = after - before", "shift", ["mean_all", "mean_complete"])
         code = p.submit('{"rows_kept": int(len(complete)), "shift": float(shift)}')
-        out.append(candidate(
-            "complete_case_shift", FAMILY, "medium",
-            f"If we drop every row where '{miss}' or '{target}' is missing, how many rows "
-            f"remain and by how much does the mean of '{target}' change (after minus before)?",
-            f"before = mean of '{target}' (missing skipped); rows with both present; after = "
-            "their mean; answer rows kept and after - before",
-            mapping(rows_kept=INTEGER, shift=NUMBER), p, code, ops=["dropna", "mean"]))
+        out.append(
+            candidate(
+                "complete_case_shift",
+                FAMILY,
+                "medium",
+                f"If we drop every row where '{miss}' or '{target}' is missing, how many rows "
+                f"remain and by how much does the mean of '{target}' change (after minus before)?",
+                f"before = mean of '{target}' (missing skipped); rows with both present; after = "
+                "their mean; answer rows kept and after - before",
+                mapping(rows_kept=INTEGER, shift=NUMBER),
+                p,
+                code,
+                ops=["dropna", "mean"],
+            )
+        )
     return out
 
 
-def _missing_by_group_program(cat: str, col: str, levels: list[str],
-                              pick: str | None) -> tuple[Program, str]:
+def _missing_by_group_program(
+    cat: str, col: str, levels: list[str], pick: str | None
+) -> tuple[Program, str]:
     p = Program().comment(f"Share of missing {col} within each level of {cat}")
     p.step(f"sub = df[df[{q(cat)}].notna()]", "rows_with_group")
     keep_levels(p, cat, levels, after="rows_with_group")
-    p.step(f"rates = sub[{q(col)}].isna().groupby(sub[{q(cat)}].astype(str)).mean()",
-           "missing_rates", ["kept_rows"])
+    p.step(
+        f"rates = sub[{q(col)}].isna().groupby(sub[{q(cat)}].astype(str)).mean()",
+        "missing_rates",
+        ["kept_rows"],
+    )
     p.choose("worst", "rates.idxmax()", pick, "worst_level", ["missing_rates"])
     return p, p.submit('{"level": str(worst), "missing_rate": float(rates[worst])}')
 
@@ -101,17 +135,30 @@ def missing_rate_by_group(v: TableView) -> list[Candidate]:
         sub = sub[sub[cat].astype(str).isin(levels)]
         rates = sub[col].isna().groupby(sub[cat].astype(str)).mean()
         p, code = _missing_by_group_program(cat, col, levels, None)
-        alts = [(f"tie: level '{t}' has the same missing rate",
-                 _missing_by_group_program(cat, col, levels, t)[1]) for t in v.other_ties(rates)]
-        out.append(candidate(
-            "missing_rate_by_group", FAMILY, "medium",
-            f"For which value of '{cat}' is '{col}' most often missing, and at what rate? "
-            f"Only consider values of '{cat}' with at least "
-            f"{v.cfg.eligibility.min_group_size} rows.",
-            f"rows with '{cat}' present, levels {levels}; per level mean of isna('{col}'); "
-            "answer argmax level and its rate",
-            mapping(level=STRING, missing_rate=NUMBER), p, code, alts,
-            ops=["isna", "groupby", "mean", "idxmax"]))
+        alts = [
+            (
+                f"tie: level '{t}' has the same missing rate",
+                _missing_by_group_program(cat, col, levels, t)[1],
+            )
+            for t in v.other_ties(rates)
+        ]
+        out.append(
+            candidate(
+                "missing_rate_by_group",
+                FAMILY,
+                "medium",
+                f"For which value of '{cat}' is '{col}' most often missing, and at what rate? "
+                f"Only consider values of '{cat}' with at least "
+                f"{v.cfg.eligibility.min_group_size} rows.",
+                f"rows with '{cat}' present, levels {levels}; per level mean of isna('{col}'); "
+                "answer argmax level and its rate",
+                mapping(level=STRING, missing_rate=NUMBER),
+                p,
+                code,
+                alts,
+                ops=["isna", "groupby", "mean", "idxmax"],
+            )
+        )
         if len(out) >= v.cfg.template.questions_per_template:
             break
     v.require(bool(out), "no categorical column has 2 levels of enough rows")

@@ -15,8 +15,14 @@ from verilearn_assets.analysis.programs.operators import (
 from verilearn_assets.analysis.programs.operators.spec import OpSpec
 
 OPERATORS: list[OpSpec] = [
-    *selectors.OPS, *filters.OPS, *transforms.OPS, *aggregates.OPS, *groups.OPS,
-    *relations.OPS, *inference.OPS, *scalars.OPS,
+    *selectors.OPS,
+    *filters.OPS,
+    *transforms.OPS,
+    *aggregates.OPS,
+    *groups.OPS,
+    *relations.OPS,
+    *inference.OPS,
+    *scalars.OPS,
 ]
 BY_NAME: dict[str, OpSpec] = {}
 for _spec in OPERATORS:

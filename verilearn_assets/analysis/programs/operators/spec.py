@@ -39,8 +39,16 @@ class OpSpec:
         return f"{self.name}({ins}{cols}) -> {self.output}"
 
 
-def op(name: str, family: str, inputs: tuple[VType, ...], output: VType, code: str,
-       phrase: str, **kw: object) -> OpSpec:
+def op(
+    name: str,
+    family: str,
+    inputs: tuple[VType, ...],
+    output: VType,
+    code: str,
+    phrase: str,
+    **kw: object,
+) -> OpSpec:
     """Short constructor used by the family modules."""
-    return OpSpec(name=name, family=family, inputs=inputs, output=output, code=code,
-                  phrase=phrase, **kw)  # type: ignore[arg-type]
+    return OpSpec(
+        name=name, family=family, inputs=inputs, output=output, code=code, phrase=phrase, **kw
+    )  # type: ignore[arg-type]
