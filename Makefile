@@ -62,6 +62,7 @@ demo: install system-deps dockerd
 
 lint: install
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 check-defs: install
 	cd $(CURDIR) && $(VENV)/bin/dg check defs

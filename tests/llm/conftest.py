@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from verilearn_assets.llm.config import VllmConfig
+from verilearn_assets.llm.config import LocalServerConfig, VllmConfig
 from verilearn_assets.llm.launcher import (
     REPO_ROOT,
     VllmEnvironmentMissing,
@@ -104,6 +104,7 @@ def vllm_server(
         served_model_name=MODEL_NAME,
         max_model_len=2048,
         kv_cache_gib=1,
+        extra_args=LocalServerConfig().extra_args,  # the shipped server flags
         log_path=tmp_path_factory.mktemp("vllm") / "server.log",
         startup_timeout_s=float(os.environ.get("VERILEARN_VLLM_STARTUP_TIMEOUT", "420")),
     )

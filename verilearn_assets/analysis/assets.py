@@ -7,6 +7,8 @@ partition. (No `from __future__ import annotations`: Dagster inspects the annota
 
 import asyncio
 import contextlib
+from collections import Counter
+from typing import Any
 
 from dagster import AssetExecutionContext, Failure, MaterializeResult, MetadataValue, asset
 
@@ -33,8 +35,10 @@ from verilearn_assets.ingest.assets import tables
 from verilearn_assets.ingest.tables import load_table_records
 from verilearn_assets.partitions import SOURCE_SPLIT, source_split
 
-LLM_HOWTO = ("the llm source needs a vLLM server: set `base_urls` (or `launch: true` with a "
-             "local model path) in configs/vllm.yaml")
+LLM_HOWTO = (
+    "the llm source needs a vLLM server: set `base_urls` (or `launch: true` with a "
+    "local model path) in configs/vllm.yaml"
+)
 
 
 @contextlib.asynccontextmanager
@@ -51,109 +55,175 @@ async def _llm_client(vllm: VllmResource, needed: bool):
         await client.start()
     except Exception as exc:
         await client.close()
-        raise Failure(description=f"vLLM server(s) {cfg.base_urls} not healthy: {exc}. "
-                      f"{LLM_HOWTO}") from exc
+        raise Failure(
+            description=f"vLLM server(s) {cfg.base_urls} not healthy: {exc}. {LLM_HOWTO}"
+        ) from exc
     try:
         yield client
     finally:
         await client.close()
 
 
-async def _llm_questions(tables_, pool, client, teacher_cfg) -> PartitionQuestions:
+async def _llm_questions(
+    tables_,
+    pool,
+    client,
+    teacher_cfg,
+) -> tuple[PartitionQuestions, dict[str, Any]]:
+    """Proposals per table, plus the llm-only metadata.
+
+    Only verified proposals become records, so what was dropped on the way (malformed
+    proposals, failed triangulations) and what the model cost are counted here instead;
+    `candidates` counts the well-formed proposals that were triangulated.
+    """
     cfg = teacher_cfg.model_copy(update={"teacher": "vllm"})
     make_policy = policy_factory(cfg, client)
     out = PartitionQuestions()
+    malformed: Counter[str] = Counter()
+    failed: Counter[str] = Counter()
     for table in tables_:
         proposals = await propose_questions(table, make_policy, pool, cfg)
         out.candidates += len(proposals.outcomes)
         out.records.extend(proposals.records)
-    return out
+        out.records.extend(proposals.rejected_records(table))
+        malformed.update(m.reason.split(":", 1)[0] for m in proposals.malformed)
+        failed.update(o.failure_class or "unknown" for o in proposals.outcomes if o.record is None)
+    usage = client.stats()
+    return out, {
+        "proposals_malformed": sum(malformed.values()),
+        "proposals_failed": sum(failed.values()),
+        "malformed_reasons": MetadataValue.md(markdown_counts(dict(malformed), "reason")),
+        "proposal_failures": MetadataValue.md(markdown_counts(dict(failed), "failure class")),
+        "llm_model": client.cfg.model,
+        "llm_requests": usage["requests"],
+        "llm_failed_requests": usage["failed_requests"],
+        "llm_retries": usage["retries"],
+        "llm_prompt_tokens": usage["prompt_tokens"],
+        "llm_completion_tokens": usage["completion_tokens"],
+    }
 
 
-@asset(partitions_def=SOURCE_SPLIT, deps=[tables], group_name="analysis",
-       description="Questions with proven answers for one source × split: generated "
-       "(template/procedural) or proposed by a model (llm), then verified by clean "
-       "re-execution in the sandbox. Rejected candidates are kept with their reason.")
-def questions(context: AssetExecutionContext, container_pool: ContainerPoolResource,
-              vllm: VllmResource) -> MaterializeResult:
+@asset(
+    partitions_def=SOURCE_SPLIT,
+    deps=[tables],
+    group_name="analysis",
+    description="Questions with proven answers for one source × split: generated "
+    "(template/procedural) or proposed by a model (llm), then verified by clean "
+    "re-execution in the sandbox. Rejected candidates are kept with their reason.",
+)
+def questions(
+    context: AssetExecutionContext, container_pool: ContainerPoolResource, vllm: VllmResource
+) -> MaterializeResult:
     source, split = source_split(context.partition_key)
     split_tables = load_table_records(lake.home(), split)
     qcfg = load_questions_config()
+    llm_metadata: dict[str, Any] = {}
 
     async def run() -> PartitionQuestions:
         async with container_pool.get_pool() as pool:
             context.log.info(f"sandbox backend: {pool.backend}")
             if source == "llm":
                 async with _llm_client(vllm, True) as client:
-                    return await _llm_questions(split_tables, pool, client,
-                                                load_teacher_config())
+                    built, extra = await _llm_questions(
+                        split_tables, pool, client, load_teacher_config()
+                    )
+                llm_metadata.update(extra)
+                context.log.info(
+                    f"llm/{split}: {built.candidates} proposals triangulated, "
+                    f"{extra['proposals_malformed']} malformed; {extra['llm_requests']} "
+                    f"model requests, {extra['llm_completion_tokens']} completion tokens"
+                )
+                return built
             return await build_generated(split_tables, source, split, qcfg, pool)
 
     built = asyncio.run(run())
     lake.write_records("questions", built.records, QuestionRecord, source=source, split=split)
     summary = summarize(built.records)
-    context.log.info(f"{source}/{split}: {summary['accepted']} accepted, "
-                     f"{summary['rejected']} rejected from {len(split_tables)} tables")
-    return MaterializeResult(metadata={
-        "tables": len(split_tables),
-        "candidates": built.candidates,
-        "accepted": summary["accepted"],
-        "rejected": summary["rejected"],
-        "alternatives_rate": summary["alternatives_rate"],
-        "datasets": summary["datasets"],
-        "by_template": MetadataValue.md(markdown_counts(summary["by_template"], "template")),
-        "by_operator_family": MetadataValue.md(
-            markdown_counts(summary["by_operator_family"], "operator family")),
-        "rejection_reasons": MetadataValue.md(
-            markdown_counts(summary["rejection_reasons"], "reason")),
-        "not_applicable": MetadataValue.md(
-            markdown_counts(dict(built.not_applicable), "template not applicable (tables)")),
-    })
+    context.log.info(
+        f"{source}/{split}: {summary['accepted']} accepted, "
+        f"{summary['rejected']} rejected from {len(split_tables)} tables"
+    )
+    return MaterializeResult(
+        metadata={
+            "tables": len(split_tables),
+            "candidates": built.candidates,
+            "accepted": summary["accepted"],
+            "rejected": summary["rejected"],
+            "alternatives_rate": summary["alternatives_rate"],
+            "datasets": summary["datasets"],
+            "by_template": MetadataValue.md(markdown_counts(summary["by_template"], "template")),
+            "by_operator_family": MetadataValue.md(
+                markdown_counts(summary["by_operator_family"], "operator family")
+            ),
+            "rejection_reasons": MetadataValue.md(
+                markdown_counts(summary["rejection_reasons"], "reason")
+            ),
+            "not_applicable": MetadataValue.md(
+                markdown_counts(dict(built.not_applicable), "template not applicable (tables)")
+            ),
+            **llm_metadata,
+        }
+    )
 
 
-@asset(partitions_def=SOURCE_SPLIT, deps=[questions], group_name="analysis",
-       description="Multi-turn teacher traces run cell by cell in the sandbox. "
-       "template/procedural: the trace must reach the ground truth; llm: triangulation "
-       "decides. Written per question as they finish; a re-run skips finished ones.")
-def episodes(context: AssetExecutionContext, container_pool: ContainerPoolResource,
-             vllm: VllmResource) -> MaterializeResult:
+@asset(
+    partitions_def=SOURCE_SPLIT,
+    deps=[questions],
+    group_name="analysis",
+    description="Multi-turn teacher traces run cell by cell in the sandbox. "
+    "template/procedural: the trace must reach the ground truth; llm: triangulation "
+    "decides. Written per question as they finish; a re-run skips finished ones.",
+)
+def episodes(
+    context: AssetExecutionContext, container_pool: ContainerPoolResource, vllm: VllmResource
+) -> MaterializeResult:
     source, split = source_split(context.partition_key)
     tcfg = load_teacher_config()
-    qs = [q for q in lake.read_records("questions", QuestionRecord, source=source, split=split)
-          if q.status == "accepted"]
+    qs = [
+        q
+        for q in lake.read_records("questions", QuestionRecord, source=source, split=split)
+        if q.status == "accepted"
+    ]
     tables_by_id = {t.id: t for t in load_table_records(lake.home(), split)}
 
     async def run():
-        async with container_pool.get_pool() as pool, \
-                _llm_client(vllm, tcfg.teacher == "vllm") as client:
+        async with (
+            container_pool.get_pool() as pool,
+            _llm_client(vllm, tcfg.teacher == "vllm") as client,
+        ):
             try:
                 make_policy = policy_factory(tcfg, client)
             except TeacherUnavailableError as exc:
                 raise Failure(description=str(exc)) from exc
-            return await run_partition(qs, tables_by_id, make_policy, pool, tcfg,
-                                       source=source, split=split)
+            return await run_partition(
+                qs, tables_by_id, make_policy, pool, tcfg, source=source, split=split
+            )
 
     stats = asyncio.run(run())
     compacted = compact_partition(source, split, question_ids={q.id for q in qs})
     eps = compacted.episodes
     if stats.errors:
-        raise Failure(description=f"{len(stats.errors)} question(s) could not be run "
-                      f"(finished episodes are kept; a re-run resumes): "
-                      + "; ".join(stats.errors[:10]))
+        raise Failure(
+            description=f"{len(stats.errors)} question(s) could not be run "
+            f"(finished episodes are kept; a re-run resumes): " + "; ".join(stats.errors[:10])
+        )
     total = len(eps)
     verified = sum(e.verified for e in eps)
-    return MaterializeResult(metadata={
-        "questions": len(qs),
-        "episodes": total,
-        "written_this_run": stats.written,
-        "skipped_questions": stats.skipped_questions,
-        "dropped_stale": compacted.stale,
-        "verified": verified,
-        "pass_rate": round(verified / total, 4) if total else 0.0,
-        "teacher": tcfg.teacher,
-        "failure_classes": MetadataValue.md(markdown_counts(
-            dict(stats.failures), "failure class (this run)")),
-    })
+    return MaterializeResult(
+        metadata={
+            "questions": len(qs),
+            "episodes": total,
+            "written_this_run": stats.written,
+            "skipped_questions": stats.skipped_questions,
+            "dropped_stale": compacted.stale,
+            "verified": verified,
+            "pass_rate": round(verified / total, 4) if total else 0.0,
+            "teacher": tcfg.teacher,
+            "failure_classes": MetadataValue.md(
+                markdown_counts(dict(stats.failures), "failure class (this run)")
+            ),
+        }
+    )
 
 
 ANALYSIS_ASSETS = [questions, episodes]

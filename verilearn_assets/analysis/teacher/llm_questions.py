@@ -162,6 +162,42 @@ class TableProposals:
     def records(self) -> list[QuestionRecord]:
         return [o.record for o in self.outcomes if o.record is not None]
 
+    def rejected_records(self, table: TableRecord) -> list[QuestionRecord]:
+        """Well-formed proposals that failed, as rejected records: the reports count
+        rejections per reason for every source, and the model's attempt stays inspectable."""
+        return [rejected_record(o, table) for o in self.outcomes if o.record is None]
+
+
+def rejected_record(outcome: ProposalOutcome, table: TableRecord) -> QuestionRecord:
+    """A failed proposal as a `rejected` record; its code is what the gold trace ran.
+
+    The question heads the code as a comment so two proposals whose gold traces ran the
+    same (or no) code still get distinct content-hash ids.
+    """
+    proposal = outcome.proposal
+    gold = outcome.traces[0] if outcome.traces else None
+    ran = gold_code(gold) if gold else ""
+    n_steps = sum(c.status == "ok" for c in gold.cells) if gold else 0
+    code = f"# proposed: {' '.join(proposal.question.split())}\n{ran}"
+    return QuestionRecord(
+        id=QuestionRecord.make_id("llm", table.dataset, table.id, code),
+        source="llm",
+        split=table.split,
+        dataset=table.dataset,
+        table=table.id,
+        question=proposal.question,
+        question_mechanical=proposal.question,
+        answer_schema=proposal.answer_schema,
+        answer="null",
+        answer_hashes=[],
+        code=code,
+        n_steps=n_steps,
+        difficulty=_difficulty(n_steps),
+        hooks=gold.hooks if gold else [],
+        status="rejected",
+        rejection_reason=f"{outcome.failure_class or 'unknown'}: {outcome.reason}",
+    )
+
 
 def gold_code(trace: Trace) -> str:
     """The gold trace's successful cells, in order: the question's reference program."""
