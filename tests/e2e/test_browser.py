@@ -125,12 +125,52 @@ def test_graph_partitions_and_failed_check(webserver: str, browser, planted: Pla
     text = _page_text(
         browser,
         f"{webserver}/assets/episodes?view=checks&checkDetail=episodes_trace_integrity",
-        ["Latest execution", "Evaluation result", "failure(s) of"],
+        [
+            "Latest execution",
+            "Evaluation result",
+            "failure(s) of",
+            "episodes_trace_integrity\nFailed",
+        ],
         "episodes_checks.png",
     )
+    # the check list aggregates per-partition statuses: the planted failure must show there
+    # too, not only on the detail page (a run-less gate verdict once erased it)
+    assert "episodes_trace_integrity\nFailed" in text, text[:800]
     latest = text.split("Latest execution", 1)[1]
     assert "trace_integrity: " in latest and "failure(s)" in latest, latest[:800]
     assert planted.partition in latest, latest[:800]
     verdict = latest.split("Evaluation result", 1)[1].lstrip()
     assert verdict.startswith("Failed"), latest[:800]
     assert (OUTPUT / "episodes_checks.png").stat().st_size > 10_000
+
+
+PARTITION_STATUSES = """
+query ($key: AssetKeyInput!) { assetNodeOrError(assetKey: $key) { ... on AssetNode {
+  assetChecksOrError { ... on AssetChecks { checks { name partitionStatuses {
+    ... on AssetCheckMultiPartitionStatuses { ranges { primaryDimStartKey primaryDimEndKey
+      secondaryDim { ... on AssetCheckDefaultPartitionStatuses {
+        succeededPartitions failedPartitions } } } } } } } } } } }
+"""
+
+
+def test_failed_partition_is_in_the_check_partition_statuses(
+    webserver: str, planted: Planted
+) -> None:
+    """What the UI's check list aggregates: the planted partition is failed, after the gate."""
+    reply = httpx.post(
+        f"{webserver}/graphql",
+        json={"query": PARTITION_STATUSES, "variables": {"key": {"path": ["episodes"]}}},
+        timeout=60,
+    ).json()
+    checks = reply["data"]["assetNodeOrError"]["assetChecksOrError"]["checks"]
+    (integrity,) = [c for c in checks if c["name"] == "episodes_trace_integrity"]
+    source, split = planted.partition.split("|")
+    failed, succeeded = set(), set()
+    for r in integrity["partitionStatuses"]["ranges"]:
+        # the primary dimension is one of source/split; ranges cover contiguous keys
+        second = r["secondaryDim"]
+        for key in (r["primaryDimStartKey"], r["primaryDimEndKey"]):
+            failed |= {(key, p) for p in second["failedPartitions"]}
+            succeeded |= {(key, p) for p in second["succeededPartitions"]}
+    assert (source, split) in failed or (split, source) in failed, integrity
+    assert succeeded, integrity  # the other partitions passed

@@ -25,6 +25,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from dagster import AssetCheckEvaluation
+    from dagster._core.definitions.asset_checks.asset_check_evaluation import (
+        AssetCheckEvaluationTargetMaterializationData as Target,
+    )
 
     from resources.container_pool import ContainerPoolResource
     from verilearn_assets import lake
@@ -32,6 +35,7 @@ def run(args: argparse.Namespace) -> int:
     from verilearn_assets.cli import CliError
     from verilearn_assets.cli.orchestrate import instance_for_home
     from verilearn_assets.partitions import partition_key
+    from verilearn_assets.training.gate import latest_materialization
 
     instance = instance_for_home(lake.home())
     pool = ContainerPoolResource()
@@ -51,6 +55,15 @@ def run(args: argparse.Namespace) -> int:
                     print(f"  {ck.name}: skipped (episodes not materialized)")
                     continue
                 result = EVALUATORS[ck.name](source, split, pool)
+                # Tie the evaluation to the partition's latest materialization: without a
+                # target, Dagster's per-partition check status drops a run-less verdict,
+                # and the UI's check list would show a failed check as "Succeeded".
+                mat = latest_materialization(instance, ck.asset_key, key)
+                target = (
+                    Target(storage_id=mat.storage_id, run_id=mat.run_id, timestamp=mat.timestamp)
+                    if mat
+                    else None
+                )
                 instance.report_runless_asset_event(
                     AssetCheckEvaluation(
                         asset_key=ck.asset_key,
@@ -61,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
                         description=result.description,
                         blocking=True,
                         partition=key,
+                        target_materialization_data=target,
                     )
                 )
                 status = "ok" if result.passed else "FAILED"

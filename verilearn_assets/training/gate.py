@@ -10,19 +10,27 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from dagster import AssetCheckKey, AssetKey, AssetRecordsFilter, DagsterInstance
-from dagster._core.event_api import PartitionKeyFilter
+from dagster._core.event_api import EventLogRecord, PartitionKeyFilter
 from dagster._core.storage.asset_check_execution_record import (
     AssetCheckExecutionRecordStatus,
 )
 
 
-def _latest_materialization_time(
+def latest_materialization(
     instance: DagsterInstance, key: AssetKey, partition: str
-) -> float | None:
+) -> EventLogRecord | None:
+    """The newest materialization record of one partition of `key`, if any."""
     result = instance.fetch_materializations(
         AssetRecordsFilter(asset_key=key, asset_partitions=[partition]), limit=1, ascending=False
     )
-    return result.records[0].timestamp if result.records else None
+    return result.records[0] if result.records else None
+
+
+def _latest_materialization_time(
+    instance: DagsterInstance, key: AssetKey, partition: str
+) -> float | None:
+    record = latest_materialization(instance, key, partition)
+    return record.timestamp if record else None
 
 
 def gate_failures(
