@@ -168,17 +168,11 @@ class TableProposals:
         return [rejected_record(o, table) for o in self.outcomes if o.record is None]
 
 
-def rejected_record(outcome: ProposalOutcome, table: TableRecord) -> QuestionRecord:
-    """A failed proposal as a `rejected` record; its code is what the gold trace ran.
-
-    The question heads the code as a comment so two proposals whose gold traces ran the
-    same (or no) code still get distinct content-hash ids.
-    """
-    proposal = outcome.proposal
-    gold = outcome.traces[0] if outcome.traces else None
-    ran = gold_code(gold) if gold else ""
+def llm_record(
+    proposal: Proposal, table: TableRecord, code: str, gold: Trace | None, **verdict: Any
+) -> QuestionRecord:
+    """The record of one proposal on `table`; `verdict` holds the answer or the rejection."""
     n_steps = sum(c.status == "ok" for c in gold.cells) if gold else 0
-    code = f"# proposed: {' '.join(proposal.question.split())}\n{ran}"
     return QuestionRecord(
         id=QuestionRecord.make_id("llm", table.dataset, table.id, code),
         source="llm",
@@ -188,12 +182,30 @@ def rejected_record(outcome: ProposalOutcome, table: TableRecord) -> QuestionRec
         question=proposal.question,
         question_mechanical=proposal.question,
         answer_schema=proposal.answer_schema,
-        answer="null",
-        answer_hashes=[],
         code=code,
         n_steps=n_steps,
         difficulty=_difficulty(n_steps),
         hooks=gold.hooks if gold else [],
+        **verdict,
+    )
+
+
+def rejected_record(outcome: ProposalOutcome, table: TableRecord) -> QuestionRecord:
+    """A failed proposal as a `rejected` record; its code is what the gold trace ran.
+
+    The question heads the code as a comment so two proposals whose gold traces ran the
+    same (or no) code still get distinct content-hash ids.
+    """
+    gold = outcome.traces[0] if outcome.traces else None
+    ran = gold_code(gold) if gold else ""
+    code = f"# proposed: {' '.join(outcome.proposal.question.split())}\n{ran}"
+    return llm_record(
+        outcome.proposal,
+        table,
+        code,
+        gold,
+        answer="null",
+        answer_hashes=[],
         status="rejected",
         rejection_reason=f"{outcome.failure_class or 'unknown'}: {outcome.reason}",
     )
@@ -248,22 +260,13 @@ async def answer_proposal(
             f"gold code does not reproduce its answer in a clean slot (got {replayed!r}; {status})"
         )
         return out
-    n_steps = sum(c.status == "ok" for c in gold.cells)
-    out.record = QuestionRecord(
-        id=QuestionRecord.make_id("llm", table.dataset, table.id, code),
-        source="llm",
-        split=table.split,
-        dataset=table.dataset,
-        table=table.id,
-        question=proposal.question,
-        question_mechanical=proposal.question,
-        answer_schema=schema,
+    out.record = llm_record(
+        proposal,
+        table,
+        code,
+        gold,
         answer=gold.answer,
         answer_hashes=[answer_hash(gold.answer, schema)],
-        code=code,
-        n_steps=n_steps,
-        difficulty=_difficulty(n_steps),
-        hooks=gold.hooks,
     )
     return out
 
