@@ -48,6 +48,9 @@ def webserver(planted: Planted) -> Iterator[str]:
                 time.sleep(0.5)
         else:
             pytest.fail("dagster-webserver did not answer within 120 s")
+        # mark the first-visit community dialog as seen, so it cannot cover a screenshot
+        seen = httpx.post(f"{url}/graphql", json={"query": "mutation { setNuxSeen }"}, timeout=30)
+        assert seen.json().get("data", {}).get("setNuxSeen") is not None, seen.text
         yield url
     finally:
         proc.terminate()
