@@ -70,30 +70,29 @@ async def _llm_questions(
     client,
     teacher_cfg,
 ) -> tuple[PartitionQuestions, dict[str, Any]]:
-    """Proposals per table, plus the llm-only metadata.
-
-    Only verified proposals become records, so what was dropped on the way (malformed
-    proposals, failed triangulations) and what the model cost are counted here instead;
-    `candidates` counts the well-formed proposals that were triangulated.
+    """Proposals per table (verified ones accepted, failed ones rejected with their
+    failure class), plus the llm-only metadata: malformed proposals, which never become
+    records, and what the model cost. `candidates` counts the triangulated proposals.
     """
     cfg = teacher_cfg.model_copy(update={"teacher": "vllm"})
     make_policy = policy_factory(cfg, client)
     out = PartitionQuestions()
     malformed: Counter[str] = Counter()
-    failed: Counter[str] = Counter()
+    rejected = 0
     for table in tables_:
         proposals = await propose_questions(table, make_policy, pool, cfg)
         out.candidates += len(proposals.outcomes)
         out.records.extend(proposals.records)
-        out.records.extend(proposals.rejected_records(table))
+        failures = proposals.rejected_records(table)
+        out.records.extend(failures)
+        rejected += len(failures)
         malformed.update(m.reason.split(":", 1)[0] for m in proposals.malformed)
-        failed.update(o.failure_class or "unknown" for o in proposals.outcomes if o.record is None)
     usage = client.stats()
     return out, {
         "proposals_malformed": sum(malformed.values()),
-        "proposals_failed": sum(failed.values()),
+        # per failure class: `rejection_reasons`, from the rejected records
+        "proposals_failed": rejected,
         "malformed_reasons": MetadataValue.md(markdown_counts(dict(malformed), "reason")),
-        "proposal_failures": MetadataValue.md(markdown_counts(dict(failed), "failure class")),
         "llm_model": client.cfg.model,
         "llm_requests": usage["requests"],
         "llm_failed_requests": usage["failed_requests"],
