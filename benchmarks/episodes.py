@@ -28,24 +28,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from verilearn_assets.analysis.profile import profile_frame
+from verilearn_assets.analysis.records import Message, QuestionRecord
 from verilearn_assets.analysis.teacher.config import SamplingConfig, TeacherConfig
 from verilearn_assets.analysis.teacher.loop import run_episode
 from verilearn_assets.analysis.teacher.policy import VllmPolicy, chat_messages
 from verilearn_assets.analysis.teacher.prompts import question_prompt, system_prompt
-from verilearn_assets.answers import answer_hash
-from verilearn_assets.contracts import (
-    AnswerSchema,
-    Message,
-    QuestionRecord,
-    TableRecord,
-    canonical_json,
-)
-from verilearn_assets.llm.client import VllmClient
-from verilearn_assets.llm.config import VllmConfig
-from verilearn_assets.llm.launcher import REPO_ROOT, VllmServer, free_port, resolve_python
-from verilearn_assets.sandbox.config import SandboxConfig
-from verilearn_assets.sandbox.pool import SandboxPool
+from verilearn_assets.core.answers import answer_hash
+from verilearn_assets.core.ingest.profile import profile_frame
+from verilearn_assets.core.llm.client import VllmClient
+from verilearn_assets.core.llm.config import VllmConfig
+from verilearn_assets.core.llm.launcher import REPO_ROOT, VllmServer, free_port, resolve_python
+from verilearn_assets.core.records import AnswerSchema, TableRecord, canonical_json
+from verilearn_assets.core.sandbox.config import SandboxConfig
+from verilearn_assets.core.sandbox.pool import SandboxPool
 
 OUT = Path(__file__).resolve().parent / "_output"
 DEFAULT_MODEL = REPO_ROOT / ".verilearn" / "models" / "tiny-qwen2"
@@ -244,7 +239,8 @@ def ensure_tiny_model(path: Path) -> None:
         return
     print(f"building the tiny model at {path} ...", file=sys.stderr)
     subprocess.run(
-        [str(resolve_python(None)), "-m", "verilearn_assets.llm.tiny_model", str(path)], check=True
+        [str(resolve_python(None)), "-m", "verilearn_assets.core.llm.tiny_model", str(path)],
+        check=True,
     )
 
 

@@ -22,10 +22,10 @@ from pathlib import Path
 from verilearn_assets.analysis.generate import generate
 from verilearn_assets.analysis.questions_config import load_questions_config
 from verilearn_assets.analysis.verify import Verifier
-from verilearn_assets.ingest.catalog import load_datasets_config
-from verilearn_assets.ingest.tables import build_tables
-from verilearn_assets.sandbox.config import SandboxConfig, load_sandbox_config
-from verilearn_assets.sandbox.pool import SandboxPool
+from verilearn_assets.core.ingest.catalog import load_datasets_config
+from verilearn_assets.core.ingest.tables import build_tables
+from verilearn_assets.core.sandbox.config import SandboxConfig, load_sandbox_config
+from verilearn_assets.core.sandbox.pool import SandboxPool
 
 
 def sandbox_config(slots: int | None, backend: str | None) -> SandboxConfig:

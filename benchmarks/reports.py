@@ -23,18 +23,11 @@ from typing import get_args
 import numpy as np
 import polars as pl
 
-from verilearn_assets import lake
-from verilearn_assets.contracts import (
-    SOURCES,
-    SPLITS,
-    AnswerSchema,
-    Episode,
-    QuestionRecord,
-    TableRecord,
-    canonical_json,
-)
-from verilearn_assets.contracts import FailureClass as _FailureClass
-from verilearn_assets.warehouse import (
+from verilearn_assets.analysis.records import Episode, QuestionRecord
+from verilearn_assets.analysis.records import FailureClass as _FailureClass
+from verilearn_assets.core import lake
+from verilearn_assets.core.records import SOURCES, SPLITS, AnswerSchema, TableRecord, canonical_json
+from verilearn_assets.core.warehouse import (
     build_model,
     discover_sql_models,
     order_models,

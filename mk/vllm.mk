@@ -50,8 +50,8 @@ $(VLLM_STAMP):
 
 tiny-model: $(TINY_MODEL_STAMP)
 
-$(TINY_MODEL_STAMP): $(VLLM_STAMP) verilearn_assets/llm/tiny_model.py
-	$(VLLM_PY) -m verilearn_assets.llm.tiny_model $(TINY_MODEL_DIR) --seed $(TINY_MODEL_SEED)
+$(TINY_MODEL_STAMP): $(VLLM_STAMP) verilearn_assets/core/llm/tiny_model.py
+	$(VLLM_PY) -m verilearn_assets.core.llm.tiny_model $(TINY_MODEL_DIR) --seed $(TINY_MODEL_SEED)
 
 vllm-clean:
 	rm -rf $(VLLM_VENV) $(TINY_MODEL_DIR)

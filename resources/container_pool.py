@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dagster import ConfigurableResource
 
-from verilearn_assets.sandbox.config import SandboxConfig, load_sandbox_config
-from verilearn_assets.sandbox.pool import SandboxPool
+from verilearn_assets.core.sandbox.config import SandboxConfig, load_sandbox_config
+from verilearn_assets.core.sandbox.pool import SandboxPool
 
 
 class ContainerPoolResource(ConfigurableResource):

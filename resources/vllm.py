@@ -13,9 +13,9 @@ from typing import Any
 from dagster import ConfigurableResource, InitResourceContext
 from pydantic import PrivateAttr
 
-from verilearn_assets.llm.client import ChatResult, VllmClient
-from verilearn_assets.llm.config import VllmConfig, load_vllm_config
-from verilearn_assets.llm.launcher import VllmServer, server_from_config
+from verilearn_assets.core.llm.client import ChatResult, VllmClient
+from verilearn_assets.core.llm.config import VllmConfig, load_vllm_config
+from verilearn_assets.core.llm.launcher import VllmServer, server_from_config
 
 
 class VllmResource(ConfigurableResource):

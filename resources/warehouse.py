@@ -15,7 +15,7 @@ import duckdb
 from dagster import ConfigurableResource
 from pydantic import Field
 
-from verilearn_assets import lake, warehouse
+from verilearn_assets.core import lake, warehouse
 
 
 class WarehouseResource(ConfigurableResource):

@@ -8,8 +8,8 @@ from resources.vllm import VllmResource
 from resources.warehouse import WarehouseResource
 from verilearn_assets.analysis.assets import ANALYSIS_ASSETS
 from verilearn_assets.analysis.checks import ANALYSIS_CHECKS
-from verilearn_assets.ingest.assets import INGEST_ASSETS
-from verilearn_assets.reports import REPORT_ASSETS
+from verilearn_assets.core.report import REPORT_ASSETS
+from verilearn_assets.platform.assets import INGEST_ASSETS
 from verilearn_assets.training.assets import TRAINING_ASSETS, TRAINING_CHECKS
 
 RESOURCES = {

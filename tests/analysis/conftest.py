@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from verilearn_assets.sandbox.config import SandboxConfig
+from verilearn_assets.core.sandbox.config import SandboxConfig
 
 
 @pytest.fixture(scope="session")

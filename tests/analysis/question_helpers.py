@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from verilearn_assets.analysis.profile import profile_frame
 from verilearn_assets.analysis.questions_config import QuestionsConfig
-from verilearn_assets.contracts import TableRecord, content_hash
+from verilearn_assets.core.ingest.profile import profile_frame
+from verilearn_assets.core.records import TableRecord, content_hash
 
 
 def make_table(frame: pd.DataFrame, tmp: Path, name: str = "t") -> TableRecord:
@@ -45,7 +45,7 @@ class PoolRunner:
         import asyncio
         import threading
 
-        from verilearn_assets.sandbox.pool import SandboxPool
+        from verilearn_assets.core.sandbox.pool import SandboxPool
 
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from verilearn_assets.answers import (
+from verilearn_assets.analysis.records import QuestionRecord
+from verilearn_assets.core.answers import (
     HASH_SIGNIFICANT_DIGITS,
     AnswerError,
     answer_hash,
@@ -15,7 +16,7 @@ from verilearn_assets.answers import (
     parse_answer,
     validate_answer,
 )
-from verilearn_assets.contracts import AnswerSchema, QuestionRecord
+from verilearn_assets.core.records import AnswerSchema
 
 NUM = AnswerSchema(kind="number", rel_tol=1e-4, abs_tol=1e-9)
 TEST = AnswerSchema(

@@ -9,8 +9,8 @@ import pytest
 from verilearn_assets.analysis.generate import generate
 from verilearn_assets.analysis.questions_config import load_questions_config
 from verilearn_assets.analysis.templates import REGISTRY
-from verilearn_assets.ingest.catalog import load_datasets_config
-from verilearn_assets.ingest.tables import build_tables
+from verilearn_assets.core.ingest.catalog import load_datasets_config
+from verilearn_assets.core.ingest.tables import build_tables
 
 
 @pytest.mark.slow  # ~1700 fresh sandbox runs: about 8-10 min on 2 shared cores

@@ -10,9 +10,9 @@ import pandas as pd
 import polars as pl
 import pytest
 
+from verilearn_assets.analysis.records import QuestionRecord
 from verilearn_assets.cli import questions
-from verilearn_assets.config import config_dir
-from verilearn_assets.contracts import QuestionRecord
+from verilearn_assets.core.config import config_dir
 
 
 def run_cli(argv: list[str]) -> int:

@@ -10,8 +10,8 @@ from question_helpers import make_table, small_cfg
 from verilearn_assets.analysis.generate import generate
 from verilearn_assets.analysis.templates import REGISTRY
 from verilearn_assets.analysis.templates.base import Program
-from verilearn_assets.ingest.catalog import load_datasets_config
-from verilearn_assets.ingest.read_table import read_typed
+from verilearn_assets.core.ingest.catalog import load_datasets_config
+from verilearn_assets.core.ingest.read_table import read_typed
 
 FAMILIES = {
     "descriptive",

@@ -10,8 +10,8 @@ from question_helpers import make_table, small_cfg
 
 from verilearn_assets.analysis.candidate import Candidate
 from verilearn_assets.analysis.generate import generate
-from verilearn_assets.answers import answer_hash, parse_answer
-from verilearn_assets.contracts import AnswerSchema
+from verilearn_assets.core.answers import answer_hash, parse_answer
+from verilearn_assets.core.records import AnswerSchema
 
 GOLDEN = ["mean_median_gap", "iqr_outlier_count", "duplicate_rows", "most_missing_column"]
 

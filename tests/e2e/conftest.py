@@ -41,8 +41,8 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> DemoHome:
 @pytest.fixture(scope="session")
 def planted(demo: DemoHome, tmp_path_factory: pytest.TempPathFactory) -> Planted:
     """A copy of the demo home with one corrupted trace planted and the gate run on it."""
-    from verilearn_assets import lake
-    from verilearn_assets.contracts import Episode
+    from verilearn_assets.analysis.records import Episode
+    from verilearn_assets.core import lake
 
     root = tmp_path_factory.mktemp("planted")
     shutil.copytree(demo.home, root / "home")

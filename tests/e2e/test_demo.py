@@ -9,8 +9,9 @@ from dagster import AssetCheckKey, DagsterInstance
 from dagster._core.event_api import PartitionKeyFilter
 from demo_support import DemoHome, Planted, catalog_datasets
 
-from verilearn_assets import lake
-from verilearn_assets.contracts import SPLITS, Episode, QuestionRecord, TableRecord
+from verilearn_assets.analysis.records import Episode, QuestionRecord
+from verilearn_assets.core import lake
+from verilearn_assets.core.records import SPLITS, TableRecord
 
 
 def test_demo_materializes_tables_questions_episodes(demo: DemoHome) -> None:

@@ -5,15 +5,9 @@ from __future__ import annotations
 import polars as pl
 
 from verilearn_assets.analysis.checks import _drift
-from verilearn_assets.contracts import (
-    AnswerSchema,
-    CellRun,
-    Episode,
-    HookRecord,
-    Message,
-    QuestionRecord,
-)
-from verilearn_assets.gate import episode_rules, question_rules
+from verilearn_assets.analysis.records import CellRun, Episode, Message, QuestionRecord
+from verilearn_assets.core.records import AnswerSchema, HookRecord
+from verilearn_assets.analysis import episode_rules, question_rules
 
 
 def _episode(**over) -> Episode:
@@ -92,7 +86,7 @@ def test_hook_grounding_is_strict() -> None:
 
 
 def _question(**over) -> QuestionRecord:
-    from verilearn_assets.answers import answer_hash
+    from verilearn_assets.core.answers import answer_hash
 
     schema = AnswerSchema(kind="number")
     code = "submit(1.5)"

@@ -6,9 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from verilearn_assets.config import ConfigError
-from verilearn_assets.ingest.bundled import BundledDatasetError, available_loaders, load_bundled
-from verilearn_assets.ingest.catalog import BundledDataset, UrlDataset, load_datasets_config
+from verilearn_assets.core.config import ConfigError
+from verilearn_assets.core.ingest.bundled import (
+    BundledDatasetError,
+    available_loaders,
+    load_bundled,
+)
+from verilearn_assets.core.ingest.catalog import BundledDataset, UrlDataset, load_datasets_config
 
 GOOD_ENTRY = "  - {name: longley, kind: bundled, package: statsmodels, loader: longley}\n"
 

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from verilearn_assets.analysis.profile import profile_frame
+from verilearn_assets.core.ingest.profile import profile_frame
 
 N = 40
 

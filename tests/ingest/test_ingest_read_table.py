@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from verilearn_assets.ingest.catalog import ReadOptions
-from verilearn_assets.ingest.read_table import TableReadError, read_typed, sniff_delimiter
+from verilearn_assets.core.ingest.catalog import ReadOptions
+from verilearn_assets.core.ingest.read_table import TableReadError, read_typed, sniff_delimiter
 
 OPTS = ReadOptions()
 CAP = 10_000_000

@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 import random
 
-from verilearn_assets.ingest.catalog import SplitRatios
-from verilearn_assets.ingest.splits import assign_splits, split_counts
+from verilearn_assets.core.ingest.catalog import SplitRatios
+from verilearn_assets.core.ingest.splits import assign_splits, split_counts
 
 RATIOS = SplitRatios(train=0.6, dev=0.2, test=0.2)
 

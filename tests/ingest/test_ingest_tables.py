@@ -13,16 +13,16 @@ import pytest
 from dagster import materialize
 from ingest_servers import LoopbackServer, Route
 
-from verilearn_assets.ingest.archive import file_sha256
-from verilearn_assets.ingest.assets import INGEST_ASSETS
-from verilearn_assets.ingest.catalog import load_datasets_config
-from verilearn_assets.ingest.download import DownloadError
-from verilearn_assets.ingest.tables import (
+from verilearn_assets.core.ingest.archive import file_sha256
+from verilearn_assets.core.ingest.catalog import load_datasets_config
+from verilearn_assets.core.ingest.download import DownloadError
+from verilearn_assets.core.ingest.tables import (
     build_tables,
     load_table_records,
     split_stats,
     write_table_records,
 )
+from verilearn_assets.platform.assets import INGEST_ASSETS
 
 CATALOG = """
 seed: 3

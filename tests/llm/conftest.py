@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from verilearn_assets.llm.config import LocalServerConfig, VllmConfig
-from verilearn_assets.llm.launcher import (
+from verilearn_assets.core.llm.config import LocalServerConfig, VllmConfig
+from verilearn_assets.core.llm.launcher import (
     REPO_ROOT,
     VllmEnvironmentMissing,
     VllmServer,
@@ -53,7 +53,7 @@ def tiny_model_dir(vllm_python: Path) -> Path:
     model_dir = Path(os.environ.get("VERILEARN_TINY_MODEL") or DEFAULT_MODEL_DIR)
     if not (model_dir / "config.json").is_file():
         done = subprocess.run(
-            [str(vllm_python), "-m", "verilearn_assets.llm.tiny_model", str(model_dir)],
+            [str(vllm_python), "-m", "verilearn_assets.core.llm.tiny_model", str(model_dir)],
             cwd=REPO_ROOT,
             capture_output=True,
             text=True,

@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from verilearn_assets.llm.launcher import free_port
+from verilearn_assets.core.llm.launcher import free_port
 
 CHAT_PATH = "/v1/chat/completions"
 

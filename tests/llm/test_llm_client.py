@@ -13,12 +13,12 @@ import httpx
 import pytest
 from llm_proxy import CountingProxy, InFlightGauge, ScriptedReply
 
-from verilearn_assets.llm.client import (
+from verilearn_assets.core.llm.client import (
     VllmClient,
     VllmRequestError,
     VllmUnavailableError,
 )
-from verilearn_assets.llm.launcher import free_port
+from verilearn_assets.core.llm.launcher import free_port
 
 pytestmark = pytest.mark.vllm
 
@@ -185,7 +185,7 @@ def test_unknown_model_is_caught_at_start(vllm_server) -> None:
 
 
 def test_no_server_listening_fails_the_health_check_naming_it() -> None:
-    from verilearn_assets.llm.config import VllmConfig
+    from verilearn_assets.core.llm.config import VllmConfig
 
     url = f"http://127.0.0.1:{free_port()}"
     cfg = VllmConfig(model="m", base_urls=[url], timeouts={"health_s": 1, "connect_s": 1})

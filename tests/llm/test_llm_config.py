@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from verilearn_assets.config import ConfigError
-from verilearn_assets.llm.client import VllmClient, VllmError
-from verilearn_assets.llm.config import VllmConfig, load_vllm_config
-from verilearn_assets.llm.launcher import VllmServer, server_from_config
+from verilearn_assets.core.config import ConfigError
+from verilearn_assets.core.llm.client import VllmClient, VllmError
+from verilearn_assets.core.llm.config import VllmConfig, load_vllm_config
+from verilearn_assets.core.llm.launcher import VllmServer, server_from_config
 
 
 def write(tmp_path: Path, text: str) -> Path:

@@ -28,11 +28,11 @@ from llm_proxy import CountingProxy
 
 from resources.container_pool import ContainerPoolResource
 from resources.vllm import VllmResource
-from verilearn_assets import lake
 from verilearn_assets.analysis.assets import episodes, questions
-from verilearn_assets.contracts import Episode, QuestionRecord
-from verilearn_assets.ingest.assets import INGEST_ASSETS
-from verilearn_assets.ingest.tables import load_table_records
+from verilearn_assets.analysis.records import Episode, QuestionRecord
+from verilearn_assets.core import lake
+from verilearn_assets.core.ingest.tables import load_table_records
+from verilearn_assets.platform.assets import INGEST_ASSETS
 
 pytestmark = pytest.mark.vllm
 

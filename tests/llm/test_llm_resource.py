@@ -8,7 +8,7 @@ import yaml
 from dagster import AssetExecutionContext, asset, materialize
 
 from resources.vllm import VllmResource
-from verilearn_assets.llm.launcher import VllmEnvironmentMissing
+from verilearn_assets.core.llm.launcher import VllmEnvironmentMissing
 
 pytestmark = pytest.mark.vllm
 

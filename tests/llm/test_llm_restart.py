@@ -10,7 +10,7 @@ import asyncio
 
 import pytest
 
-from verilearn_assets.llm.client import VllmClient, VllmUnavailableError
+from verilearn_assets.core.llm.client import VllmClient, VllmUnavailableError
 
 pytestmark = pytest.mark.vllm
 

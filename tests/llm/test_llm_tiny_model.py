@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from verilearn_assets.llm.launcher import REPO_ROOT
+from verilearn_assets.core.llm.launcher import REPO_ROOT
 
 pytestmark = pytest.mark.vllm
 
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.vllm
 BUILD_THREE = """
 import sys
 from pathlib import Path
-from verilearn_assets.llm.tiny_model import build_tiny_model
+from verilearn_assets.core.llm.tiny_model import build_tiny_model
 root = Path(sys.argv[1])
 build_tiny_model(root / "a", seed=0)
 build_tiny_model(root / "b", seed=0)

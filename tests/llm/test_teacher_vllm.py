@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from verilearn_assets.analysis.profile import profile_frame
+from verilearn_assets.analysis.records import QuestionRecord
 from verilearn_assets.analysis.teacher.config import TeacherConfig
 from verilearn_assets.analysis.teacher.llm_questions import (
     proposal_policy_factory,
@@ -27,11 +27,12 @@ from verilearn_assets.analysis.teacher.llm_questions import (
 from verilearn_assets.analysis.teacher.loop import check_alignment
 from verilearn_assets.analysis.teacher.parse import parse_reply
 from verilearn_assets.analysis.teacher.runner import policy_factory, triangulated_episodes
-from verilearn_assets.answers import answer_hash
-from verilearn_assets.contracts import AnswerSchema, QuestionRecord, TableRecord, canonical_json
-from verilearn_assets.llm.client import VllmClient
-from verilearn_assets.sandbox.config import SandboxConfig
-from verilearn_assets.sandbox.pool import SandboxPool
+from verilearn_assets.core.answers import answer_hash
+from verilearn_assets.core.ingest.profile import profile_frame
+from verilearn_assets.core.llm.client import VllmClient
+from verilearn_assets.core.records import AnswerSchema, TableRecord, canonical_json
+from verilearn_assets.core.sandbox.config import SandboxConfig
+from verilearn_assets.core.sandbox.pool import SandboxPool
 
 pytestmark = pytest.mark.vllm
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from verilearn_assets.config import ConfigError, load_config
+from verilearn_assets.core.config import ConfigError, load_config
 from verilearn_assets.gate.config import GateConfig
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dagster import AssetKey, MultiPartitionsDefinition
 
 from verilearn_assets.definitions import defs
-from verilearn_assets.partitions import SOURCE_SPLIT
+from verilearn_assets.platform.defs import SOURCE_SPLIT
 
 
 def test_partition_keys_are_the_nine_pairs() -> None:

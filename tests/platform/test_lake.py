@@ -12,8 +12,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from verilearn_assets import lake
-from verilearn_assets.contracts import ContractError, QuestionRecord
+from verilearn_assets.analysis.records import QuestionRecord
+from verilearn_assets.core import lake
+from verilearn_assets.core.records import ContractError
 
 
 def _frame(tag: str, n: int = 3) -> pl.DataFrame:
@@ -58,7 +59,7 @@ def test_unsafe_partition_value_refused(home: Path) -> None:
 
 _WRITER = """
 import sys, polars as pl
-from verilearn_assets import lake
+from verilearn_assets.core import lake
 n = 30_000_000
 ids = pl.arange(0, n, eager=True)
 frame = pl.DataFrame({"id": ids.cast(pl.Utf8), "v": ids})
@@ -88,7 +89,7 @@ def test_killed_writer_leaves_previous_partition_intact(home: Path) -> None:
 
 
 def test_records_round_trip_and_legacy_key_named(home: Path) -> None:
-    from verilearn_assets.contracts import AnswerSchema
+    from verilearn_assets.core.records import AnswerSchema
 
     q = QuestionRecord(
         id="x",

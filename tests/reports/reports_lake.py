@@ -7,17 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from verilearn_assets import lake
-from verilearn_assets.contracts import (
-    Alternative,
-    AnswerSchema,
-    ColumnProfile,
-    Episode,
-    HookRecord,
-    Message,
-    QuestionRecord,
-    TableRecord,
-)
+from verilearn_assets.analysis.records import Alternative, Episode, Message, QuestionRecord
+from verilearn_assets.core import lake
+from verilearn_assets.core.records import AnswerSchema, ColumnProfile, HookRecord, TableRecord
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,10 @@ from pathlib import Path
 
 import polars as pl
 
-from verilearn_assets import lake
-from verilearn_assets.contracts import Episode, QuestionRecord, TableRecord
-from verilearn_assets.warehouse import build_all, warehouse_path, writer
+from verilearn_assets.analysis.records import Episode, QuestionRecord
+from verilearn_assets.core import lake
+from verilearn_assets.core.records import TableRecord
+from verilearn_assets.core.warehouse import build_all, warehouse_path, writer
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "reports.py"
 

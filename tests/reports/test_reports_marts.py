@@ -8,9 +8,9 @@ import duckdb
 import pytest
 from reports_lake import AMBIGUOUS, MISMATCH, write_small_lake
 
-from verilearn_assets import lake
-from verilearn_assets.contracts import Episode
-from verilearn_assets.warehouse import (
+from verilearn_assets.analysis.records import Episode
+from verilearn_assets.core import lake
+from verilearn_assets.core.warehouse import (
     build_all,
     create_lake_views,
     duckdb_type,

@@ -6,8 +6,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from verilearn_assets.reports import REPORT_ASSET, build_report_assets
-from verilearn_assets.warehouse import (
+from verilearn_assets.core.report import REPORT_ASSET, build_report_assets
+from verilearn_assets.core.warehouse import (
     SQL_DIR,
     SqlModelError,
     build_model,

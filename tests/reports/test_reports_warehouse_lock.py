@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from verilearn_assets.warehouse import WarehouseBusy, reader, warehouse_path, writer
+from verilearn_assets.core.warehouse import WarehouseBusy, reader, warehouse_path, writer
 
 HOLDER = textwrap.dedent("""
     import sys
-    from verilearn_assets.warehouse import reader, writer
+    from verilearn_assets.core.warehouse import reader, writer
     role, db = sys.argv[1], sys.argv[2]
     opener = writer if role == "writer" else reader
     with opener(db, timeout_s=30) as con:

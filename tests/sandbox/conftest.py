@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from sandbox_helpers import BACKENDS, LoopThread, PoolHandle, require_backend, test_config
 
-from verilearn_assets.sandbox.pool import SandboxPool
+from verilearn_assets.core.sandbox.pool import SandboxPool
 
 
 @pytest.fixture(scope="session")

@@ -14,10 +14,10 @@ from typing import Any, TypeVar
 
 import pytest
 
-from verilearn_assets.sandbox.bwrap_backend import bwrap_path
-from verilearn_assets.sandbox.config import SandboxConfig
-from verilearn_assets.sandbox.docker_backend import docker_available
-from verilearn_assets.sandbox.pool import SandboxPool
+from verilearn_assets.core.sandbox.bwrap_backend import bwrap_path
+from verilearn_assets.core.sandbox.config import SandboxConfig
+from verilearn_assets.core.sandbox.docker_backend import docker_available
+from verilearn_assets.core.sandbox.pool import SandboxPool
 
 T = TypeVar("T")
 BACKENDS = ["docker", "bwrap"]

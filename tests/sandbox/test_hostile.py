@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from verilearn_assets.sandbox.pool import TaskResult
+from verilearn_assets.core.sandbox.pool import TaskResult
 
 os.environ["VERILEARN_SECRET_PROBE"] = "host-secret-value"  # must never reach a jail
 

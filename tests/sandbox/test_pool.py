@@ -11,8 +11,8 @@ import docker
 import pytest
 from sandbox_helpers import LoopThread, require_backend, test_config
 
-from verilearn_assets.sandbox.jail import LABEL
-from verilearn_assets.sandbox.pool import SandboxError, SandboxPool
+from verilearn_assets.core.sandbox.jail import LABEL
+from verilearn_assets.core.sandbox.pool import SandboxError, SandboxPool
 
 
 def test_cells_share_state_and_show_last_value(pool, table_parquet: str) -> None:
@@ -136,7 +136,7 @@ def test_tasks_are_logged_as_jsonl(tmp_path, table_csv: str) -> None:
     require_backend("bwrap")
     log_path = tmp_path / "logs" / "sandbox.jsonl"
     config = test_config("bwrap", slots=1, log_path=str(log_path))
-    from verilearn_assets.sandbox.pool import run_programs_sync
+    from verilearn_assets.core.sandbox.pool import run_programs_sync
 
     results = run_programs_sync(config, [("submit(3)", table_csv), ("1/0", None)])
     assert [r.status for r in results] == ["ok", "error"]

@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from verilearn_assets.config import ConfigError
-from verilearn_assets.contracts import canonical_json
-from verilearn_assets.sandbox.config import load_sandbox_config
-from verilearn_assets.sandbox.runtime import Recorder, to_jsonable, value_hash
+from verilearn_assets.core.config import ConfigError
+from verilearn_assets.core.records import canonical_json
+from verilearn_assets.core.sandbox.config import load_sandbox_config
+from verilearn_assets.core.sandbox.runtime import Recorder, to_jsonable, value_hash
 
 
 def test_frames_and_series_normalise_to_json() -> None:
@@ -41,7 +41,7 @@ def test_value_hash_is_stable_across_processes_and_sensitive_to_data() -> None:
     assert value_hash(frame.assign(a=[1, 2, 4])) != here
     assert value_hash(frame.rename(columns={"b": "c"})) != here
     code = (
-        "import pandas as pd\nfrom verilearn_assets.sandbox.runtime import value_hash\n"
+        "import pandas as pd\nfrom verilearn_assets.core.sandbox.runtime import value_hash\n"
         "print(value_hash(pd.DataFrame({'a': [1, 2, 3], 'b': ['x', 'y', 'z']})), "
         "value_hash({'k': [1.5, None]}))"
     )

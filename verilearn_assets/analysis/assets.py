@@ -14,7 +14,6 @@ from dagster import AssetExecutionContext, Failure, MaterializeResult, MetadataV
 
 from resources.container_pool import ContainerPoolResource
 from resources.vllm import VllmResource
-from verilearn_assets import lake
 from verilearn_assets.analysis.question_build import (
     PartitionQuestions,
     build_generated,
@@ -22,6 +21,7 @@ from verilearn_assets.analysis.question_build import (
     summarize,
 )
 from verilearn_assets.analysis.questions_config import load_questions_config
+from verilearn_assets.analysis.records import QuestionRecord
 from verilearn_assets.analysis.teacher.config import load_teacher_config
 from verilearn_assets.analysis.teacher.llm_questions import propose_questions
 from verilearn_assets.analysis.teacher.runner import (
@@ -30,10 +30,10 @@ from verilearn_assets.analysis.teacher.runner import (
     policy_factory,
     run_partition,
 )
-from verilearn_assets.contracts import QuestionRecord
-from verilearn_assets.ingest.assets import tables
-from verilearn_assets.ingest.tables import load_table_records
-from verilearn_assets.partitions import SOURCE_SPLIT, source_split
+from verilearn_assets.core import lake
+from verilearn_assets.core.ingest.tables import load_table_records
+from verilearn_assets.platform.assets import tables
+from verilearn_assets.platform.defs import SOURCE_SPLIT, source_split
 
 LLM_HOWTO = (
     "the llm source needs a vLLM server: set `base_urls` (or `launch: true` with a "

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from verilearn_assets.contracts import AnswerSchema, Source
+from verilearn_assets.core.records import AnswerSchema, Source
 
 
 class AlternativeCode(BaseModel):

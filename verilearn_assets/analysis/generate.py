@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from verilearn_assets.analysis.candidate import Candidate
 from verilearn_assets.analysis.questions_config import QuestionsConfig
 from verilearn_assets.analysis.templates import apply_templates
-from verilearn_assets.contracts import TableRecord
+from verilearn_assets.core.records import TableRecord
 
 GENERATED_SOURCES = ("template", "procedural")
 

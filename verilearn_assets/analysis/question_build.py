@@ -12,8 +12,9 @@ from typing import Any
 
 from verilearn_assets.analysis.generate import generate
 from verilearn_assets.analysis.questions_config import QuestionsConfig
+from verilearn_assets.analysis.records import QuestionRecord
 from verilearn_assets.analysis.verify import Verifier
-from verilearn_assets.contracts import QuestionRecord, Split, TableRecord
+from verilearn_assets.core.records import Split, TableRecord
 
 
 @dataclass

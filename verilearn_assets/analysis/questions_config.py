@@ -7,7 +7,7 @@ from pathlib import Path
 from pydantic import Field
 
 from verilearn_assets.analysis.programs import ProgramSearchConfig
-from verilearn_assets.config import StrictConfig, load_config
+from verilearn_assets.core.config import StrictConfig, load_config
 
 
 class EligibilityConfig(StrictConfig):

@@ -17,22 +17,17 @@ from dataclasses import dataclass, field
 
 from verilearn_assets.analysis.candidate import Candidate
 from verilearn_assets.analysis.questions_config import QuestionsConfig
-from verilearn_assets.answers import (
+from verilearn_assets.analysis.records import Alternative, QuestionRecord
+from verilearn_assets.core.answers import (
     AnswerError,
     answer_hash,
     explain_mismatch,
     parse_answer,
     validate_answer,
 )
-from verilearn_assets.contracts import (
-    Alternative,
-    AnswerSchema,
-    QuestionRecord,
-    Split,
-    TableRecord,
-)
-from verilearn_assets.sandbox.config import SandboxConfig, load_sandbox_config
-from verilearn_assets.sandbox.pool import SandboxError, SandboxPool, TaskResult
+from verilearn_assets.core.records import AnswerSchema, Split, TableRecord
+from verilearn_assets.core.sandbox.config import SandboxConfig, load_sandbox_config
+from verilearn_assets.core.sandbox.pool import SandboxError, SandboxPool, TaskResult
 
 
 class RunFailed(Exception):

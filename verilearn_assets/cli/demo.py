@@ -8,7 +8,7 @@ import time
 from rich.console import Console
 from rich.markup import escape
 
-from verilearn_assets.contracts import SPLITS
+from verilearn_assets.core.records import SPLITS
 
 DEFAULT_SOURCES = ("template", "procedural")  # `llm` needs a vLLM server
 
@@ -26,11 +26,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from verilearn_assets import lake
     from verilearn_assets.cli.orchestrate import instance_for_home, run_job
-    from verilearn_assets.partitions import partition_key
-    from verilearn_assets.reports import render_report
-    from verilearn_assets.warehouse import reader, warehouse_path
+    from verilearn_assets.core import lake
+    from verilearn_assets.core.report import render_report
+    from verilearn_assets.core.warehouse import reader, warehouse_path
+    from verilearn_assets.platform.defs import partition_key
 
     console = Console()
     home = lake.home()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from verilearn_assets.contracts import SOURCES, SPLITS
+from verilearn_assets.core.records import SOURCES, SPLITS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -30,12 +30,12 @@ def run(args: argparse.Namespace) -> int:
     )
 
     from resources.container_pool import ContainerPoolResource
-    from verilearn_assets import lake
     from verilearn_assets.analysis.checks import BLOCKING_CHECKS, EVALUATORS
     from verilearn_assets.cli import CliError
     from verilearn_assets.cli.orchestrate import instance_for_home
-    from verilearn_assets.partitions import partition_key
-    from verilearn_assets.training.gate import latest_materialization
+    from verilearn_assets.core import lake
+    from verilearn_assets.gate.adapter import latest_materialization
+    from verilearn_assets.platform.defs import partition_key
 
     instance = instance_for_home(lake.home())
     pool = ContainerPoolResource()

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import polars as pl
 
-from verilearn_assets.contracts import QuestionRecord, TableRecord, content_hash
-from verilearn_assets.lake import atomic_write_parquet
+from verilearn_assets.analysis.records import QuestionRecord
+from verilearn_assets.core.lake import atomic_write_parquet
+from verilearn_assets.core.records import TableRecord, content_hash
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -50,15 +51,15 @@ def tables_dir(out: Path) -> Path:
 
 
 def _sandbox_config(backend: str | None):
-    from verilearn_assets.sandbox.config import load_sandbox_config
+    from verilearn_assets.core.sandbox.config import load_sandbox_config
 
     cfg = load_sandbox_config()
     return cfg.model_copy(update={"backend": backend}) if backend else cfg
 
 
 def _typed_frame(path: Path):
-    from verilearn_assets.ingest.catalog import load_datasets_config
-    from verilearn_assets.ingest.read_table import read_typed
+    from verilearn_assets.core.ingest.catalog import load_datasets_config
+    from verilearn_assets.core.ingest.read_table import read_typed
 
     datasets = load_datasets_config()
     return read_typed(path, datasets.read, datasets.limits.max_table_bytes)
@@ -66,8 +67,8 @@ def _typed_frame(path: Path):
 
 def build_table_record(csv: Path, out: Path) -> TableRecord:
     """Type + profile the file, write the typed Parquet beside `out`, return its record."""
-    from verilearn_assets.analysis.profile import profile_frame
-    from verilearn_assets.ingest.archive import file_sha256
+    from verilearn_assets.core.ingest.archive import file_sha256
+    from verilearn_assets.core.ingest.profile import profile_frame
 
     if not csv.is_file():
         raise ValueError(f"{csv}: no such file")
@@ -136,7 +137,7 @@ def load_questions(path: Path) -> list[QuestionRecord]:
 
 def _verify(args: argparse.Namespace) -> int:
     from verilearn_assets.analysis.verify import reverify
-    from verilearn_assets.sandbox.pool import SandboxPool
+    from verilearn_assets.core.sandbox.pool import SandboxPool
 
     records = load_questions(args.file)
     tables_file = args.tables or tables_dir(args.file) / "tables.parquet"

@@ -10,8 +10,8 @@ from pathlib import Path
 from rich.console import Console
 
 from verilearn_assets.cli import CliError
-from verilearn_assets.lake import lake_root
-from verilearn_assets.warehouse import (
+from verilearn_assets.core.lake import lake_root
+from verilearn_assets.core.warehouse import (
     SQL_DIR,
     WarehouseBusy,
     build_all,
@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.max_rows < 1:
         raise CliError(f"--max-rows must be at least 1, got {args.max_rows}")
-    from verilearn_assets.reports import render_report  # loads Dagster: only when needed
+    from verilearn_assets.core.report import render_report  # loads Dagster: only when needed
 
     db = warehouse_path(home)
     try:

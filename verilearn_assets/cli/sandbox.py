@@ -8,8 +8,8 @@ import json
 import sys
 from pathlib import Path
 
-from verilearn_assets.sandbox.config import SandboxConfig, load_sandbox_config
-from verilearn_assets.sandbox.pool import SandboxError, SandboxPool, TaskResult
+from verilearn_assets.core.sandbox.config import SandboxConfig, load_sandbox_config
+from verilearn_assets.core.sandbox.pool import SandboxError, SandboxPool, TaskResult
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from verilearn_assets.config import StrictConfig, load_config
+from verilearn_assets.core.config import StrictConfig, load_config
 
 
 class QuestionFloors(StrictConfig):

@@ -21,14 +21,15 @@ from dagster import (
 )
 
 from resources.container_pool import ContainerPoolResource
-from verilearn_assets import lake
 from verilearn_assets.analysis.assets import episodes, questions
 from verilearn_assets.analysis.checks import BLOCKING_CHECKS
-from verilearn_assets.contracts import SOURCES, Episode
-from verilearn_assets.gate.smoke import run_smoke_suite
-from verilearn_assets.partitions import SPLIT, partition_key
-from verilearn_assets.training.gate import gate_failures
-from verilearn_assets.training.sft_rows import sft_frame
+from verilearn_assets.analysis.records import Episode
+from verilearn_assets.analysis.sft_rows import sft_frame
+from verilearn_assets.core import lake
+from verilearn_assets.core.records import SOURCES
+from verilearn_assets.core.sandbox.smoke import run_smoke_suite
+from verilearn_assets.gate.adapter import gate_failures
+from verilearn_assets.platform.defs import SPLIT, partition_key
 
 _BY_SPLIT = MultiToSingleDimensionPartitionMapping(partition_dimension_name="split")
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from verilearn_assets.contracts import ColumnProfile
+from verilearn_assets.core.records import ColumnProfile
 
 # statsmodels datasets shipped inside the statsmodels wheel (no download)
 STATSMODELS_TABLES = (

@@ -13,9 +13,9 @@ from verilearn_assets.analysis.programs import (
     generate_programs,
     is_evidence_decision_chain,
 )
-from verilearn_assets.contracts import canonical_json
-from verilearn_assets.sandbox.config import load_sandbox_config
-from verilearn_assets.sandbox.pool import run_programs_sync
+from verilearn_assets.core.records import canonical_json
+from verilearn_assets.core.sandbox.config import load_sandbox_config
+from verilearn_assets.core.sandbox.pool import run_programs_sync
 
 
 def test_compiled_programs_run_in_the_sandbox(home: Path, tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from verilearn_assets.analysis.programs import (
     generate_programs,
     search_programs,
 )
-from verilearn_assets.contracts import content_hash
+from verilearn_assets.core.records import content_hash
 
 REPO = Path(__file__).resolve().parents[3]
 

@@ -11,17 +11,12 @@ from typing import Any, TypeVar
 import numpy as np
 import pandas as pd
 
+from verilearn_assets.analysis.records import Message, QuestionRecord
 from verilearn_assets.analysis.teacher.policy import PolicyReply
-from verilearn_assets.answers import answer_hash
-from verilearn_assets.contracts import (
-    AnswerSchema,
-    Message,
-    QuestionRecord,
-    TableRecord,
-    canonical_json,
-)
-from verilearn_assets.sandbox.config import SandboxConfig
-from verilearn_assets.sandbox.pool import SandboxPool
+from verilearn_assets.core.answers import answer_hash
+from verilearn_assets.core.records import AnswerSchema, TableRecord, canonical_json
+from verilearn_assets.core.sandbox.config import SandboxConfig
+from verilearn_assets.core.sandbox.pool import SandboxPool
 
 T = TypeVar("T")
 

@@ -7,7 +7,7 @@ import logging
 import pytest
 
 from verilearn_assets.analysis.teacher.grounding import ground_hooks, normalize_line
-from verilearn_assets.contracts import HookRecord
+from verilearn_assets.core.records import HookRecord
 
 
 def hook(name: str, line: str) -> HookRecord:

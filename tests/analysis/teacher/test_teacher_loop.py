@@ -6,10 +6,11 @@ import pandas as pd
 import pytest
 from teacher_harness import Sandbox, ScriptedPolicy, cell, make_question
 
+from verilearn_assets.analysis.records import Episode
 from verilearn_assets.analysis.teacher.config import TeacherConfig
 from verilearn_assets.analysis.teacher.loop import AlignmentError, check_alignment, run_episode
 from verilearn_assets.analysis.teacher.prompts import system_prompt
-from verilearn_assets.contracts import AnswerSchema, Episode, TableRecord
+from verilearn_assets.core.records import AnswerSchema, TableRecord
 
 INT = AnswerSchema(kind="integer")
 NUM = AnswerSchema(kind="number", rel_tol=1e-9)

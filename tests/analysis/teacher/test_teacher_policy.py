@@ -6,13 +6,13 @@ import asyncio
 
 import pytest
 
+from verilearn_assets.analysis.records import Message
 from verilearn_assets.analysis.teacher.parse import ParsedReply, parse_reply
 from verilearn_assets.analysis.teacher.policy import (
     ProgramPolicy,
     chat_messages,
     split_cells,
 )
-from verilearn_assets.contracts import Message
 
 CODE = """\
 import numpy as np

@@ -15,11 +15,12 @@ from teacher_harness import Sandbox, started_sandbox
 
 from verilearn_assets.analysis.generate import generate
 from verilearn_assets.analysis.questions_config import load_questions_config
+from verilearn_assets.analysis.records import QuestionRecord
 from verilearn_assets.analysis.teacher.config import TeacherConfig
 from verilearn_assets.analysis.teacher.loop import run_episode
 from verilearn_assets.analysis.teacher.policy import ProgramPolicy
 from verilearn_assets.analysis.verify import Verifier
-from verilearn_assets.contracts import QuestionRecord, TableRecord
+from verilearn_assets.core.records import TableRecord
 
 N_TEMPLATE, N_PROCEDURAL = 8, 4
 

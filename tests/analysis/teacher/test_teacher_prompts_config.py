@@ -14,8 +14,8 @@ from verilearn_assets.analysis.teacher.prompts import (
     system_prompt,
     tool_message,
 )
-from verilearn_assets.config import ConfigError
-from verilearn_assets.contracts import AnswerSchema, ColumnProfile, TableRecord
+from verilearn_assets.core.config import ConfigError
+from verilearn_assets.core.records import AnswerSchema, ColumnProfile, TableRecord
 
 
 def table() -> TableRecord:

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from teacher_harness import Sandbox, ScriptedPolicy, cell, make_question
 
-from verilearn_assets import lake
+from verilearn_assets.analysis.records import Episode, Message, QuestionRecord
 from verilearn_assets.analysis.teacher.config import TeacherConfig
 from verilearn_assets.analysis.teacher.llm_questions import (
     NoServerError,
@@ -25,7 +25,8 @@ from verilearn_assets.analysis.teacher.runner import (
     run_partition,
     triangulated_episodes,
 )
-from verilearn_assets.contracts import AnswerSchema, Episode, Message, QuestionRecord, TableRecord
+from verilearn_assets.core import lake
+from verilearn_assets.core.records import AnswerSchema, TableRecord
 
 INT = AnswerSchema(kind="integer")
 NUM = AnswerSchema(kind="number", rel_tol=1e-9)

@@ -9,7 +9,7 @@ from verilearn_assets.analysis.teacher.triangulate import (
     cluster_answers,
     triangulate,
 )
-from verilearn_assets.contracts import AnswerSchema
+from verilearn_assets.core.records import AnswerSchema
 
 NUM = AnswerSchema(kind="number", rel_tol=1e-6)
 

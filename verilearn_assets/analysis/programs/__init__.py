@@ -34,7 +34,7 @@ from verilearn_assets.analysis.programs.search import (
 )
 from verilearn_assets.analysis.programs.types import ANSWER_FORMATS
 from verilearn_assets.analysis.programs.wording import mechanical_question, natural_question
-from verilearn_assets.contracts import ColumnProfile
+from verilearn_assets.core.records import ColumnProfile
 
 __all__ = [
     "FAMILIES",

@@ -12,7 +12,7 @@ from functools import cached_property
 
 from verilearn_assets.analysis.programs.operators import BY_NAME
 from verilearn_assets.analysis.programs.types import ANSWER_TYPES, TABLE, VType
-from verilearn_assets.contracts import content_hash
+from verilearn_assets.core.records import content_hash
 
 SOURCE = -1  # input index meaning "the table `df`"
 

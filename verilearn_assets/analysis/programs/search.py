@@ -26,8 +26,8 @@ from verilearn_assets.analysis.programs.program import (
 )
 from verilearn_assets.analysis.programs.reduce import reduce_node
 from verilearn_assets.analysis.programs.types import ROLE_KEY, ROLE_NUMERIC, ROLES
-from verilearn_assets.config import StrictConfig
-from verilearn_assets.contracts import ColumnProfile, content_hash
+from verilearn_assets.core.config import StrictConfig
+from verilearn_assets.core.records import ColumnProfile, content_hash
 
 
 class ProgramSearchConfig(StrictConfig):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from verilearn_assets.contracts import AnswerSchema
+from verilearn_assets.core.records import AnswerSchema
 
 
 @dataclass(frozen=True, order=True)

@@ -7,8 +7,8 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from verilearn_assets.config import StrictConfig, load_config
-from verilearn_assets.contracts import content_hash
+from verilearn_assets.core.config import StrictConfig, load_config
+from verilearn_assets.core.records import content_hash
 
 TeacherName = Literal["program", "vllm"]
 

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from verilearn_assets.contracts import HookRecord
+from verilearn_assets.core.records import HookRecord
 
 log = logging.getLogger(__name__)
 

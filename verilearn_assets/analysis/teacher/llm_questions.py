@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from verilearn_assets.analysis.records import FailureClass, QuestionRecord
 from verilearn_assets.analysis.teacher.config import TeacherConfig
 from verilearn_assets.analysis.teacher.loop import Trace, run_trace
 from verilearn_assets.analysis.teacher.policy import Policy, VllmPolicy
@@ -27,13 +28,8 @@ from verilearn_assets.analysis.teacher.triangulate import (
     Triangulation,
     triangulate,
 )
-from verilearn_assets.answers import answer_hash, answers_match, parse_answer
-from verilearn_assets.contracts import (
-    AnswerSchema,
-    FailureClass,
-    QuestionRecord,
-    TableRecord,
-)
+from verilearn_assets.core.answers import answer_hash, answers_match, parse_answer
+from verilearn_assets.core.records import AnswerSchema, TableRecord
 
 log = logging.getLogger(__name__)
 

@@ -15,6 +15,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from verilearn_assets.analysis.records import (
+    CellRun,
+    Episode,
+    FailureClass,
+    Message,
+    MessageKind,
+    QuestionRecord,
+    Role,
+)
 from verilearn_assets.analysis.teacher.config import TeacherConfig
 from verilearn_assets.analysis.teacher.grounding import HookGrounding, ground_hooks
 from verilearn_assets.analysis.teacher.parse import FormatError, parse_reply
@@ -26,19 +35,9 @@ from verilearn_assets.analysis.teacher.prompts import (
     system_prompt,
     tool_message,
 )
-from verilearn_assets.answers import AnswerError, answer_hash, answers_match, parse_answer
-from verilearn_assets.contracts import (
-    CellRun,
-    Episode,
-    FailureClass,
-    HookRecord,
-    Message,
-    MessageKind,
-    QuestionRecord,
-    Role,
-    TableRecord,
-)
-from verilearn_assets.sandbox.pool import CellResult
+from verilearn_assets.core.answers import AnswerError, answer_hash, answers_match, parse_answer
+from verilearn_assets.core.records import HookRecord, TableRecord
+from verilearn_assets.core.sandbox.pool import CellResult
 
 log = logging.getLogger(__name__)
 

@@ -13,10 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from verilearn_assets.analysis.records import Message
 from verilearn_assets.analysis.teacher.config import SamplingConfig
 from verilearn_assets.analysis.teacher.grounding import normalize_line
 from verilearn_assets.analysis.teacher.parse import format_reply
-from verilearn_assets.contracts import Message
 
 
 @dataclass(frozen=True)

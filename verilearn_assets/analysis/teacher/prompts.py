@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from verilearn_assets.contracts import AnswerSchema, ColumnProfile, TableRecord
+from verilearn_assets.core.records import AnswerSchema, ColumnProfile, TableRecord
 
 TRUNCATION_MARK = "…[{n} characters truncated]…"
 MAX_TOP_VALUES = 5

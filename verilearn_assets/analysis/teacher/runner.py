@@ -17,13 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from verilearn_assets import lake
+from verilearn_assets.analysis.records import Episode, QuestionRecord
 from verilearn_assets.analysis.teacher.config import TeacherConfig
 from verilearn_assets.analysis.teacher.loop import run_episode, run_trace, to_episode
 from verilearn_assets.analysis.teacher.policy import Policy, ProgramPolicy, VllmPolicy
 from verilearn_assets.analysis.teacher.prompts import question_prompt
 from verilearn_assets.analysis.teacher.triangulate import TraceOutcome, triangulate
-from verilearn_assets.contracts import Episode, QuestionRecord, TableRecord
+from verilearn_assets.core import lake
+from verilearn_assets.core.records import TableRecord
 
 log = logging.getLogger(__name__)
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from verilearn_assets.answers import answers_match, parse_answer, validate_answer
-from verilearn_assets.contracts import AnswerSchema, FailureClass
+from verilearn_assets.analysis.records import FailureClass
+from verilearn_assets.core.answers import answers_match, parse_answer, validate_answer
+from verilearn_assets.core.records import AnswerSchema
 
 
 @dataclass(frozen=True)

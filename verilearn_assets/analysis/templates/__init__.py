@@ -22,7 +22,7 @@ from verilearn_assets.analysis.templates import (
     workflows,
 )
 from verilearn_assets.analysis.templates.base import NotApplicable, TableView, Template
-from verilearn_assets.contracts import ColumnProfile
+from verilearn_assets.core.records import ColumnProfile
 
 REGISTRY: dict[str, Template] = {}
 for _module in (

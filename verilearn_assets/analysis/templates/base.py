@@ -20,7 +20,7 @@ import pandas as pd
 
 from verilearn_assets.analysis.candidate import AlternativeCode, Candidate
 from verilearn_assets.analysis.questions_config import QuestionsConfig
-from verilearn_assets.contracts import AnswerSchema, ColumnProfile
+from verilearn_assets.core.records import AnswerSchema, ColumnProfile
 
 Difficulty = Literal["easy", "medium", "hard"]
 ReadingKey = TypeVar("ReadingKey")

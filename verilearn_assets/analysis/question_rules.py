@@ -1,0 +1,94 @@
+"""Gate rules over question partitions: the contract, split hygiene, hashes, floors."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+
+import polars as pl
+
+from verilearn_assets.analysis.records import QuestionRecord
+from verilearn_assets.gate.outcome import RuleOutcome
+
+
+def schema_contract(frame: pl.DataFrame, source: str, split: str) -> RuleOutcome:
+    """Each row loads as a QuestionRecord (no legacy keys), sits in its own partition,
+    and carries the content-hash id its content implies."""
+    failures: list[str] = []
+    expected = set(QuestionRecord.model_fields)
+    extra = [c for c in frame.columns if c not in expected and c not in ("source", "split")]
+    if extra:
+        failures.append(f"unexpected column(s) {extra}")
+    for i, row in enumerate(frame.iter_rows(named=True)):
+        rid = row.get("id")
+        try:
+            q = QuestionRecord.from_row(row)
+        except Exception as exc:
+            failures.append(f"row {i} ({rid!r}): {exc}".replace("\n", " "))
+            continue
+        if (q.source, q.split) != (source, split):
+            failures.append(
+                f"question {q.id}: source/split {q.source}/{q.split} in partition {source}/{split}"
+            )
+        want = QuestionRecord.make_id(q.source, q.dataset, q.table, q.code)
+        if q.id != want:
+            failures.append(f"question {q.id}: id is not the content hash ({want})")
+    return RuleOutcome(rule="schema_contract", checked=frame.height, failures=failures)
+
+
+def answer_hash_present(questions: Iterable[QuestionRecord]) -> RuleOutcome:
+    from verilearn_assets.core.answers import answer_hash
+
+    qs = [q for q in questions if q.status == "accepted"]
+    failures = []
+    for q in qs:
+        if answer_hash(q.answer, q.answer_schema) not in q.answer_hashes:
+            failures.append(f"question {q.id}: primary answer hash not in answer_hashes")
+        for alt in q.alternatives:
+            if alt.answer_hash not in q.answer_hashes:
+                failures.append(
+                    f"question {q.id}: alternative '{alt.description}' hash not in answer_hashes"
+                )
+    return RuleOutcome(rule="answer_hash_present", checked=len(qs), failures=failures)
+
+
+def datasets_in_one_split(dataset_splits: Iterable[tuple[str, str]]) -> RuleOutcome:
+    """No dataset may feed two splits (pairs of (dataset, split) from every partition)."""
+    seen: dict[str, set[str]] = {}
+    n = 0
+    for dataset, split in dataset_splits:
+        n += 1
+        seen.setdefault(dataset, set()).add(split)
+    failures = [
+        f"dataset {d!r} appears in splits {sorted(s)}"
+        for d, s in sorted(seen.items())
+        if len(s) > 1
+    ]
+    return RuleOutcome(rule="datasets_in_one_split", checked=n, failures=failures)
+
+
+def floors(
+    questions: Iterable[QuestionRecord],
+    template_floor: Mapping[str, int],
+    family_floor: Mapping[str, int],
+    total_floor: int,
+) -> RuleOutcome:
+    """Accepted questions per template / operator family must reach the configured floors."""
+    qs = [q for q in questions if q.status == "accepted"]
+    by_template = Counter(q.template for q in qs if q.template)
+    by_family = Counter(f for q in qs for f in set(q.op_families))
+    failures = []
+    if len(qs) < total_floor:
+        failures.append(f"{len(qs)} accepted question(s), floor is {total_floor}")
+    for name, floor in sorted(template_floor.items()):
+        if by_template[name] < floor:
+            failures.append(f"template {name}: {by_template[name]} < floor {floor}")
+    for name, floor in sorted(family_floor.items()):
+        if by_family[name] < floor:
+            failures.append(f"operator family {name}: {by_family[name]} < floor {floor}")
+    return RuleOutcome(
+        rule="floors",
+        checked=len(qs),
+        failures=failures,
+        stats={"accepted": len(qs), "templates": len(by_template), "families": len(by_family)},
+    )

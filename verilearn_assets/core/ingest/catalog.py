@@ -1,0 +1,211 @@
+"""The dataset catalog (`configs/datasets.yaml`), validated strictly at load.
+
+Every section has defaults that are safe on their own (https only, no private addresses,
+capped sizes), so a short catalog is still a secure one; a misspelt key stops the load with
+an error naming the file and the field.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Literal
+from urllib.parse import urlsplit
+
+from pydantic import Field, field_validator, model_validator
+
+from verilearn_assets.core.config import StrictConfig, load_config
+
+DatasetName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_\-]{0,63}$")]
+Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+
+ARCHIVE_FORMATS = ("zip", "tar", "tar.gz", "tar.bz2", "tar.xz")
+TABLE_FORMATS = ("csv", "tsv", "txt", "csv.gz", "parquet")
+UrlFormat = Literal[
+    "csv", "tsv", "txt", "csv.gz", "parquet", "zip", "tar", "tar.gz", "tar.bz2", "tar.xz"
+]
+
+MIB = 1024 * 1024
+
+
+class SplitRatios(StrictConfig):
+    """Share of datasets (not rows) per split; a dataset never spans two splits."""
+
+    train: float = Field(0.7, ge=0, le=1)
+    dev: float = Field(0.15, ge=0, le=1)
+    test: float = Field(0.15, ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _adds_up(self) -> SplitRatios:
+        total = self.train + self.dev + self.test
+        if abs(total - 1.0) > 1e-6:
+            raise ValueError(f"train + dev + test must add up to 1, got {total:g}")
+        return self
+
+
+class DownloadPolicy(StrictConfig):
+    """What a URL source may reach. The defaults are the secure ones."""
+
+    allowed_schemes: list[Literal["https", "http"]] = Field(default_factory=lambda: ["https"])
+    # Test-only switch: lets a server on 127.0.0.0/8 or ::1 through. Never set in a catalog.
+    allow_loopback: bool = False
+    # RFC 1918 / unique-local mirrors on a private network. Link-local, multicast, reserved
+    # and unspecified addresses stay refused whatever this says.
+    allow_private: bool = False
+    max_bytes: int = Field(512 * MIB, gt=0)
+    connect_timeout_s: float = Field(10.0, gt=0)
+    read_timeout_s: float = Field(30.0, gt=0)
+    total_timeout_s: float = Field(600.0, gt=0)
+    max_redirects: int = Field(3, ge=0, le=10)
+    ca_bundle: str | None = None  # extra CA file (a corporate CA, a test server's cert)
+    user_agent: str = "verilearn-ingest/0.1"
+
+
+class ArchiveLimits(StrictConfig):
+    """Caps that stop decompression bombs before anything is written."""
+
+    max_members: int = Field(10_000, gt=0)
+    max_total_bytes: int = Field(2048 * MIB, gt=0)
+    max_member_bytes: int = Field(1024 * MIB, gt=0)
+    max_ratio: float = Field(200.0, gt=1)  # uncompressed / compressed
+
+
+class ReadOptions(StrictConfig):
+    """How text tables are typed: NA tokens, boolean words, datetime formats, delimiters."""
+
+    na_tokens: list[str] = Field(
+        default_factory=lambda: [
+            "",
+            "NA",
+            "N/A",
+            "n/a",
+            "na",
+            "NaN",
+            "nan",
+            "NULL",
+            "null",
+            "None",
+            "none",
+            "#N/A",
+            "-",
+            "?",
+        ]
+    )
+    true_tokens: list[str] = Field(default_factory=lambda: ["true", "t", "yes", "y"])
+    false_tokens: list[str] = Field(default_factory=lambda: ["false", "f", "no", "n"])
+    # "ISO8601" is pandas' ISO parser; the others are strptime formats tried in order, the
+    # first one that parses every value of a column wins.
+    datetime_formats: list[str] = Field(
+        default_factory=lambda: [
+            "ISO8601",
+            "%d/%m/%Y",
+            "%m/%d/%Y",
+            "%Y/%m/%d",
+            "%d.%m.%Y",
+            "%d/%m/%Y %H:%M",
+            "%m/%d/%Y %H:%M",
+            "%d/%m/%Y %H:%M:%S",
+            "%m/%d/%Y %H:%M:%S",
+        ]
+    )
+    delimiters: list[str] = Field(default_factory=lambda: [",", "\t", ";", "|"])
+    sniff_bytes: int = Field(65_536, gt=0)
+    encoding: str | None = None  # None: utf-8 (BOM allowed), falling back to cp1252
+
+    @field_validator("delimiters")
+    @classmethod
+    def _single_chars(cls, value: list[str]) -> list[str]:
+        bad = [d for d in value if len(d) != 1]
+        if bad or not value:
+            raise ValueError(f"each delimiter must be one character, got {bad or value!r}")
+        return value
+
+
+class Limits(StrictConfig):
+    """Keep typed tables modest: the demo and the sandbox both load them whole."""
+
+    max_rows: int = Field(5000, gt=0)  # larger tables are sampled deterministically
+    max_columns: int = Field(500, gt=0)  # wider tables are refused with their name
+    max_table_bytes: int = Field(256 * MIB, gt=0)  # raw file size read at most
+
+
+class BundledDataset(StrictConfig):
+    """A table shipped inside an installed package: works offline."""
+
+    kind: Literal["bundled"]
+    name: DatasetName
+    package: Literal["statsmodels", "sklearn"]
+    loader: str = Field(pattern=r"^[a-z_][a-z0-9_]*$")
+    enabled: bool = True
+    description: str = ""
+
+
+class UrlDataset(StrictConfig):
+    """A file fetched over the network, used only if its sha256 matches the pin."""
+
+    kind: Literal["url"]
+    name: DatasetName
+    url: str
+    sha256: Sha256
+    format: UrlFormat
+    members: list[str] = Field(default_factory=list)  # archive members that are tables
+    enabled: bool = True
+    description: str = ""
+
+    @field_validator("url")
+    @classmethod
+    def _has_host(cls, value: str) -> str:
+        parts = urlsplit(value)
+        if not parts.scheme or not parts.hostname:
+            raise ValueError(f"not an absolute URL with a host: {value!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _members_need_archive(self) -> UrlDataset:
+        if self.members and self.format not in ARCHIVE_FORMATS:
+            raise ValueError(f"'members' only applies to archives, format is {self.format!r}")
+        return self
+
+
+DatasetEntry = Annotated[BundledDataset | UrlDataset, Field(discriminator="kind")]
+
+
+class DatasetsConfig(StrictConfig):
+    """The whole catalog: datasets plus the policies every one of them is read under."""
+
+    seed: int = 0  # row sampling of tables over `limits.max_rows`
+    salt: str = "verilearn-splits-v1"  # change to draw a different split assignment
+    splits: SplitRatios = Field(default_factory=SplitRatios)
+    download: DownloadPolicy = Field(default_factory=DownloadPolicy)
+    archive: ArchiveLimits = Field(default_factory=ArchiveLimits)
+    read: ReadOptions = Field(default_factory=ReadOptions)
+    limits: Limits = Field(default_factory=Limits)
+    datasets: list[DatasetEntry]
+
+    @field_validator("datasets")
+    @classmethod
+    def _unique_names(
+        cls, value: list[BundledDataset | UrlDataset]
+    ) -> list[BundledDataset | UrlDataset]:
+        seen: dict[str, int] = {}
+        for i, entry in enumerate(value):
+            if entry.name in seen:
+                raise ValueError(
+                    f"dataset name {entry.name!r} is used by entries {seen[entry.name]} and {i}"
+                )
+            seen[entry.name] = i
+        return value
+
+    def enabled(self) -> list[BundledDataset | UrlDataset]:
+        return [d for d in self.datasets if d.enabled]
+
+
+def load_datasets_config(directory: str | Path | None = None) -> DatasetsConfig:
+    """`<directory>/datasets.yaml` (default: `VERILEARN_CONFIG_DIR` or the repo's configs/)."""
+    return load_config("datasets", DatasetsConfig, directory)
+
+
+def safe_table_name(raw: str) -> str:
+    """A file stem turned into a table name that is safe as a path component."""
+    name = re.sub(r"[^a-z0-9_\-]+", "_", raw.lower()).strip("_-")
+    return name[:64] or "table"

@@ -1,0 +1,307 @@
+"""Report assets: every `dbt_like_sql/**/*.sql` file becomes a Dagster asset, plus `report`.
+
+The SQL parsing, dependency discovery and building live in `verilearn_assets.warehouse`
+(pure); this module turns them into assets (group "reports"), renders the main tables as
+markdown (Dagster metadata) and rich tables (`verilearn report`), and draws the pass-rate
+chart. Dependencies come from the SQL files, so adding a file adds an asset with the right
+edges and nothing else has to change.
+"""
+
+import base64
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+from dagster import (
+    AssetExecutionContext,
+    AssetKey,
+    AssetsDefinition,
+    MaterializeResult,
+    MetadataValue,
+    TableColumn,
+    TableSchema,
+    asset,
+)
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from rich.console import Console
+from rich.table import Table
+
+from resources.warehouse import WarehouseResource
+from verilearn_assets.core.warehouse import (
+    SQL_DIR,
+    SqlModel,
+    build_model,
+    discover_sql_models,
+    relation_rows,
+)
+
+GROUP = "reports"
+REPORT_ASSET = "report"
+CHART_FILE = Path("reports") / "pass_rate.png"
+PREVIEW_ROWS = 20
+MAX_ROWS = 40
+_RATE_SUFFIXES = ("rate", "share", "precision")
+
+
+# --- the main tables --------------------------------------------------------------------
+@dataclass(frozen=True)
+class ReportTable:
+    """One table of the report: a title and a SELECT over the marts."""
+
+    key: str
+    title: str
+    sql: str
+
+
+REPORT_TABLES: tuple[ReportTable, ...] = (
+    ReportTable(
+        "pass_rate",
+        "Episode pass rate by source × split × teacher",
+        "SELECT source, split, teacher, sum(n_episodes)::BIGINT AS n_episodes, "
+        "sum(n_verified)::BIGINT AS n_verified, sum(n_verified) / sum(n_episodes) AS pass_rate "
+        "FROM mart_episode_pass_rate GROUP BY ALL ORDER BY ALL",
+    ),
+    ReportTable(
+        "pass_rate_by_template",
+        "Episode pass rate by source × split × template × teacher",
+        "SELECT * FROM mart_episode_pass_rate ORDER BY source, split, template_family, teacher",
+    ),
+    ReportTable(
+        "teacher_precision",
+        "Teacher precision (verified / total)",
+        "SELECT * FROM mart_teacher_precision ORDER BY teacher",
+    ),
+    ReportTable(
+        "failure_classes",
+        "Failure classes of unverified episodes",
+        "SELECT * FROM mart_failure_classes",
+    ),
+    ReportTable(
+        "hook_grounding",
+        "Hook grounding rate",
+        "SELECT * FROM mart_hook_grounding ORDER BY source, split, teacher",
+    ),
+    ReportTable(
+        "questions",
+        "Questions by source × split",
+        "SELECT source, split, sum(n_questions)::BIGINT AS n_questions, "
+        "sum(n_accepted)::BIGINT AS n_accepted, sum(n_rejected)::BIGINT AS n_rejected "
+        "FROM mart_question_counts GROUP BY ALL ORDER BY ALL",
+    ),
+    ReportTable(
+        "question_counts",
+        "Questions by source × split × template/operator family × dataset",
+        "SELECT * FROM mart_question_counts",
+    ),
+    ReportTable("rejection_reasons", "Rejection reasons", "SELECT * FROM mart_rejection_reasons"),
+    ReportTable(
+        "alternatives_rate",
+        "Alternatives (ambiguity) rate per template",
+        "SELECT * FROM mart_alternatives_rate",
+    ),
+    ReportTable("dataset_stats", "Per-dataset stats", "SELECT * FROM mart_dataset_stats"),
+)
+
+
+@dataclass(frozen=True)
+class TableData:
+    columns: list[str]
+    rows: list[tuple[Any, ...]]
+
+
+def fetch(con: duckdb.DuckDBPyConnection, sql: str) -> TableData:
+    cur = con.execute(sql)
+    return TableData([d[0] for d in cur.description], cur.fetchall())
+
+
+def format_value(column: str, value: Any) -> str:
+    """Rates as percentages, other floats short, NULL as an em dash."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    if isinstance(value, float):
+        if column.endswith(_RATE_SUFFIXES):
+            return f"{value:.1%}"
+        return f"{value:.4g}"
+    if isinstance(value, list | tuple):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def markdown_table(data: TableData, max_rows: int = MAX_ROWS) -> str:
+    """A GitHub-style markdown table, cut to `max_rows` with a note saying so."""
+    if not data.rows:
+        return "_no rows_"
+
+    def cell(col: str, value: Any) -> str:
+        return format_value(col, value).replace("|", "\\|").replace("\n", " ")
+
+    lines = [
+        "| " + " | ".join(data.columns) + " |",
+        "| " + " | ".join("---" for _ in data.columns) + " |",
+    ]
+    for row in data.rows[:max_rows]:
+        lines.append(
+            "| " + " | ".join(cell(c, v) for c, v in zip(data.columns, row, strict=True)) + " |"
+        )
+    if len(data.rows) > max_rows:
+        lines.append(f"\n_showing {max_rows} of {len(data.rows)} rows_")
+    return "\n".join(lines)
+
+
+def rich_table(title: str, data: TableData, max_rows: int = MAX_ROWS) -> Table:
+    table = Table(title=title, title_justify="left", show_lines=False)
+    numeric = [
+        bool(data.rows) and all(isinstance(r[i], int | float) or r[i] is None for r in data.rows)
+        for i in range(len(data.columns))
+    ]
+    for col, is_num in zip(data.columns, numeric, strict=True):
+        table.add_column(col, justify="right" if is_num else "left")
+    for row in data.rows[:max_rows]:
+        table.add_row(*(format_value(c, v) for c, v in zip(data.columns, row, strict=True)))
+    if not data.rows:
+        table.caption = "no rows"
+    elif len(data.rows) > max_rows:
+        table.caption = f"showing {max_rows} of {len(data.rows)} rows"
+    return table
+
+
+def render_report(
+    console: Console, con: duckdb.DuckDBPyConnection, max_rows: int = MAX_ROWS
+) -> None:
+    """Print the main report tables from the marts (the `verilearn report` view)."""
+    for rt in REPORT_TABLES:
+        console.print(rich_table(rt.title, fetch(con, rt.sql), max_rows))
+        console.print()
+
+
+def report_markdown(con: duckdb.DuckDBPyConnection, max_rows: int = MAX_ROWS) -> dict[str, str]:
+    """The main tables as markdown, keyed by `ReportTable.key`."""
+    return {
+        rt.key: f"**{rt.title}**\n\n{markdown_table(fetch(con, rt.sql), max_rows)}"
+        for rt in REPORT_TABLES
+    }
+
+
+# --- the chart ----------------------------------------------------------------------------
+def pass_rate_chart(con: duckdb.DuckDBPyConnection, path: Path) -> Path:
+    """Bar chart of episode pass rate per source/split, one bar per teacher, as a PNG."""
+    data = fetch(con, REPORT_TABLES[0].sql)
+    fig = Figure(figsize=(9, 4.5), dpi=110)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    if not data.rows:
+        ax.text(0.5, 0.5, "no episodes yet", ha="center", va="center", fontsize=14)
+        ax.set_axis_off()
+    else:
+        groups = sorted({(r[0], r[1]) for r in data.rows})
+        teachers = sorted({r[2] for r in data.rows})
+        by_key = {(r[0], r[1], r[2]): r for r in data.rows}
+        width = 0.8 / len(teachers)
+        for t_i, teacher in enumerate(teachers):
+            xs, ys, labels = [], [], []
+            for g_i, (source, split) in enumerate(groups):
+                row = by_key.get((source, split, teacher))
+                if row is None:
+                    continue
+                xs.append(g_i - 0.4 + width * (t_i + 0.5))
+                ys.append(row[5])
+                labels.append(f"{row[4]}/{row[3]}")
+            bars = ax.bar(xs, ys, width=width, label=teacher)
+            ax.bar_label(bars, labels=labels, fontsize=7, padding=2)
+        ax.set_xticks(range(len(groups)), [f"{s}\n{t}" for s, t in groups])
+        ax.set_ylim(0, 1.12)
+        ax.set_ylabel("pass rate (verified / episodes)")
+        ax.legend(title="teacher", fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
+        ax.grid(axis="y", alpha=0.3)
+    ax.set_title("Episode pass rate by source × split × teacher")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, format="png")
+    return path
+
+
+# --- Dagster wiring ------------------------------------------------------------------------
+def _description(model: SqlModel) -> str:
+    lines = [ln.strip()[2:].strip() for ln in model.sql.splitlines() if ln.strip().startswith("--")]
+    head = " ".join(lines) or f"{model.relation.lower()} {model.name}"
+    rel = model.path.relative_to(model.path.parent.parent.parent)
+    return f"{head}\n\nBuilt from `{rel}` as a DuckDB {model.relation.lower()}."
+
+
+def _table_schema(con: duckdb.DuckDBPyConnection, name: str) -> TableSchema:
+    rows = con.execute(f'DESCRIBE "{name}"').fetchall()
+    return TableSchema(columns=[TableColumn(r[0], r[1]) for r in rows])
+
+
+def _model_asset(model: SqlModel) -> AssetsDefinition:
+    deps = [AssetKey(d) for d in (*model.lake_deps, *model.model_deps)]
+
+    @asset(
+        name=model.name,
+        group_name=GROUP,
+        deps=deps,
+        description=_description(model),
+        kinds={"duckdb", "sql"},
+        metadata={"sql_file": str(model.path)},
+    )
+    def _build(context: AssetExecutionContext, warehouse: WarehouseResource) -> MaterializeResult:
+        with warehouse.writer() as con:
+            build_model(con, model, warehouse.lake_root())
+            n_rows = relation_rows(con, model.name)
+            limit = PREVIEW_ROWS if model.kind == "staging" else MAX_ROWS
+            preview = fetch(con, f'SELECT * FROM "{model.name}" LIMIT {limit + 1}')
+            schema = _table_schema(con, model.name)
+        context.log.info(f"{model.relation.lower()} {model.name}: {n_rows} rows")
+        shown = TableData(preview.columns, preview.rows[:limit])
+        note = f"\n\n_first {limit} of {n_rows} rows_" if n_rows > limit else ""
+        return MaterializeResult(
+            metadata={
+                "dagster/row_count": MetadataValue.int(n_rows),
+                "dagster/column_schema": schema,
+                "preview": MetadataValue.md(markdown_table(shown, limit) + note),
+                "sql": MetadataValue.md(f"```sql\n{model.sql.strip()}\n```"),
+            }
+        )
+
+    return _build
+
+
+def _report_asset(marts: Sequence[SqlModel]) -> AssetsDefinition:
+    @asset(
+        name=REPORT_ASSET,
+        group_name=GROUP,
+        deps=[AssetKey(m.name) for m in marts],
+        kinds={"duckdb", "matplotlib"},
+        description="The pass-rate chart and the main report tables over the marts.",
+    )
+    def _report(context: AssetExecutionContext, warehouse: WarehouseResource) -> MaterializeResult:
+        chart = warehouse.home_dir() / CHART_FILE
+        with warehouse.reader() as con:
+            pass_rate_chart(con, chart)
+            tables = report_markdown(con)
+        encoded = base64.b64encode(chart.read_bytes()).decode()
+        context.log.info(f"pass-rate chart written to {chart}")
+        metadata: dict[str, Any] = {
+            "pass_rate_chart": MetadataValue.md(
+                f"![episode pass rate](data:image/png;base64,{encoded})"
+            ),
+            "chart_path": MetadataValue.path(str(chart)),
+        }
+        metadata.update({key: MetadataValue.md(md) for key, md in tables.items()})
+        return MaterializeResult(metadata=metadata)
+
+    return _report
+
+
+def build_report_assets(sql_dir: Path = SQL_DIR) -> list[AssetsDefinition]:
+    """One asset per SQL file (deps parsed from the SQL) and the final `report` asset."""
+    models = discover_sql_models(sql_dir)
+    marts = [m for m in models if m.kind == "mart"]
+    return [_model_asset(m) for m in models] + [_report_asset(marts)]
+
+
+REPORT_ASSETS: list[AssetsDefinition] = build_report_assets()
