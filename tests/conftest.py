@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+from vllm_fixtures import RunningVllm, tiny_model_dir, vllm_python, vllm_server  # noqa: F401
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -1,0 +1,205 @@
+"""The family contract: what a task family registers so the shared platform serves it.
+
+A family (analysis, dafny, refactor, …) is one package with a `family.py` that exposes
+`FAMILY: Family` and a `defs.py` whose `defs()` returns its Dagster definitions. The gate,
+`sft_dataset`, the reports and the CLI read only this contract, so adding a family edits
+nothing outside its folder. Pure Python: the Dagster side is built from it in `gate/adapter.py`
+and the family's own `assets.py`/`checks.py`.
+
+Conventions every family follows:
+- two assets, both partitioned `source × split`: a task asset and a rollout asset, with the
+  family name as asset-key prefix (`analysis/questions`, `dafny/trajectories`) and the same
+  path in the lake (`<home>/lake/<family>/<asset>/source=<s>/split=<t>/`);
+- task records carry `id`, `source`, `split` and `status` (accepted/rejected); rollout records
+  carry `id`, `source`, `split` and `verified`, which is what the reports count;
+- blocking rules are plain functions `RuleContext -> RuleOutcome`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import pkgutil
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+import polars as pl
+from pydantic import Field
+
+from verilearn_assets.core import lake
+from verilearn_assets.core.records import Record, Source, Split, content_hash
+from verilearn_assets.gate.outcome import RuleOutcome
+
+EXTRA_FAMILIES_ENV = "VERILEARN_FAMILIES"
+"""Comma-separated module paths of families outside `verilearn_assets` (plugins, tests)."""
+
+
+class PoolProvider(Protocol):
+    """What a rule needing the sandbox gets: the container pool resource (or any object
+    with the same `get_pool()` async context manager)."""
+
+    def get_pool(self) -> Any: ...
+
+
+class SftRow(Record):
+    """One chat-format training row, the same shape for every family."""
+
+    id: str
+    family: str
+    task_id: str
+    rollout_id: str
+    source: Source
+    split: Split
+    role: str = "default"  # the role trained (dafny: writer/annotator); "default" otherwise
+    teacher: str
+    messages: list[dict[str, Any]]
+    n_messages: int
+    weight: float = 1.0
+    template: str | None = Field(default=None)  # template / rule / operator family, if any
+
+    @staticmethod
+    def make_id(family: str, rollout_id: str, role: str = "default") -> str:
+        return content_hash("sft", family, rollout_id, role)
+
+
+@dataclass(frozen=True)
+class RuleContext:
+    """Where a rule looks: one family's partition under one home, and the pool if needed."""
+
+    family: Family
+    source: str
+    split: str
+    home: Path
+    pool: PoolProvider | None = None
+
+    @property
+    def lake_root(self) -> Path:
+        return lake.lake_root(self.home)
+
+    def task_frame(self) -> pl.DataFrame:
+        return lake.read_partition(
+            self.family.task_lake, self.lake_root, source=self.source, split=self.split
+        )
+
+    def tasks(self) -> list[Record]:
+        return self.family.read_tasks(self.home, self.source, self.split)
+
+    def rollouts(self) -> list[Record]:
+        return self.family.read_rollouts(self.home, self.source, self.split)
+
+
+@dataclass(frozen=True)
+class GateRule:
+    """A blocking check: its name (unique in the code location), the asset it guards and
+    the pure evaluation that both the Dagster check and `verilearn gate` run."""
+
+    name: str
+    on: Literal["tasks", "rollouts"]
+    evaluate: Callable[[RuleContext], RuleOutcome]
+    description: str
+    needs_pool: bool = False
+
+
+@dataclass(frozen=True)
+class Family:
+    """One task family as the platform sees it."""
+
+    name: str
+    task_asset: str
+    rollout_asset: str
+    task_model: type[Record]
+    rollout_model: type[Record]
+    sft_rows: Callable[[Sequence[Record]], list[SftRow]]
+    rules: tuple[GateRule, ...] = ()
+    description: str = ""
+    # columns `verilearn inspect` lists beside id/source/split/status (or verified)
+    task_columns: tuple[str, ...] = ()
+    rollout_columns: tuple[str, ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for model, needed in (
+            (self.task_model, ("id", "source", "split", "status")),
+            (self.rollout_model, ("id", "source", "split", "verified")),
+        ):
+            missing = [f for f in needed if f not in model.model_fields]
+            if missing:
+                raise TypeError(
+                    f"family {self.name!r}: {model.__name__} lacks field(s) {missing} "
+                    "that the family contract requires"
+                )
+        names = [r.name for r in self.rules]
+        if len(names) != len(set(names)):
+            raise TypeError(f"family {self.name!r}: duplicate rule names in {names}")
+
+    @property
+    def task_lake(self) -> str:
+        return f"{self.name}/{self.task_asset}"
+
+    @property
+    def rollout_lake(self) -> str:
+        return f"{self.name}/{self.rollout_asset}"
+
+    def asset_lake(self, which: Literal["tasks", "rollouts"]) -> str:
+        return self.task_lake if which == "tasks" else self.rollout_lake
+
+    def read_tasks(self, home: Path, source: str, split: str) -> list[Record]:
+        return lake.read_records(
+            self.task_lake, self.task_model, lake.lake_root(home), source=source, split=split
+        )
+
+    def read_rollouts(self, home: Path, source: str, split: str) -> list[Record]:
+        return lake.read_records(
+            self.rollout_lake, self.rollout_model, lake.lake_root(home), source=source, split=split
+        )
+
+
+# --- the registry -------------------------------------------------------------------------
+def family_modules() -> list[str]:
+    """Packages that hold a family: every `verilearn_assets.<pkg>` with a `family` module,
+    then the modules named in `$VERILEARN_FAMILIES` (plugins and tests)."""
+    import verilearn_assets
+
+    found = []
+    for info in sorted(pkgutil.iter_modules(verilearn_assets.__path__), key=lambda i: i.name):
+        if info.ispkg and (Path(verilearn_assets.__path__[0]) / info.name / "family.py").is_file():
+            found.append(f"verilearn_assets.{info.name}")
+    extra = [m.strip() for m in os.environ.get(EXTRA_FAMILIES_ENV, "").split(",") if m.strip()]
+    return found + [m for m in extra if m not in found]
+
+
+@cache
+def _load(modules: tuple[str, ...]) -> dict[str, Family]:
+    out: dict[str, Family] = {}
+    for mod in modules:
+        try:
+            family = importlib.import_module(f"{mod}.family").FAMILY
+        except (ImportError, AttributeError) as exc:
+            raise ImportError(f"family module {mod!r}: no importable `family.FAMILY`: {exc}") from exc
+        if family.name in out:
+            raise ValueError(f"two families named {family.name!r} ({mod})")
+        out[family.name] = family
+    return out
+
+
+def families() -> dict[str, Family]:
+    """Every registered family by name (analysis first, then alphabetical, then plugins)."""
+    return _load(tuple(family_modules()))
+
+
+def family(name: str) -> Family:
+    known = families()
+    if name not in known:
+        raise ValueError(f"unknown family {name!r} (known: {', '.join(known)})")
+    return known[name]
+
+
+def family_module(name: str) -> str:
+    """The package that registered family `name` (its `defs` module sits beside it)."""
+    for mod in family_modules():
+        if importlib.import_module(f"{mod}.family").FAMILY.name == name:
+            return mod
+    raise ValueError(f"unknown family {name!r}")
