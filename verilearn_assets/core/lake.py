@@ -18,9 +18,12 @@ import polars as pl
 from verilearn_assets.core.records import Record
 
 
-def home() -> Path:
-    """`VERILEARN_HOME`, default `./.verilearn`, created on first use."""
-    path = Path(os.environ.get("VERILEARN_HOME", ".verilearn")).resolve()
+def home(explicit: str | Path | None = None) -> Path:
+    """`explicit`, else `VERILEARN_HOME`, else `./.verilearn`; created on first use.
+
+    Assets get theirs from `HomeResource`; the CLI and tests call this with no argument.
+    """
+    path = Path(explicit or os.environ.get("VERILEARN_HOME", ".verilearn")).resolve()
     path.mkdir(parents=True, exist_ok=True)
     return path
 
