@@ -18,13 +18,13 @@ from dagster import (
 )
 
 from resources.container_pool import ContainerPoolResource
+from verilearn_assets.analysis import episode_rules, question_rules
 from verilearn_assets.analysis.assets import episodes, questions
 from verilearn_assets.analysis.records import Episode, QuestionRecord
 from verilearn_assets.analysis.verify import reverify
 from verilearn_assets.core import lake
 from verilearn_assets.core.ingest.tables import load_table_records
 from verilearn_assets.core.records import SOURCES, SPLITS
-from verilearn_assets.analysis import episode_rules, question_rules
 from verilearn_assets.gate.config import load_gate_config
 from verilearn_assets.gate.outcome import RuleOutcome
 from verilearn_assets.platform.defs import SOURCE_SPLIT, source_split

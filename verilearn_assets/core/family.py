@@ -178,7 +178,8 @@ def _load(modules: tuple[str, ...]) -> dict[str, Family]:
         try:
             family = importlib.import_module(f"{mod}.family").FAMILY
         except (ImportError, AttributeError) as exc:
-            raise ImportError(f"family module {mod!r}: no importable `family.FAMILY`: {exc}") from exc
+            msg = f"family module {mod!r}: no importable `family.FAMILY`: {exc}"
+            raise ImportError(msg) from exc
         if family.name in out:
             raise ValueError(f"two families named {family.name!r} ({mod})")
         out[family.name] = family
