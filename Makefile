@@ -14,7 +14,9 @@ APT_PACKAGES := docker.io bubblewrap chromium chromium-driver openssl
 export VERILEARN_HOME ?= $(CURDIR)/.verilearn
 export DAGSTER_HOME ?= $(VERILEARN_HOME)/dagster
 
-include mk/vllm.mk
+# Each mk/*.mk adds its own targets; a family appends its setup targets to TEST_DEPS.
+TEST_DEPS :=
+include $(sort $(wildcard mk/*.mk))
 
 .PHONY: help demo test install system-deps dockerd lint check-defs ui bench clean
 
@@ -67,7 +69,7 @@ lint: install
 check-defs: install
 	cd $(CURDIR) && $(VENV)/bin/dg check defs
 
-test: install system-deps dockerd vllm-env tiny-model lint check-defs
+test: install system-deps dockerd vllm-env tiny-model $(TEST_DEPS) lint check-defs
 	VERILEARN_REQUIRE_DOCKER=1 VERILEARN_REQUIRE_VLLM=1 VERILEARN_REQUIRE_BROWSER=1 \
 	VERILEARN_TINY_MODEL=$(CURDIR)/$(TINY_MODEL_DIR) \
 	$(VENV)/bin/pytest -ra -q --durations=15

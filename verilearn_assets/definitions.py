@@ -1,13 +1,22 @@
-"""The Dagster code location: `dagster dev -m verilearn_assets.definitions`."""
+"""The Dagster code location: `dagster dev -m verilearn_assets.definitions`.
+
+The platform's own definitions (ingestion, training, reports, jobs, resources) merged with
+each family's `defs()` (`verilearn_assets/<family>/defs.py`), found through the family
+registry, so adding a family edits nothing here.
+"""
+
+import importlib
 
 from dagster import Definitions
 
 from jobs import JOBS, executor_from_env
 from resources.container_pool import ContainerPoolResource
+from resources.home import HomeResource
 from resources.vllm import VllmResource
 from resources.warehouse import WarehouseResource
 from verilearn_assets.analysis.assets import ANALYSIS_ASSETS
 from verilearn_assets.analysis.checks import ANALYSIS_CHECKS
+from verilearn_assets.core.family import family_modules
 from verilearn_assets.core.report import REPORT_ASSETS
 from verilearn_assets.platform.assets import INGEST_ASSETS
 from verilearn_assets.training.assets import TRAINING_ASSETS, TRAINING_CHECKS
@@ -16,12 +25,31 @@ RESOURCES = {
     "container_pool": ContainerPoolResource(),
     "vllm": VllmResource(),
     "warehouse": WarehouseResource(),
+    "home": HomeResource(),
 }
 
-defs = Definitions(
-    assets=[*INGEST_ASSETS, *ANALYSIS_ASSETS, *TRAINING_ASSETS, *REPORT_ASSETS],
-    asset_checks=[*ANALYSIS_CHECKS, *TRAINING_CHECKS],
-    resources=RESOURCES,
-    jobs=JOBS,
-    executor=executor_from_env(),
+
+def family_defs() -> list[Definitions]:
+    """Each registered family's `defs()`, for families that ship a `defs` module."""
+    out = []
+    for mod in family_modules():
+        try:
+            module = importlib.import_module(f"{mod}.defs")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{mod}.defs":
+                raise
+            continue
+        out.append(module.defs())
+    return out
+
+
+defs = Definitions.merge(
+    Definitions(
+        assets=[*INGEST_ASSETS, *ANALYSIS_ASSETS, *TRAINING_ASSETS, *REPORT_ASSETS],
+        asset_checks=[*ANALYSIS_CHECKS, *TRAINING_CHECKS],
+        resources=RESOURCES,
+        jobs=JOBS,
+        executor=executor_from_env(),
+    ),
+    *family_defs(),
 )
