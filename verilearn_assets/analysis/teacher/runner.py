@@ -28,7 +28,7 @@ from verilearn_assets.core.records import TableRecord
 
 log = logging.getLogger(__name__)
 
-EPISODES_ASSET = "episodes"
+EPISODES_ASSET = "analysis/episodes"  # the asset key path, family first
 # make_policy(reference_code, trace_index) -> a fresh policy for one trace
 PolicyFactory = Callable[[str | None, int], Policy]
 
