@@ -1,0 +1,191 @@
+"""Actions a refactoring agent may take, validated before anything runs.
+
+Three shapes: an ast-grep YAML rule (`ast-grep scan --rule … --update-all`), an ast-grep
+pattern rewrite (`ast-grep run -p … -r … --update-all`) and a plain command whose binary
+must be on the allowlist. Paths are relative to the workspace; anything that could name a
+place outside it is refused here, with the failure class `disallowed`.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+
+from verilearn_assets.refactor.config import ALLOWED_BINARIES
+
+RULE_FILE_IN_JAIL = "/run/refactor/rule.yml"
+RULE_KEYS = {
+    "id",
+    "language",
+    "rule",
+    "fix",
+    "constraints",
+    "utils",
+    "transform",
+    "files",
+    "ignores",
+    "message",
+    "severity",
+    "note",
+    "metadata",
+    "rewriters",
+}
+
+
+class ActionRejected(ValueError):
+    """An action refused before running; `failure` is the reward's failure class."""
+
+    def __init__(self, failure: str, message: str) -> None:
+        super().__init__(message)
+        self.failure = failure
+
+
+def _workspace_path(path: str) -> str:
+    """A path that stays inside the workspace: relative, normalised, no `..`."""
+    if not path or "\x00" in path:
+        raise ValueError(f"path {path!r} is empty or has a NUL byte")
+    norm = posixpath.normpath(path)
+    if path.startswith(("/", "~")) or norm == ".." or norm.startswith("../"):
+        raise ValueError(f"path {path!r} points outside the workspace")
+    if norm.startswith("-"):
+        raise ValueError(f"path {path!r} would be read as an option")
+    return norm
+
+
+class _Action(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    paths: list[str] = Field(default_factory=list, max_length=32)
+
+    @field_validator("paths")
+    @classmethod
+    def _inside(cls, value: list[str]) -> list[str]:
+        return [_workspace_path(p) for p in value]
+
+    def path_args(self) -> list[str]:
+        return list(self.paths) or ["."]
+
+
+class RuleAction(_Action):
+    """An ast-grep YAML rule with a `fix`, applied to every match."""
+
+    kind: Literal["rule"] = "rule"
+    rule: dict[str, Any]
+
+    @field_validator("rule", mode="before")
+    @classmethod
+    def _parse_text(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            try:
+                value = yaml.safe_load(value)
+            except yaml.YAMLError as exc:
+                raise ValueError(f"rule is not valid YAML: {exc}") from exc
+        return value
+
+    @field_validator("rule")
+    @classmethod
+    def _rule_shape(cls, value: dict[str, Any]) -> dict[str, Any]:
+        unknown = sorted(set(value) - RULE_KEYS)
+        if unknown:
+            raise ValueError(f"rule has unknown key(s) {unknown}")
+        for key in ("id", "language", "rule"):
+            if key not in value:
+                raise ValueError(f"rule lacks {key!r}")
+        if str(value["language"]).lower() not in {"python", "py"}:
+            raise ValueError(f"rule language {value['language']!r}: only python is served")
+        if not isinstance(value["rule"], dict):
+            raise ValueError("rule.rule must be a mapping")
+        return value
+
+    def rule_yaml(self) -> str:
+        return yaml.safe_dump(self.rule, sort_keys=False)
+
+    def argv(self, rule_path: str = RULE_FILE_IN_JAIL) -> list[str]:
+        return ["ast-grep", "scan", "--rule", rule_path, "--update-all", *self.path_args()]
+
+
+class PatternAction(_Action):
+    """`ast-grep run -p PATTERN -r REWRITE -l LANG --update-all`."""
+
+    kind: Literal["run"] = "run"
+    pattern: str = Field(min_length=1, max_length=2000)
+    rewrite: str = Field(max_length=2000)
+    lang: Literal["python"] = "python"
+
+    def argv(self, rule_path: str = RULE_FILE_IN_JAIL) -> list[str]:
+        return [
+            "ast-grep",
+            "run",
+            "--pattern",
+            self.pattern,
+            "--rewrite",
+            self.rewrite,
+            "--lang",
+            self.lang,
+            "--update-all",
+            *self.path_args(),
+        ]
+
+
+class CommandAction(BaseModel):
+    """A command line; its binary must be on the allowlist (checked at run time against
+    the configured list, which may be narrower than the built-in one)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    kind: Literal["command"] = "command"
+    argv_: list[str] = Field(alias="argv", min_length=1, max_length=64)
+
+    @field_validator("argv_")
+    @classmethod
+    def _no_escape(cls, value: list[str]) -> list[str]:
+        for arg in value[1:]:
+            if arg.startswith("/") or ".." in posixpath.normpath(arg).split("/"):
+                raise ValueError(f"argument {arg!r} points outside the workspace")
+        return value
+
+    def argv(self, rule_path: str = RULE_FILE_IN_JAIL) -> list[str]:
+        return list(self.argv_)
+
+
+Action = Annotated[RuleAction | PatternAction | CommandAction, Field(discriminator="kind")]
+_ADAPTER: TypeAdapter[RuleAction | PatternAction | CommandAction] = TypeAdapter(Action)
+
+
+def action_json_schema() -> dict[str, Any]:
+    """The JSON schema an action must satisfy (shown to models, checked on every action)."""
+    return _ADAPTER.json_schema(by_alias=True)
+
+
+def parse_action(raw: str | dict[str, Any]) -> RuleAction | PatternAction | CommandAction:
+    """Validate an action given as JSON text or a mapping; ActionRejected('schema') if bad."""
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise ActionRejected("schema", f"action is not JSON: {exc}") from exc
+    try:
+        action = _ADAPTER.validate_python(raw)
+    except ValidationError as exc:
+        parts = []
+        for err in exc.errors():
+            field = ".".join(str(p) for p in err["loc"]) or "<root>"
+            parts.append(f"field '{field}': {err['msg']}")
+        failure = "disallowed" if "outside the workspace" in str(exc) else "schema"
+        raise ActionRejected(failure, "invalid action: " + "; ".join(parts)) from exc
+    return action
+
+
+def action_to_dict(action: RuleAction | PatternAction | CommandAction) -> dict[str, Any]:
+    return action.model_dump(mode="json", by_alias=True)
+
+
+def check_allowed(argv: list[str], allowed: list[str]) -> None:
+    """Refuse a binary that is not on the allowlist (by bare name: no paths, no shells)."""
+    binary = argv[0]
+    if binary not in allowed or binary not in ALLOWED_BINARIES:
+        raise ActionRejected(
+            "disallowed", f"binary {binary!r} is not allowed (allowed: {', '.join(allowed)})"
+        )

@@ -1,0 +1,75 @@
+"""Refactor family configuration (`configs/refactor.yaml`), validated strictly at load.
+
+Kept apart from `configs/sandbox.yaml`: the runner jails one short-lived command per step
+(ast-grep, python, pytest) on a host workspace, not a long-lived cell worker.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from verilearn_assets.core.config import StrictConfig, load_config
+
+Backend = Literal["bwrap", "docker", "none"]
+ALLOWED_BINARIES: tuple[str, ...] = ("ast-grep", "python", "pytest")
+
+
+class Limits(StrictConfig):
+    """Per-command limits, applied by rlimits (and a pids cgroup or Docker's limits)."""
+
+    action_timeout_s: float = Field(default=20.0, gt=0)
+    test_timeout_s: float = Field(default=60.0, gt=0)
+    cpu_s: int = Field(default=30, ge=1)  # RLIMIT_CPU per process
+    memory_mb: int = Field(default=2048, ge=64)  # RLIMIT_AS (bwrap/none), mem limit (docker)
+    pids: int = Field(default=64, ge=8)  # cgroup pids.max / docker pids_limit
+    file_size_mb: int = Field(default=16, ge=1)  # RLIMIT_FSIZE: one file's size
+    max_files: int = Field(default=2000, ge=1)  # files a workspace may hold after a step
+    open_files: int = Field(default=256, ge=16)  # RLIMIT_NOFILE
+    output_cap_bytes: int = Field(default=20_000, ge=256)  # per stream, cut in the middle
+
+
+class DockerSettings(StrictConfig):
+    offline_image: str = "verilearn-sandbox-scratch:1"  # empty image + host runtime mounted
+
+
+class StateSettings(StrictConfig):
+    token_budget: int = Field(default=600, ge=400, le=800)
+    text_cap: int = Field(default=256, ge=16)
+    history_cap: int = Field(default=3, ge=1)
+
+
+class RefactorConfig(StrictConfig):
+    backend: Backend = "bwrap"
+    allowed_binaries: list[Literal["ast-grep", "python", "pytest"]] = Field(
+        default_factory=lambda: list(ALLOWED_BINARIES)
+    )
+    limits: Limits = Field(default_factory=Limits)
+    # Host paths the jail sees read-only besides the Python runtime and ast-grep.
+    system_ro_paths: list[str] = Field(
+        default_factory=lambda: ["/usr/lib", "/usr/lib64", "/lib", "/lib64"]
+    )
+    workspace_root: str = "${VERILEARN_HOME}/refactor/workspaces"
+    log_dir: str = "${VERILEARN_HOME}/logs/sandbox"
+    log_max_bytes: int = Field(default=1_000_000, ge=1024)
+    log_backups: int = Field(default=3, ge=0)
+    docker: DockerSettings = Field(default_factory=DockerSettings)
+    state: StateSettings = Field(default_factory=StateSettings)
+
+    def with_backend(self, backend: Backend) -> RefactorConfig:
+        return self.model_copy(update={"backend": backend})
+
+
+def expand_home(path: str) -> Path:
+    """`${VERILEARN_HOME}` (default ./.verilearn), other `$VARS` and `~` expanded."""
+    home = os.environ.get("VERILEARN_HOME", ".verilearn")
+    expanded = path.replace("${VERILEARN_HOME}", home).replace("$VERILEARN_HOME", home)
+    return Path(os.path.expanduser(os.path.expandvars(expanded))).resolve()
+
+
+def load_refactor_config(directory: str | Path | None = None) -> RefactorConfig:
+    """Load `configs/refactor.yaml` (or `<directory>/refactor.yaml`)."""
+    return load_config("refactor", RefactorConfig, directory)

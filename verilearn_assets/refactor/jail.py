@@ -1,0 +1,355 @@
+"""Run one command in a jail over a host workspace: bubblewrap, Docker, or none (debug).
+
+Each step is a short-lived process: the workspace is bound read-write at `/workspace`, the
+step's control files (the rule) read-only at `/run/refactor`, the Python runtime and the
+`ast-grep` binary read-only at their host paths, nothing else. No network (every namespace
+unshared / `network_mode=none`), all capabilities dropped, rlimits on CPU time, address
+space, file size and open files, and a pids cgroup (or Docker's pids limit) against fork
+bombs. A timeout kills the whole jail: the pid namespace dies with its first process, so a
+forked daemon cannot outlive the step.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from verilearn_assets.core.sandbox.jail import SANDBOX_UID, python_runtime_paths
+from verilearn_assets.refactor.config import RefactorConfig
+
+log = logging.getLogger("verilearn.refactor.jail")
+
+WORKSPACE_IN_JAIL = "/workspace"
+CONTROL_IN_JAIL = "/run/refactor"
+BIN_IN_JAIL = "/opt/refactor/bin"
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+
+
+@dataclass
+class Completed:
+    exit_code: int
+    stdout: str
+    stderr: str
+    duration_ms: float
+    timed_out: bool
+
+
+def ast_grep_binary() -> str:
+    """The pinned `ast-grep` next to the running interpreter, else on PATH (never `sg`)."""
+    beside = Path(sys.executable).parent / "ast-grep"
+    if beside.is_file():
+        return str(beside)
+    found = shutil.which("ast-grep")
+    if found is None:
+        raise RuntimeError("ast-grep is not installed: pip install ast-grep-cli==0.51.1")
+    return found
+
+
+def resolve_argv(argv: list[str], backend: str) -> list[str]:
+    """Map the allowlisted names to real binaries (as the jail sees them)."""
+    name, rest = argv[0], argv[1:]
+    if name == "ast-grep":
+        binary = ast_grep_binary() if backend == "none" else f"{BIN_IN_JAIL}/ast-grep"
+        return [binary, *rest]
+    if name == "python":
+        return [sys.executable, "-B", *rest]
+    if name == "pytest":
+        return [sys.executable, "-B", "-m", "pytest", "-p", "no:cacheprovider", *rest]
+    raise ValueError(f"binary {name!r} has no mapping (allowlist checked first)")
+
+
+def jail_env(backend: str) -> dict[str, str]:
+    return {
+        "PATH": "/usr/bin:/bin" if backend == "none" else BIN_IN_JAIL,
+        "HOME": "/tmp",
+        "TMPDIR": "/tmp",
+        "LANG": "C.UTF-8",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONHASHSEED": "0",
+        "NO_COLOR": "1",
+    }
+
+
+def _cap(text: str, cap: int) -> str:
+    if len(text) <= cap:
+        return text
+    half = cap // 2
+    return f"{text[:half]}\n…[{len(text) - cap} characters cut]…\n{text[-half:]}"
+
+
+class PidsCgroup:
+    """A throwaway pids cgroup (v1 or v2) that a jail joins before exec; None if unusable."""
+
+    def __init__(self, limit: int) -> None:
+        self.path: Path | None = None
+        v2 = (CGROUP_ROOT / "cgroup.controllers").exists()
+        parent = CGROUP_ROOT if v2 else CGROUP_ROOT / "pids"
+        if os.geteuid() != 0 or not os.access(parent, os.W_OK):
+            return
+        path = parent / f"verilearn-refactor-{uuid.uuid4().hex[:10]}"
+        try:
+            path.mkdir()
+            (path / "pids.max").write_text(str(limit))
+        except OSError as exc:
+            log.warning("refactor jail: no pids cgroup (%s); fork bombs end at the timeout", exc)
+            if path.exists():
+                path.rmdir()
+            return
+        self.path = path
+
+    def procs_file(self) -> str | None:
+        return str(self.path / "cgroup.procs") if self.path else None
+
+    def remove(self) -> None:
+        if self.path is None:
+            return
+        for _ in range(100):
+            try:
+                self.path.rmdir()
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                self._kill_members()
+                time.sleep(0.02)
+        raise OSError(f"pids cgroup {self.path} still busy after its jail ended")
+
+    def _kill_members(self) -> None:
+        assert self.path is not None
+        for line in (self.path / "cgroup.procs").read_text().split():
+            try:
+                os.kill(int(line), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def _limiter(config: RefactorConfig, procs_file: str | None):  # noqa: ANN202
+    limits = config.limits
+
+    def apply() -> None:  # runs in the child between fork and exec
+        if procs_file:
+            with open(procs_file, "w") as fh:
+                fh.write(str(os.getpid()))
+        mem = limits.memory_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_s, limits.cpu_s))
+        resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+        size = limits.file_size_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (limits.open_files, limits.open_files))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        if os.geteuid() != 0:  # NPROC is per host uid and not enforced for root
+            resource.setrlimit(resource.RLIMIT_NPROC, (limits.pids, limits.pids))
+
+    return apply
+
+
+def bwrap_command(config: RefactorConfig, workspace: Path, control: Path, argv: list[str]):  # noqa: ANN201
+    binary = shutil.which("bwrap")
+    if binary is None:
+        raise RuntimeError("bubblewrap (`bwrap`) is not installed: apt-get install bubblewrap")
+    args = [
+        binary,
+        "--unshare-all",
+        "--die-with-parent",
+        "--new-session",
+        "--uid",
+        str(SANDBOX_UID),
+        "--gid",
+        str(SANDBOX_UID),
+        "--cap-drop",
+        "ALL",
+        "--clearenv",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--tmpfs",
+        "/tmp",
+    ]
+    for key, value in jail_env("bwrap").items():
+        args += ["--setenv", key, value]
+    for path in _ro_paths(config):
+        args += ["--ro-bind", path, path]
+    args += ["--ro-bind", ast_grep_binary(), f"{BIN_IN_JAIL}/ast-grep"]
+    args += ["--ro-bind", str(control), CONTROL_IN_JAIL]
+    args += ["--bind", str(workspace), WORKSPACE_IN_JAIL]
+    args += ["--chdir", WORKSPACE_IN_JAIL, "--", *argv]
+    return args
+
+
+def _ro_paths(config: RefactorConfig) -> list[str]:
+    """System paths as given (bwrap follows a symlinked source such as /lib64) plus the
+    Python runtime; nested paths dropped."""
+    system = [p for p in config.system_ro_paths if os.path.exists(p)]
+    out: list[str] = []
+    for path in sorted(set(system) | set(python_runtime_paths()), key=len):
+        if not any(path == p or path.startswith(p.rstrip("/") + "/") for p in out):
+            out.append(path)
+    return out
+
+
+def run_in_jail(
+    config: RefactorConfig, workspace: Path, control: Path, argv: list[str], timeout_s: float
+) -> Completed:
+    """Run the already-allowlisted `argv` on `workspace` with the configured backend."""
+    backend = config.backend
+    resolved = resolve_argv(argv, backend)
+    if backend == "docker":
+        return _run_docker(config, workspace, control, resolved, timeout_s)
+    if backend == "bwrap":
+        command = bwrap_command(config, workspace, control, resolved)
+        cwd, env = None, {"PATH": "/usr/bin:/bin"}
+    else:  # none: local debugging only; the rule path is rewritten to the host control dir
+        command = [
+            str(control) + a[len(CONTROL_IN_JAIL) :] if a.startswith(CONTROL_IN_JAIL) else a
+            for a in resolved
+        ]
+        cwd, env = str(workspace), jail_env("none")
+    return _run_local(config, command, cwd, env, timeout_s)
+
+
+def _run_local(
+    config: RefactorConfig,
+    command: list[str],
+    cwd: str | None,
+    env: dict[str, str],
+    timeout_s: float,
+) -> Completed:
+    cgroup = PidsCgroup(config.limits.pids)
+    start = time.perf_counter()
+    timed_out = False
+    # Output goes to files: a forked child holding a pipe open cannot stall the reader.
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        try:
+            process = subprocess.Popen(
+                command,
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+                preexec_fn=_limiter(config, cgroup.procs_file()),  # noqa: PLW1509
+            )
+            try:
+                code = process.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                _kill_group(process.pid)
+                code = process.wait(timeout=30)
+            _kill_group(process.pid)  # daemons left in the session (none backend)
+        finally:
+            cgroup.remove()
+        duration = (time.perf_counter() - start) * 1000
+        out.seek(0)
+        err.seek(0)
+        cap = config.limits.output_cap_bytes
+        stdout = _cap(out.read().decode(errors="replace"), cap)
+        stderr = _cap(err.read().decode(errors="replace"), cap)
+    return Completed(code, stdout, stderr, duration, timed_out)
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _run_docker(
+    config: RefactorConfig, workspace: Path, control: Path, argv: list[str], timeout_s: float
+) -> Completed:
+    import docker
+    from docker.types import Ulimit
+
+    from verilearn_assets.core.sandbox.docker_backend import docker_client, ensure_offline_image
+
+    limits = config.limits
+    client = docker_client(timeout=max(30, int(timeout_s) + 10))
+    try:
+        image = ensure_offline_image(client, config.docker.offline_image)
+        _give_to_sandbox_user(workspace)
+        volumes = {p: {"bind": p, "mode": "ro"} for p in _ro_paths(config)}
+        volumes[ast_grep_binary()] = {"bind": f"{BIN_IN_JAIL}/ast-grep", "mode": "ro"}
+        volumes[str(control)] = {"bind": CONTROL_IN_JAIL, "mode": "ro"}
+        volumes[str(workspace)] = {"bind": WORKSPACE_IN_JAIL, "mode": "rw"}
+        size = limits.file_size_mb * 1024 * 1024
+        start = time.perf_counter()
+        container = client.containers.run(
+            image,
+            command=argv,
+            detach=True,
+            network_mode="none",
+            read_only=True,
+            user=f"{SANDBOX_UID}:{SANDBOX_UID}",
+            working_dir=WORKSPACE_IN_JAIL,
+            environment=jail_env("docker"),
+            volumes=volumes,
+            tmpfs={"/tmp": "size=64m,mode=1777"},
+            mem_limit=f"{limits.memory_mb}m",
+            memswap_limit=f"{limits.memory_mb}m",
+            pids_limit=limits.pids,
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            labels={"verilearn.refactor": "step"},
+            ulimits=[
+                Ulimit(name="cpu", soft=limits.cpu_s, hard=limits.cpu_s),
+                Ulimit(name="fsize", soft=size, hard=size),
+                Ulimit(name="nofile", soft=limits.open_files, hard=limits.open_files),
+                Ulimit(name="core", soft=0, hard=0),
+            ],
+        )
+        timed_out = False
+        try:
+            try:
+                code = int(container.wait(timeout=timeout_s)["StatusCode"])
+            except Exception as exc:  # requests' ReadTimeout / ConnectionError on timeout
+                if not _is_timeout(exc):
+                    raise
+                timed_out = True
+                container.kill()
+                code = int(container.wait(timeout=30)["StatusCode"])
+            duration = (time.perf_counter() - start) * 1000
+            cap = limits.output_cap_bytes
+            stdout = _cap(container.logs(stdout=True, stderr=False).decode(errors="replace"), cap)
+            stderr = _cap(container.logs(stdout=False, stderr=True).decode(errors="replace"), cap)
+        finally:
+            try:
+                container.remove(force=True)
+            except docker.errors.NotFound:
+                pass
+        return Completed(code, stdout, stderr, duration, timed_out)
+    finally:
+        client.close()
+
+
+def _is_timeout(exc: Exception) -> bool:
+    import requests
+
+    return isinstance(exc, requests.exceptions.ReadTimeout | requests.exceptions.ConnectionError)
+
+
+def _give_to_sandbox_user(workspace: Path) -> None:
+    """The container runs as uid 65534: hand it the workspace (we own it, it is a copy)."""
+    if os.geteuid() != 0:
+        for root, dirs, files in os.walk(workspace):
+            for name in dirs + files:
+                p = os.path.join(root, name)
+                if not os.path.islink(p):
+                    os.chmod(p, 0o777 if os.path.isdir(p) else 0o666)
+        os.chmod(workspace, 0o777)
+        return
+    os.chown(workspace, SANDBOX_UID, SANDBOX_UID)
+    for root, dirs, files in os.walk(workspace):
+        for name in dirs + files:
+            os.lchown(os.path.join(root, name), SANDBOX_UID, SANDBOX_UID)

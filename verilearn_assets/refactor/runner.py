@@ -1,0 +1,243 @@
+"""The jailed runner: a fresh workspace per task, one validated action per step, tests.
+
+Seed API: `prepare_workspace(task_id, files)`, `apply_action(workspace, action)`,
+`run_tests(workspace, test_spec)`, `cleanup(workspace)`. Every action is validated and its
+binary checked against the allowlist before anything runs; every run is logged as one JSON
+line in `<log_dir>/<task_id>.jsonl` (rotated).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from verilearn_assets.refactor.actions import (
+    ActionRejected,
+    CommandAction,
+    PatternAction,
+    RuleAction,
+    action_to_dict,
+    check_allowed,
+    parse_action,
+)
+from verilearn_assets.refactor.config import RefactorConfig, expand_home, load_refactor_config
+from verilearn_assets.refactor.jail import Completed, run_in_jail
+from verilearn_assets.refactor.workspace import (
+    Workspace,
+    changed_files,
+    copy_tree,
+    new_workspace_root,
+    syntax_errors,
+    unified_diff,
+    write_files,
+)
+
+AnyAction = RuleAction | PatternAction | CommandAction
+StepStatus = Literal[
+    "ok", "no_change", "failed", "timeout", "disallowed", "invalid_python", "limit"
+]
+
+
+class StepResult(BaseModel):
+    """What one action did: the fields `verilearn refactor apply` prints and rewards read."""
+
+    model_config = ConfigDict(extra="forbid")
+    status: StepStatus
+    message: str = ""
+    exit_code: int | None = None
+    stdout: str = ""
+    stderr: str = ""
+    files_changed: list[str] = Field(default_factory=list)
+    diff: str = ""
+    syntax_errors: list[str] = Field(default_factory=list)
+    duration_ms: float = 0.0
+    backend: str = ""
+
+
+class TestSpec(BaseModel):
+    """The command that tests a workspace (pytest by default) and its timeout."""
+
+    __test__ = False  # not a pytest test class
+    model_config = ConfigDict(extra="forbid")
+    argv: list[str] = Field(default_factory=lambda: ["pytest", "-q"], min_length=1)
+    timeout_s: float | None = Field(default=None, gt=0)
+
+
+class TestResult(BaseModel):
+    __test__ = False
+    model_config = ConfigDict(extra="forbid")
+    status: Literal["passed", "failed", "timeout", "error", "disallowed"]
+    exit_code: int | None = None
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    stdout: str = ""
+    stderr: str = ""
+    duration_ms: float = 0.0
+
+
+def prepare_workspace(
+    task_id: str,
+    files: Path | str | Mapping[str, str],
+    config: RefactorConfig | None = None,
+) -> Workspace:
+    """A fresh workspace holding a copy of `files` (a directory, or path → text)."""
+    config = config or load_refactor_config()
+    root = new_workspace_root(config, task_id)
+    try:
+        if isinstance(files, Mapping):
+            write_files(files, root / "tree")
+        else:
+            copy_tree(Path(files), root / "tree")
+    except BaseException:
+        shutil.rmtree(root, ignore_errors=True)
+        raise
+    ws = Workspace(task_id=task_id, root=root, config=config)
+    ws.baseline = ws.snapshot()
+    return ws
+
+
+def apply_action(workspace: Workspace, action: AnyAction | str | dict[str, Any]) -> StepResult:
+    """Validate and run one action in the jail; report what changed."""
+    config = workspace.config
+    try:
+        parsed = action if isinstance(action, AnyAction) else parse_action(action)
+        argv = parsed.argv()
+        check_allowed(argv, list(config.allowed_binaries))
+    except ActionRejected as exc:
+        result = StepResult(
+            status="disallowed" if exc.failure == "disallowed" else "failed",
+            message=str(exc),
+            backend=config.backend,
+        )
+        _log(
+            workspace,
+            "apply",
+            action if isinstance(action, dict | str) else action_to_dict(action),
+            result,
+        )
+        return result
+    if isinstance(parsed, RuleAction):
+        (workspace.control / "rule.yml").write_text(parsed.rule_yaml())
+    before = workspace.snapshot()
+    done = run_in_jail(
+        config, workspace.tree, workspace.control, argv, config.limits.action_timeout_s
+    )
+    after = workspace.snapshot()
+    changed = changed_files(before, after)
+    errors = syntax_errors(workspace.tree, changed)
+    status: StepStatus
+    message = ""
+    if done.timed_out:
+        status, message = "timeout", f"killed after {config.limits.action_timeout_s}s"
+    elif len(after) > config.limits.max_files:
+        status, message = "limit", f"{len(after)} files > max_files {config.limits.max_files}"
+    elif errors:
+        status, message = "invalid_python", "; ".join(errors)[:500]
+    elif done.exit_code != 0 and not (_ast_grep_no_match(argv, done) and not changed):
+        status, message = "failed", f"exit code {done.exit_code}"
+    elif not changed:
+        status = "no_change"
+    else:
+        status = "ok"
+    result = StepResult(
+        status=status,
+        message=message,
+        exit_code=done.exit_code,
+        stdout=done.stdout,
+        stderr=done.stderr,
+        files_changed=changed,
+        diff=unified_diff(before, after),
+        syntax_errors=errors,
+        duration_ms=round(done.duration_ms, 3),
+        backend=config.backend,
+    )
+    _log(workspace, "apply", action_to_dict(parsed), result)
+    return result
+
+
+def _ast_grep_no_match(argv: list[str], done: Completed) -> bool:
+    """`ast-grep run` exits 1 when nothing matched: not a crash (unless the jail failed)."""
+    return argv[0] == "ast-grep" and done.exit_code == 1 and not done.stderr.startswith("bwrap:")
+
+
+_COUNT = re.compile(r"(\d+) (passed|failed|errors?)\b")
+
+
+def run_tests(workspace: Workspace, test_spec: TestSpec | None = None) -> TestResult:
+    """Run the test command in the same jail with a timeout; parse pytest's counts."""
+    spec = test_spec or TestSpec()
+    config = workspace.config
+    try:
+        check_allowed(spec.argv, list(config.allowed_binaries))
+        CommandAction(argv=spec.argv)  # same path rules as an action
+    except (ActionRejected, ValueError) as exc:
+        result = TestResult(status="disallowed", stderr=str(exc))
+        _log(workspace, "tests", spec.model_dump(), result)
+        return result
+    timeout = spec.timeout_s or config.limits.test_timeout_s
+    done = run_in_jail(config, workspace.tree, workspace.control, spec.argv, timeout)
+    counts = {"passed": 0, "failed": 0, "errors": 0}
+    tail = done.stdout.strip().splitlines()[-3:] if done.stdout.strip() else []
+    for line in tail:
+        for number, word in _COUNT.findall(line):
+            counts["errors" if word.startswith("error") else word] += int(number)
+    if done.timed_out:
+        status = "timeout"
+    elif done.exit_code == 0:
+        status = "passed"
+    elif counts["failed"] or counts["errors"] or done.exit_code == 1:
+        status = "failed"
+    else:
+        status = "error"
+    result = TestResult(
+        status=status,
+        exit_code=done.exit_code,
+        stdout=done.stdout,
+        stderr=done.stderr,
+        duration_ms=round(done.duration_ms, 3),
+        **counts,
+    )
+    _log(workspace, "tests", spec.model_dump(), result)
+    return result
+
+
+def cleanup(workspace: Workspace) -> None:
+    shutil.rmtree(workspace.root, ignore_errors=False)
+
+
+def _log(workspace: Workspace, kind: str, request: Any, result: BaseModel) -> None:
+    """One JSON line per run in `<log_dir>/<task_id>.jsonl`, rotated at `log_max_bytes`."""
+    config = workspace.config
+    directory = expand_home(config.log_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in workspace.task_id)[:64]
+    path = directory / f"{safe}.jsonl"
+    if path.exists() and path.stat().st_size > config.log_max_bytes:
+        for i in range(config.log_backups, 0, -1):
+            older = path.with_suffix(f".jsonl.{i}")
+            newer = path.with_suffix(f".jsonl.{i - 1}") if i > 1 else path
+            if newer.exists():
+                if i == config.log_backups:
+                    older.unlink(missing_ok=True)
+                newer.rename(older)
+        if config.log_backups == 0:
+            path.unlink()
+    data = result.model_dump(mode="json")
+    data.pop("diff", None)
+    line = {
+        "time": time.time(),
+        "kind": kind,
+        "task_id": workspace.task_id,
+        "request": request,
+        **data,
+    }
+    with path.open("a") as fh:
+        fh.write(json.dumps(line, default=str) + "\n")
