@@ -29,6 +29,7 @@ from verilearn_assets.analysis.teacher.triangulate import (
     triangulate,
 )
 from verilearn_assets.core.answers import answer_hash, answers_match, parse_answer
+from verilearn_assets.core.llm.budget import FAILURE_CLASS, BudgetCounts
 from verilearn_assets.core.records import AnswerSchema, TableRecord
 
 log = logging.getLogger(__name__)
@@ -155,6 +156,14 @@ class TableProposals:
     malformed: list[MalformedProposal] = field(default_factory=list)
 
     @property
+    def budget(self) -> BudgetCounts:
+        """Context-budget losses of every trace run for this table (exploration included)."""
+        total = BudgetCounts()
+        for trace in [self.exploration, *(t for o in self.outcomes for t in o.traces)]:
+            total.merge(trace.budget)
+        return total
+
+    @property
     def records(self) -> list[QuestionRecord]:
         return [o.record for o in self.outcomes if o.record is not None]
 
@@ -243,6 +252,9 @@ async def answer_proposal(
     out = ProposalOutcome(proposal, tri, traces, failure_class=tri.failure_class)
     if not tri.verified:
         out.reason = f"triangulation: {tri.failure_class} ({tri.votes}/{tri.required} votes)"
+        overflowed = [t.overflow_reason for t in traces if t.end == FAILURE_CLASS]
+        if overflowed:
+            out.reason += f"; {len(overflowed)} trace(s) overflowed: {overflowed[0]}"
         return out
     gold = traces[0]
     code = gold_code(gold)
@@ -270,11 +282,19 @@ async def answer_proposal(
 async def propose_questions(
     table: TableRecord, make_policy: Any, pool: Any, cfg: TeacherConfig
 ) -> TableProposals:
-    """Explore `table`, then answer every well-formed proposal by triangulation."""
+    """Explore `table`, then answer every well-formed proposal by triangulation.
+
+    An exploration that does not fit the model's window proposes nothing: its one
+    malformed entry's reason starts with `context_overflow:`, and the caller goes on.
+    """
     explorer = make_policy(None, 0)
     exploration = await run_trace(
         EXPLORE_PROMPT.format(n=cfg.max_proposals), table, explorer, pool, cfg
     )
+    if exploration.end == FAILURE_CLASS:
+        # nothing was proposed: one malformed entry whose reason starts with the class
+        overflow = MalformedProposal(-1, None, exploration.overflow_reason)
+        return TableProposals(exploration, malformed=[overflow])
     proposals, malformed = parse_proposals(exploration.answer, cfg.max_proposals)
     result = TableProposals(exploration, malformed=malformed)
     result.outcomes = list(

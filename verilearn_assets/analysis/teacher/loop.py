@@ -25,6 +25,7 @@ from verilearn_assets.analysis.records import (
     Role,
 )
 from verilearn_assets.analysis.teacher.config import TeacherConfig
+from verilearn_assets.analysis.teacher.context import CellOutput, budget_messages
 from verilearn_assets.analysis.teacher.grounding import HookGrounding, ground_hooks
 from verilearn_assets.analysis.teacher.parse import FormatError, parse_reply
 from verilearn_assets.analysis.teacher.policy import Policy
@@ -36,6 +37,7 @@ from verilearn_assets.analysis.teacher.prompts import (
     tool_message,
 )
 from verilearn_assets.core.answers import AnswerError, answer_hash, answers_match, parse_answer
+from verilearn_assets.core.llm.budget import FAILURE_CLASS, BudgetCounts, ContextOverflow
 from verilearn_assets.core.records import HookRecord, TableRecord
 from verilearn_assets.core.sandbox.pool import CellResult
 
@@ -68,11 +70,13 @@ class Trace:
     hooks: list[HookRecord]
     hooks_total: int
     hooks_malformed: int
-    end: str  # submitted | max_turns | format_errors
+    end: str  # submitted | max_turns | format_errors | context_overflow
     prompt_tokens: int = 0
     completion_tokens: int = 0
     duration_ms: float = 0.0
     hook_details: list[Any] = field(default_factory=list)
+    budget: BudgetCounts = field(default_factory=BudgetCounts)  # what fitting prompts cost
+    overflow_reason: str = ""  # set when `end` is context_overflow
 
     @property
     def answer(self) -> str | None:
@@ -87,6 +91,8 @@ class Trace:
         """Why a trace that never submitted failed."""
         if self.end == "format_errors":
             return "format_error"
+        if self.end == FAILURE_CLASS:
+            return FAILURE_CLASS  # type: ignore[return-value]  # see records.FailureClass
         if self.cells and self.cells[-1].status != "ok":
             return "execution_failure"
         return "max_turns" if self.end == "max_turns" else "no_submission"
@@ -113,6 +119,9 @@ async def run_trace(
     """Drive one conversation in a fresh sandbox slot holding `table`.
 
     `task_prompt` is the first user message (a question, or the exploration brief).
+    A policy with a `budget` sees every prompt fitted to its window (the transcript keeps
+    the full messages); a prompt that cannot fit, or a server 400 for length, ends the
+    trace with `end = "context_overflow"` and the reason in `overflow_reason`.
     """
     started = time.monotonic()
     tx = Transcript()
@@ -127,10 +136,33 @@ async def run_trace(
     format_errors = 0
     prompt_tokens = completion_tokens = 0
     end = "max_turns"
+    budget = getattr(policy, "budget", None)
+    counts = BudgetCounts()
+    overflow_reason = ""
+    outputs: dict[int, CellOutput] = {}
     async with contextlib.AsyncExitStack() as stack:
         task = None  # the slot is taken at the first cell: rejected replies need none
         while True:
-            reply = await policy.next_message(list(tx.messages))
+            conversation = list(tx.messages)
+            if budget is not None:
+                fit = budget.fit(budget_messages(conversation, table, cfg.max_turns, outputs))
+                counts.add(fit)
+                if fit.overflow:
+                    end, overflow_reason = FAILURE_CLASS, fit.reason
+                    log.info("trace ends: %s", fit.reason)
+                    break
+                conversation = [
+                    m.model_copy(update={"content": c})
+                    for m, c in zip(conversation, fit.contents, strict=True)
+                    if c is not None
+                ]
+            try:
+                reply = await policy.next_message(conversation)
+            except ContextOverflow as exc:  # the server's own count disagreed with ours
+                counts.overflows += 1
+                end, overflow_reason = FAILURE_CLASS, f"{FAILURE_CLASS}: {exc}"
+                log.warning("trace ends: %s", exc)
+                break
             prompt_tokens += reply.prompt_tokens
             completion_tokens += reply.completion_tokens
             parsed = parse_reply(reply.text)
@@ -159,6 +191,9 @@ async def run_trace(
                 list(result.submissions),
             )
             output_turn = tx.add("tool", "tool_output", tool_message(obs, cfg.tool_output_chars))
+            outputs[output_turn] = CellOutput(
+                obs, tuple(h.name for h in result.hooks), cfg.tool_output_chars
+            )
             cells.append(
                 CellRun(
                     turn=turn,
@@ -196,6 +231,8 @@ async def run_trace(
         completion_tokens,
         (time.monotonic() - started) * 1000,
         details,
+        counts,
+        overflow_reason,
     )
     check_alignment(trace.messages, trace.cells)
     return trace
@@ -300,14 +337,20 @@ async def run_episode(
     *,
     role: str = "single",
     index: int = 0,
+    counts: BudgetCounts | None = None,
 ) -> Episode:
-    """Run one trace for `question` and judge it against the question's answer."""
+    """Run one trace for `question` and judge it against the question's answer.
+
+    The trace's context-budget losses are added to `counts` when given.
+    """
     if question.table != table.id:
         raise ValueError(
             f"question {question.id}: table {question.table!r} is not the given table {table.id!r}"
         )
     prompt = question_prompt(question.question, question.answer_schema)
     trace = await run_trace(prompt, table, policy, pool, cfg)
+    if counts is not None:
+        counts.merge(trace.budget)
     return to_episode(
         trace,
         question,

@@ -2,7 +2,8 @@
 
 `ProgramPolicy` replays a question's verified reference code as a sequence of cells, so
 the whole graph runs with no model at all; `VllmPolicy` asks the vLLM server. Tests may
-add a scripted policy — anything with `next_message` fits the `Policy` protocol.
+add a scripted policy — anything with `next_message` fits the `Policy` protocol. A policy
+with a `budget` attribute (a `ContextBudget`) gets every prompt fitted to it first.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from verilearn_assets.analysis.records import Message
 from verilearn_assets.analysis.teacher.config import SamplingConfig
 from verilearn_assets.analysis.teacher.grounding import normalize_line
 from verilearn_assets.analysis.teacher.parse import format_reply
+from verilearn_assets.core.llm.budget import ContextBudget
 
 
 @dataclass(frozen=True)
@@ -252,6 +254,11 @@ class VllmPolicy:
         self.client = client
         self.sampling = sampling
         self.seed = seed
+
+    @property
+    def budget(self) -> ContextBudget | None:
+        """The window this policy's requests must fit; the loop fits every prompt to it."""
+        return self.client.budget(self.sampling.max_tokens)
 
     async def next_message(self, conversation: list[Message]) -> PolicyReply:
         result = await self.client.chat(

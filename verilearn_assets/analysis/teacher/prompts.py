@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+# The truncation marker and `cap_text` live with the context budget (one marker for
+# every family); re-exported here for the callers that build tool messages.
+from verilearn_assets.core.llm.budget import TRUNCATION_MARK, cap_text  # noqa: F401
 from verilearn_assets.core.records import AnswerSchema, ColumnProfile, TableRecord
 
-TRUNCATION_MARK = "…[{n} characters truncated]…"
 MAX_TOP_VALUES = 5
 
 SYSTEM_RULES = """\
@@ -43,17 +45,25 @@ def describe_column(col: ColumnProfile) -> str:
     return f"- {col.name!r}: " + "; ".join(parts)
 
 
-def data_overview(table: TableRecord) -> str:
-    """The table's profile as the model sees it; built only from `TableRecord.columns`."""
-    head = (
+def table_head(table: TableRecord) -> str:
+    return (
         f"Table {table.name!r} from dataset {table.dataset!r}: "
         f"{table.n_rows} rows × {table.n_columns} columns."
     )
-    return "\n".join([head, "Columns:", *(describe_column(c) for c in table.columns)])
+
+
+def data_overview(table: TableRecord) -> str:
+    """The table's profile as the model sees it; built only from `TableRecord.columns`."""
+    return "\n".join([table_head(table), "Columns:", *(describe_column(c) for c in table.columns)])
+
+
+def system_rules(max_turns: int) -> str:
+    return SYSTEM_RULES.format(max_turns=max_turns)
 
 
 def system_prompt(table: TableRecord, max_turns: int) -> str:
-    return SYSTEM_RULES.format(max_turns=max_turns) + "\n\n" + data_overview(table)
+    """Rules, then the table; `context.budget_messages` splits it back along this seam."""
+    return system_rules(max_turns) + "\n\n" + data_overview(table)
 
 
 def describe_schema(schema: AnswerSchema) -> str:
@@ -88,17 +98,6 @@ def reprompt(reason: str, errors_left: int) -> str:
         f"and exactly one ```python code block. ({errors_left} more malformed "
         f"replies end the episode.)"
     )
-
-
-def cap_text(text: str, limit: int) -> str:
-    """Keep the head and tail of `text`, with a marker saying how much was cut."""
-    if len(text) <= limit:
-        return text
-    mark_len = len(TRUNCATION_MARK.format(n=len(text)))
-    keep = max(limit - mark_len, 0)
-    head, tail = keep - keep // 3, keep // 3
-    cut = len(text) - head - tail
-    return text[:head] + TRUNCATION_MARK.format(n=cut) + (text[-tail:] if tail else "")
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from verilearn_assets.analysis.teacher.policy import Policy, ProgramPolicy, Vllm
 from verilearn_assets.analysis.teacher.prompts import question_prompt
 from verilearn_assets.analysis.teacher.triangulate import TraceOutcome, triangulate
 from verilearn_assets.core import lake
+from verilearn_assets.core.llm.budget import FAILURE_CLASS, BudgetCounts
 from verilearn_assets.core.records import TableRecord
 
 log = logging.getLogger(__name__)
@@ -79,11 +80,18 @@ async def triangulated_episodes(
     make_policy: PolicyFactory,
     pool: Any,
     cfg: TeacherConfig,
+    counts: BudgetCounts | None = None,
 ) -> list[Episode]:
-    """Gold + K consistency traces; triangulation sets `verified` and the failure class."""
+    """Gold + K consistency traces; triangulation sets `verified` and the failure class.
+
+    Context-budget losses of every trace are added to `counts` when given.
+    """
     policies = [make_policy(question.code, i) for i in range(cfg.n_traces)]
     prompt = question_prompt(question.question, question.answer_schema)
     traces = await asyncio.gather(*(run_trace(prompt, table, p, pool, cfg) for p in policies))
+    if counts is not None:
+        for t in traces:
+            counts.merge(t.budget)
     outcomes = [
         TraceOutcome(t.answer, None if t.answer else t.failure_without_answer()) for t in traces
     ]
@@ -94,6 +102,8 @@ async def triangulated_episodes(
         role = "gold" if i == 0 else "consistency"
         ok = tri.in_winning_cluster(i)
         failure = None if ok else (tri.failure_class or "disagreement")
+        if not ok and trace.end == FAILURE_CLASS:
+            failure = FAILURE_CLASS  # this trace's own reason, whatever the others did
         episodes.append(
             to_episode(
                 trace,
@@ -115,10 +125,12 @@ async def question_episodes(
     make_policy: PolicyFactory,
     pool: Any,
     cfg: TeacherConfig,
+    counts: BudgetCounts | None = None,
 ) -> list[Episode]:
     if question.source == "llm":
-        return await triangulated_episodes(question, table, make_policy, pool, cfg)
-    return [await run_episode(question, table, make_policy(question.code, 0), pool, cfg)]
+        return await triangulated_episodes(question, table, make_policy, pool, cfg, counts)
+    policy = make_policy(question.code, 0)
+    return [await run_episode(question, table, policy, pool, cfg, counts=counts)]
 
 
 @dataclass
@@ -128,6 +140,7 @@ class PartitionRun:
     verified: int = 0
     failures: Counter = field(default_factory=Counter)
     errors: list[str] = field(default_factory=list)
+    budget: BudgetCounts = field(default_factory=BudgetCounts)  # context-budget losses
 
 
 def existing_episode_ids(source: str, split: str, root: Path | None = None) -> set[str]:
@@ -172,7 +185,9 @@ async def run_partition(
     async def one(q: QuestionRecord) -> None:
         async with gate:
             try:
-                episodes = await question_episodes(q, tables[q.table], make_policy, pool, cfg)
+                episodes = await question_episodes(
+                    q, tables[q.table], make_policy, pool, cfg, stats.budget
+                )
             except Exception as exc:  # recorded with the question named; the caller decides
                 log.error("question %s: episode run failed: %s", q.id, exc)
                 stats.errors.append(f"question {q.id}: {type(exc).__name__}: {exc}")

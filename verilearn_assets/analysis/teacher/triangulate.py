@@ -71,7 +71,12 @@ def cluster_answers(
 
 
 def _failed_class(outcomes: Sequence[TraceOutcome], indices: Sequence[int]) -> FailureClass:
-    """Execution failure when most of the failing traces crashed, else too hard."""
+    """Context overflow when most failing traces did not fit the model's window (a
+    property of the item and the window, not of the question's difficulty); else execution
+    failure when most of them crashed; else too hard."""
+    overflowed = sum(outcomes[i].failure_class == "context_overflow" for i in indices)
+    if 2 * overflowed >= len(indices) and overflowed:
+        return "context_overflow"  # type: ignore[return-value]  # see records.FailureClass
     crashed = sum(outcomes[i].failure_class == "execution_failure" for i in indices)
     return "execution_failure" if 2 * crashed >= len(indices) and crashed else "too_hard"
 
@@ -85,7 +90,8 @@ def triangulate(
     """Decide an answer from traces (`outcomes[gold]` is the gold trace).
 
     Failure classes, first match wins: the gold trace has no usable answer →
-    `execution_failure` if it crashed, else `too_hard`; fewer usable answers than the
+    `context_overflow` if it did not fit the window, `execution_failure` if it crashed,
+    else `too_hard`; fewer usable answers than the
     quorum → the same split over the failing traces; two or more largest clusters of equal
     size → `ambiguous`; the largest cluster is below the quorum or lacks the gold answer →
     `disagreement`.

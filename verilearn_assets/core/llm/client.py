@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import statistics
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -31,9 +33,16 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
+from verilearn_assets.core.llm.budget import (
+    BudgetConfig,
+    ContextBudget,
+    ContextOverflow,
+    for_server,
+)
 from verilearn_assets.core.llm.config import VllmConfig
 
 log = logging.getLogger(__name__)
+_REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
 class ChatResult(BaseModel):
@@ -59,6 +68,27 @@ class VllmRequestError(VllmError):
 
     Not retried: sending the same body again would fail the same way.
     """
+
+
+class VllmContextOverflow(VllmRequestError, ContextOverflow):
+    """The server refused the request because prompt plus `max_tokens` exceed its window.
+
+    A property of the item, not of the server: never retried; callers end the item with
+    failure class `context_overflow` and go on.
+    """
+
+
+# vLLM words it "This model's maximum context length is N tokens. However, you requested
+# M tokens ..." (older) or "... maximum context length is N tokens and your request has M
+# input tokens" (newer); other OpenAI-compatible servers say "context length" too.
+_LENGTH_400 = re.compile(
+    r"maximum context length|context length (is|of)|prompt is too long|too many tokens", re.I
+)
+
+
+def is_length_error(status: int, text: str) -> bool:
+    """Is an HTTP answer the server saying the request is too long for its window?"""
+    return status == 400 and bool(_LENGTH_400.search(text))
 
 
 class VllmUnavailableError(VllmError):
@@ -125,6 +155,8 @@ class VllmClient:
         self._counters = _Counters()
         self._rotation = 0
         self._http: httpx.AsyncClient | None = None
+        self.models: dict[str, dict[str, Any]] = {}  # /v1/models entries by model id
+        self._budgets: dict[int, ContextBudget | None] = {}
 
     # ---------------------------------------------------------------- lifecycle
     async def start(self) -> None:
@@ -190,7 +222,9 @@ class VllmClient:
         resp = await http.get(f"{server.url}/v1/models", timeout=self.cfg.timeouts.health_s)
         if resp.status_code != 200:
             raise VllmRequestError(f"{server.url}: GET /v1/models answered HTTP {resp.status_code}")
-        served = [m.get("id") for m in resp.json().get("data", [])]
+        entries = [m for m in resp.json().get("data", []) if isinstance(m, dict)]
+        served = [m.get("id") for m in entries]
+        self.models.update({str(m.get("id")): m for m in entries})
         if self.cfg.model not in served:
             raise VllmRequestError(
                 f"{server.url}: model {self.cfg.model!r} is not served there (serves {served})"
@@ -346,6 +380,11 @@ class VllmClient:
             await self._probe(server)  # is it the request or the server? mark it down if so
             raise failure
         server.healthy = True
+        if is_length_error(resp.status_code, resp.text):
+            raise VllmContextOverflow(
+                f"{server.url}: the request does not fit the model's window "
+                f"(HTTP 400): {resp.text[:500]}"
+            )
         if resp.status_code >= 400:
             raise VllmRequestError(
                 f"{server.url}: HTTP {resp.status_code} for chat completion: {resp.text[:500]}"
@@ -374,6 +413,26 @@ class VllmClient:
                 f"{server}: malformed chat completion ({type(exc).__name__}: {exc}): "
                 f"{resp.text[:300]}"
             ) from exc
+
+    def budget(self, max_tokens: int | None = None) -> ContextBudget | None:
+        """The context budget for requests sending `max_tokens` (default: the config's).
+
+        Window from the server's `/v1/models` entry (after `start()`) or `budget` in the
+        config; None when neither says, and then prompts go out unfitted.
+        """
+        max_tokens = max_tokens or self.cfg.sampling.max_tokens
+        if not self.models:
+            raise VllmError("VllmClient.budget() needs start() first (it reads /v1/models)")
+        if max_tokens not in self._budgets:
+            cfg = getattr(self.cfg, "budget", None) or BudgetConfig()
+            local = None
+            if self.cfg.launch:  # the launcher resolves a relative model path from the repo
+                local = Path(self.cfg.server.model_path)
+                local = local if local.is_absolute() else _REPO_ROOT / local
+            self._budgets[max_tokens] = for_server(
+                self.models.get(self.cfg.model), max_tokens, cfg, local_model_dir=local
+            )
+        return self._budgets[max_tokens]
 
     def _require_http(self) -> httpx.AsyncClient:
         if self._http is None:
