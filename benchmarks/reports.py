@@ -180,7 +180,7 @@ def write_lake(root: Path, n_episodes: int, seed: int = 7) -> dict[str, int]:
         lake.write_partition("tables", part, root, split=split)
     for asset, frame in (("questions", questions), ("episodes", episodes)):
         for (source, split), part in frame.group_by(["source", "split"]):
-            lake.write_partition(asset, part, root, source=source, split=split)
+            lake.write_partition(f"analysis/{asset}", part, root, source=source, split=split)
     return {"tables": tables.height, "questions": questions.height, "episodes": episodes.height}
 
 

@@ -37,12 +37,6 @@ platform_job = define_asset_job(
     description="Build typed, profiled tables from the catalog and run the sandbox smoke suite.",
 )
 
-analysis_job = define_asset_job(
-    "analysis_job",
-    selection=AssetSelection.assets("questions", "episodes"),
-    description="Questions and teacher episodes for one source × split, with their gate.",
-)
-
 training_job = define_asset_job(
     "training_job",
     selection=AssetSelection.assets("sft_dataset"),
@@ -55,4 +49,5 @@ reports_job = define_asset_job(
     description="DuckDB staging views, marts and the report.",
 )
 
-JOBS = [platform_job, analysis_job, training_job, reports_job]
+# Each family's own job (`analysis_job`, `dafny_job`, …) comes with its `defs()`.
+JOBS = [platform_job, training_job, reports_job]

@@ -14,11 +14,9 @@ from resources.container_pool import ContainerPoolResource
 from resources.home import HomeResource
 from resources.vllm import VllmResource
 from resources.warehouse import WarehouseResource
-from verilearn_assets.analysis.assets import ANALYSIS_ASSETS
-from verilearn_assets.analysis.checks import ANALYSIS_CHECKS
 from verilearn_assets.core.family import family_modules
-from verilearn_assets.core.report import REPORT_ASSETS
 from verilearn_assets.platform.assets import INGEST_ASSETS
+from verilearn_assets.platform.report_assets import REPORT_ASSETS
 from verilearn_assets.training.assets import TRAINING_ASSETS, TRAINING_CHECKS
 
 RESOURCES = {
@@ -45,8 +43,8 @@ def family_defs() -> list[Definitions]:
 
 defs = Definitions.merge(
     Definitions(
-        assets=[*INGEST_ASSETS, *ANALYSIS_ASSETS, *TRAINING_ASSETS, *REPORT_ASSETS],
-        asset_checks=[*ANALYSIS_CHECKS, *TRAINING_CHECKS],
+        assets=[*INGEST_ASSETS, *TRAINING_ASSETS, *REPORT_ASSETS],
+        asset_checks=TRAINING_CHECKS,
         resources=RESOURCES,
         jobs=JOBS,
         executor=executor_from_env(),

@@ -19,7 +19,7 @@ SELECT
     completion_tokens,
     duration_ms
 FROM read_parquet(
-    '{{ lake }}/episodes/*/*/part-*.parquet',
+    '{{ lake }}/analysis/episodes/*/*/part-*.parquet',
     hive_partitioning = true,
     union_by_name = true
 )

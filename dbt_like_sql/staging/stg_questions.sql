@@ -21,7 +21,7 @@ SELECT
     n_steps,
     difficulty
 FROM read_parquet(
-    '{{ lake }}/questions/*/*/part-*.parquet',
+    '{{ lake }}/analysis/questions/*/*/part-*.parquet',
     hive_partitioning = true,
     union_by_name = true
 )

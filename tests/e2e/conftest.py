@@ -53,7 +53,7 @@ def planted(demo: DemoHome, tmp_path_factory: pytest.TempPathFactory) -> Planted
     copy = DemoHome(root, env, demo.stdout)
     with copy.environ():
         for split in ("train", "dev", "test"):
-            eps = lake.read_records("episodes", Episode, source="template", split=split)
+            eps = lake.read_records("analysis/episodes", Episode, source="template", split=split)
             if eps:
                 break
         assert eps, "the demo wrote no template episodes"
@@ -61,7 +61,7 @@ def planted(demo: DemoHome, tmp_path_factory: pytest.TempPathFactory) -> Planted
         tool = next(m for m in victim.messages if m.role == "tool")
         # drop one tool output: the cell that produced it is left unpaired
         victim.messages = [m for m in victim.messages if m is not tool]
-        lake.write_records("episodes", eps, Episode, source="template", split=split)
+        lake.write_records("analysis/episodes", eps, Episode, source="template", split=split)
         # re-materialize the partition as a person would from the UI: finished episodes
         # are kept (the corrupted one too), and the blocking checks run in that run
         from dagster import DagsterInstance, materialize

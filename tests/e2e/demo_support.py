@@ -68,3 +68,15 @@ class Planted:
     home: DemoHome
     partition: str
     gate: subprocess.CompletedProcess  # `verilearn gate` run right after planting
+
+
+def copy_home(demo: DemoHome, dest: Path) -> DemoHome:
+    """A private copy of the demo home (lake, warehouse, Dagster instance) to mutate."""
+    import shutil
+
+    shutil.copytree(demo.home, dest / "home")
+    env = demo.env | {
+        "VERILEARN_HOME": str(dest / "home"),
+        "DAGSTER_HOME": str(dest / "home" / "dagster"),
+    }
+    return DemoHome(dest, env, demo.stdout)

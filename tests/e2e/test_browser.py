@@ -162,7 +162,10 @@ def test_failed_partition_is_in_the_check_partition_statuses(
     """What the UI's check list aggregates: the planted partition is failed, after the gate."""
     reply = httpx.post(
         f"{webserver}/graphql",
-        json={"query": PARTITION_STATUSES, "variables": {"key": {"path": ["episodes"]}}},
+        json={
+            "query": PARTITION_STATUSES,
+            "variables": {"key": {"path": ["analysis", "episodes"]}},
+        },
         timeout=60,
     ).json()
     checks = reply["data"]["assetNodeOrError"]["assetChecksOrError"]["checks"]

@@ -25,11 +25,13 @@ def test_demo_materializes_tables_questions_episodes(demo: DemoHome) -> None:
         assert set(by_split.values()) == set(SPLITS)
         for source in ("template", "procedural"):
             for split in set(by_split.values()):
-                qs = lake.read_records("questions", QuestionRecord, source=source, split=split)
+                qs = lake.read_records(
+                    "analysis/questions", QuestionRecord, source=source, split=split
+                )
                 accepted = [q for q in qs if q.status == "accepted"]
                 assert accepted, f"no accepted {source} questions in {split}"
                 assert {q.dataset for q in qs} <= {d for d, s in by_split.items() if s == split}
-                eps = lake.read_records("episodes", Episode, source=source, split=split)
+                eps = lake.read_records("analysis/episodes", Episode, source=source, split=split)
                 assert {e.question_id for e in eps} == {q.id for q in accepted}
                 # the program teacher replays verified code: it must reach every answer of
                 # every verified question on every bundled table
@@ -44,14 +46,15 @@ def test_demo_materializes_tables_questions_episodes(demo: DemoHome) -> None:
 
 
 def test_every_blocking_check_passed(demo: DemoHome) -> None:
-    from verilearn_assets.training.assets import GATE_CHECK_KEYS, smoke_suite_passes
+    from verilearn_assets.gate.adapter import all_blocking_check_keys
+    from verilearn_assets.training.assets import smoke_suite_passes
 
     with demo.environ():
         instance = DagsterInstance.get()
         tables = [t for s in SPLITS for t in lake.read_records("tables", TableRecord, split=s)]
         partitions = [f"{src}|{t.split}" for t in tables for src in ("template", "procedural")]
         seen = 0
-        for key in GATE_CHECK_KEYS:
+        for key in all_blocking_check_keys(["analysis"]):
             for pk in set(partitions):
                 rec = instance.event_log_storage.get_latest_asset_check_execution_by_key(
                     [key], partition_filter=PartitionKeyFilter(key=pk)
@@ -81,4 +84,6 @@ def test_planted_corruption_blocks_gate_and_training(planted: Planted) -> None:
     assert not out.success
     message = " ".join(out.failed_steps)
     assert "training gate closed" in message, message
-    assert f"episodes_trace_integrity on episodes [{partition}]: FAILED" in message, message
+    assert f"episodes_trace_integrity on analysis/episodes [{partition}]: FAILED" in message, (
+        message
+    )

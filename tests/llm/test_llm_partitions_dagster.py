@@ -147,7 +147,7 @@ def test_random_model_writes_empty_llm_partitions(
         e_mat, e_chats = materialized(episodes, proxy)
 
     q = meta(q_mat)
-    records = lake.read_records("questions", QuestionRecord, source="llm", split="dev")
+    records = lake.read_records("analysis/questions", QuestionRecord, source="llm", split="dev")
     assert len(partition_parts("questions")) == 1  # written even when nothing was accepted
     assert q["tables"] == 1
     assert q["accepted"] == len([r for r in records if r.status == "accepted"])
@@ -171,7 +171,7 @@ def test_random_model_writes_empty_llm_partitions(
     e = meta(e_mat)
     assert e["questions"] == q["accepted"]
     assert e["episodes"] == e["written_this_run"] == 3 * q["accepted"]
-    eps = lake.read_records("episodes", Episode, source="llm", split="dev")
+    eps = lake.read_records("analysis/episodes", Episode, source="llm", split="dev")
     assert len(eps) == e["episodes"]
     assert len(partition_parts("episodes")) == 1  # an empty partition is still a partition
     if q["accepted"] == 0:
@@ -196,7 +196,7 @@ def test_constrained_model_gets_a_question_accepted_and_verified(
     # one exploration reply, then one reply per triangulation trace
     traces = 1 + TEACHER["consistency_traces"]
     assert q_chats == q["llm_requests"] == 1 + traces
-    (record,) = lake.read_records("questions", QuestionRecord, source="llm", split="dev")
+    (record,) = lake.read_records("analysis/questions", QuestionRecord, source="llm", split="dev")
     assert (record.status, record.source, record.dataset) == ("accepted", "llm", "longley")
     assert record.question == PROPOSAL["question"]
     assert record.code == CODE
@@ -205,7 +205,7 @@ def test_constrained_model_gets_a_question_accepted_and_verified(
     e = meta(e_mat)
     assert e_chats == traces  # the gold trace and K consistency traces, one reply each
     assert (e["questions"], e["episodes"], e["verified"]) == (1, traces, traces)
-    eps = lake.read_records("episodes", Episode, source="llm", split="dev")
+    eps = lake.read_records("analysis/episodes", Episode, source="llm", split="dev")
     assert sorted(ep.role for ep in eps) == ["consistency", "consistency", "gold"]
     assert {ep.question_id for ep in eps} == {record.id}
     assert all(ep.verified and ep.answer == record.answer for ep in eps)

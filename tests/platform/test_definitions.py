@@ -24,14 +24,14 @@ def test_definitions_load_with_shared_partitioning() -> None:
     assert {
         "raw_datasets",
         "tables",
-        "questions",
-        "episodes",
+        "analysis/questions",
+        "analysis/episodes",
         "sft_dataset",
         "report",
         "smoke_suite",
     } <= keys
     for name in ("questions", "episodes"):
-        pdef = graph.get(AssetKey(name)).partitions_def
+        pdef = graph.get(AssetKey(["analysis", name])).partitions_def
         assert isinstance(pdef, MultiPartitionsDefinition)
         assert pdef is SOURCE_SPLIT  # defined once, shared
     checks = {k.name for k in graph.asset_check_keys}
@@ -49,4 +49,4 @@ def test_definitions_load_with_shared_partitioning() -> None:
 def test_report_assets_depend_on_lake_assets_parsed_from_sql() -> None:
     graph = defs.resolve_asset_graph()
     parents = {p.to_user_string() for p in graph.get(AssetKey("stg_episodes")).parent_keys}
-    assert "episodes" in parents
+    assert "analysis/episodes" in parents

@@ -175,10 +175,12 @@ def write_small_lake(home: Path, *, with_episodes: bool = True, with_tables: boo
             lake.write_records("tables", recs, TableRecord, root, split=split)
     for source, split in sorted({(q.source, q.split) for q in QUESTIONS}):
         recs = [question_record(q) for q in QUESTIONS if (q.source, q.split) == (source, split)]
-        lake.write_records("questions", recs, QuestionRecord, root, source=source, split=split)
+        lake.write_records(
+            "analysis/questions", recs, QuestionRecord, root, source=source, split=split
+        )
     if with_episodes:
         eps = [episode_record(i, e) for i, e in enumerate(EPISODES, start=1)]
         for source, split in sorted({(e.source, e.split) for e in eps}):
             recs = [e for e in eps if (e.source, e.split) == (source, split)]
-            lake.write_records("episodes", recs, Episode, root, source=source, split=split)
+            lake.write_records("analysis/episodes", recs, Episode, root, source=source, split=split)
     return root

@@ -28,14 +28,14 @@ def test_synthetic_lake_is_valid_and_marts_add_up(tmp_path: Path) -> None:
 
     # every synthetic row round-trips through its pydantic record
     for asset, model in (("questions", QuestionRecord), ("episodes", Episode)):
-        frame = pl.read_parquet(root / asset / "**" / "part-*.parquet")
+        frame = pl.read_parquet(root / "analysis" / asset / "**" / "part-*.parquet")
         assert frame.schema == pl.Schema(model.polars_schema())
         for row in frame.iter_rows(named=True):
             model.from_row(row)
     tables = pl.read_parquet(root / "tables" / "**" / "part-*.parquet")
     for row in tables.iter_rows(named=True):
         TableRecord.from_row(row)
-    episodes = pl.read_parquet(root / "episodes" / "**" / "part-*.parquet")
+    episodes = pl.read_parquet(root / "analysis" / "episodes" / "**" / "part-*.parquet")
 
     with writer(warehouse_path(tmp_path)) as con:
         build_all(con, root)

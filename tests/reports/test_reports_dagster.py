@@ -6,8 +6,8 @@ import dagster
 from matplotlib.image import imread
 
 from resources.warehouse import WarehouseResource
-from verilearn_assets.core.report import REPORT_ASSET, REPORT_ASSETS
 from verilearn_assets.core.warehouse import reader, warehouse_path
+from verilearn_assets.platform.report_assets import REPORT_ASSET, REPORT_ASSETS
 
 
 def test_report_assets_materialise(small_lake: Path) -> None:

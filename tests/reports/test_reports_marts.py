@@ -124,9 +124,12 @@ def test_missing_asset_gives_an_empty_typed_view(home: Path) -> None:
     root = write_small_lake(home, with_episodes=False, with_tables=False)
     with writer(warehouse_path(home)) as con:
         views = create_lake_views(con, root)
-        assert set(views) == {"stg_questions", "stg_episodes", "stg_tables"}
+        assert {"stg_questions", "stg_episodes", "stg_tables"} <= set(views)
+        assert {"stg_family_tasks", "stg_family_rollouts"} <= set(views)  # generated
         build_all(con, root)
         assert rows(con, "SELECT count(*) FROM stg_episodes") == [(0,)]
+        family_counts = "SELECT family, sum(n_tasks), sum(n_rollouts) FROM mart_family_counts"
+        assert rows(con, family_counts + " GROUP BY family") == [("analysis", 8, 0)]
         assert rows(con, "SELECT count(*) FROM mart_episode_pass_rate") == [(0,)]
         assert rows(con, "SELECT count(*) FROM mart_question_counts") == [(4,)]
         assert rows(

@@ -6,13 +6,13 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from verilearn_assets.core.report import REPORT_ASSET, build_report_assets
 from verilearn_assets.core.warehouse import (
     SQL_DIR,
     SqlModelError,
     build_model,
     discover_sql_models,
 )
+from verilearn_assets.platform.report_assets import REPORT_ASSET, build_report_assets
 
 
 @pytest.fixture
@@ -31,8 +31,8 @@ def deps_by_asset(sql_dir: Path) -> dict[str, set[str]]:
 def test_project_deps_are_parsed_from_the_sql() -> None:
     deps = deps_by_asset(SQL_DIR)
     # a '{{ lake }}/<asset>/' path is a dependency on the lake asset of that name
-    assert deps["stg_questions"] == {"questions"}
-    assert deps["stg_episodes"] == {"episodes"}
+    assert deps["stg_questions"] == {"analysis/questions"}
+    assert deps["stg_episodes"] == {"analysis/episodes"}
     assert deps["stg_tables"] == {"tables"}
     # marts read staging views by name; the join in the pass-rate mart gives two edges
     assert deps["mart_episode_pass_rate"] == {"stg_episodes", "stg_questions"}

@@ -10,10 +10,20 @@ import contextlib
 from collections import Counter
 from typing import Any
 
-from dagster import AssetExecutionContext, Failure, MaterializeResult, MetadataValue, asset
+from dagster import (
+    AllPartitionMapping,
+    AssetDep,
+    AssetExecutionContext,
+    Failure,
+    MaterializeResult,
+    MetadataValue,
+    asset,
+)
 
 from resources.container_pool import ContainerPoolResource
+from resources.home import HomeResource
 from resources.vllm import VllmResource
+from verilearn_assets.analysis.family import FAMILY
 from verilearn_assets.analysis.question_build import (
     PartitionQuestions,
     build_generated,
@@ -103,18 +113,24 @@ async def _llm_questions(
 
 
 @asset(
+    key_prefix=[FAMILY.name],
     partitions_def=SOURCE_SPLIT,
-    deps=[tables],
+    # every dataset partition of `tables` feeds every questions partition (the split of a
+    # dataset is decided by the catalog, not by the partition key)
+    deps=[AssetDep(tables, partition_mapping=AllPartitionMapping())],
     group_name="analysis",
     description="Questions with proven answers for one source × split: generated "
     "(template/procedural) or proposed by a model (llm), then verified by clean "
     "re-execution in the sandbox. Rejected candidates are kept with their reason.",
 )
 def questions(
-    context: AssetExecutionContext, container_pool: ContainerPoolResource, vllm: VllmResource
+    context: AssetExecutionContext,
+    container_pool: ContainerPoolResource,
+    vllm: VllmResource,
+    home: HomeResource,
 ) -> MaterializeResult:
     source, split = source_split(context.partition_key)
-    split_tables = load_table_records(lake.home(), split)
+    split_tables = load_table_records(home.dir(), split)
     qcfg = load_questions_config()
     llm_metadata: dict[str, Any] = {}
 
@@ -136,7 +152,14 @@ def questions(
             return await build_generated(split_tables, source, split, qcfg, pool)
 
     built = asyncio.run(run())
-    lake.write_records("questions", built.records, QuestionRecord, source=source, split=split)
+    lake.write_records(
+        FAMILY.task_lake,
+        built.records,
+        QuestionRecord,
+        home.lake_root(),
+        source=source,
+        split=split,
+    )
     summary = summarize(built.records)
     context.log.info(
         f"{source}/{split}: {summary['accepted']} accepted, "
@@ -166,6 +189,7 @@ def questions(
 
 
 @asset(
+    key_prefix=[FAMILY.name],
     partitions_def=SOURCE_SPLIT,
     deps=[questions],
     group_name="analysis",
@@ -174,16 +198,15 @@ def questions(
     "decides. Written per question as they finish; a re-run skips finished ones.",
 )
 def episodes(
-    context: AssetExecutionContext, container_pool: ContainerPoolResource, vllm: VllmResource
+    context: AssetExecutionContext,
+    container_pool: ContainerPoolResource,
+    vllm: VllmResource,
+    home: HomeResource,
 ) -> MaterializeResult:
     source, split = source_split(context.partition_key)
     tcfg = load_teacher_config()
-    qs = [
-        q
-        for q in lake.read_records("questions", QuestionRecord, source=source, split=split)
-        if q.status == "accepted"
-    ]
-    tables_by_id = {t.id: t for t in load_table_records(lake.home(), split)}
+    qs = [q for q in FAMILY.read_tasks(home.dir(), source, split) if q.status == "accepted"]
+    tables_by_id = {t.id: t for t in load_table_records(home.dir(), split)}
 
     async def run():
         async with (
@@ -195,11 +218,18 @@ def episodes(
             except TeacherUnavailableError as exc:
                 raise Failure(description=str(exc)) from exc
             return await run_partition(
-                qs, tables_by_id, make_policy, pool, tcfg, source=source, split=split
+                qs,
+                tables_by_id,
+                make_policy,
+                pool,
+                tcfg,
+                source=source,
+                split=split,
+                root=home.lake_root(),
             )
 
     stats = asyncio.run(run())
-    compacted = compact_partition(source, split, question_ids={q.id for q in qs})
+    compacted = compact_partition(source, split, home.lake_root(), question_ids={q.id for q in qs})
     eps = compacted.episodes
     if stats.errors:
         raise Failure(

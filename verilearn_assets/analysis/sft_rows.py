@@ -1,4 +1,4 @@
-"""Verified episodes → chat-format SFT rows (pure).
+"""Verified episodes → chat-format SFT rows (pure), in the shape every family shares.
 
 Only accepted replies and their tool outputs are kept: rejected replies and re-prompts
 are how the teacher got there, not what the student should learn to say.
@@ -6,25 +6,12 @@ are how the teacher got there, not what the student should learn to say.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 
-import polars as pl
-
 from verilearn_assets.analysis.records import Episode
-from verilearn_assets.core.records import content_hash
+from verilearn_assets.core.family import SftRow
 
-SFT_SCHEMA = {
-    "id": pl.Utf8,
-    "episode_id": pl.Utf8,
-    "question_id": pl.Utf8,
-    "source": pl.Utf8,
-    "split": pl.Utf8,
-    "teacher": pl.Utf8,
-    "messages": pl.Utf8,
-    "n_messages": pl.Int64,
-}
-
+FAMILY_NAME = "analysis"
 _KEEP_KINDS = {"prompt", "reply", "tool_output"}
 
 
@@ -38,22 +25,25 @@ def sft_messages(ep: Episode) -> list[dict[str, str]]:
     return out
 
 
-def sft_frame(episodes: Iterable[Episode]) -> pl.DataFrame:
+def sft_rows(episodes: Iterable[Episode]) -> list[SftRow]:
+    """One row per verified episode."""
     rows = []
     for ep in episodes:
         if not ep.verified:
             continue
         msgs = sft_messages(ep)
         rows.append(
-            {
-                "id": content_hash("sft", ep.id),
-                "episode_id": ep.id,
-                "question_id": ep.question_id,
-                "source": ep.source,
-                "split": ep.split,
-                "teacher": ep.teacher,
-                "messages": json.dumps(msgs, ensure_ascii=False),
-                "n_messages": len(msgs),
-            }
+            SftRow(
+                id=SftRow.make_id(FAMILY_NAME, ep.id),
+                family=FAMILY_NAME,
+                task_id=ep.question_id,
+                rollout_id=ep.id,
+                source=ep.source,
+                split=ep.split,
+                teacher=ep.teacher,
+                messages=msgs,
+                n_messages=len(msgs),
+                template=ep.template,
+            )
         )
-    return pl.DataFrame(rows, schema=SFT_SCHEMA, orient="row")
+    return rows

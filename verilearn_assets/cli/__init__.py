@@ -2,17 +2,17 @@
 
 Each subcommand lives in its own module exposing `register(subparsers)`; the handler it
 sets returns an exit code. A family adds its own subcommands with a `cli.py` beside its
-`family.py` (`verilearn dafny …`); those are found without editing this file. Bad input raises `CliError` (or a ValueError/OSError), which
-is printed as one clear line on stderr with exit code 2.
+`family.py` (`verilearn dafny …`); those are found without editing this file. Bad input
+raises `CliError` (or a ValueError/OSError), which is printed as one clear line on stderr
+with exit code 2.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import pkgutil
+import importlib.util
 import sys
-from pathlib import Path
 
 SUBCOMMAND_MODULES = ("demo", "report", "gate", "sandbox", "questions")
 
@@ -33,17 +33,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def family_cli_modules() -> list[str]:
-    """`verilearn_assets.<family>.cli` for every family package that has one."""
-    import verilearn_assets
+    """`<family package>.cli` for every registered family that has one."""
+    from verilearn_assets.core.family import family_modules
 
-    root = Path(verilearn_assets.__path__[0])
-    return [
-        f"verilearn_assets.{info.name}.cli"
-        for info in sorted(pkgutil.iter_modules([str(root)]), key=lambda i: i.name)
-        if info.ispkg
-        and (root / info.name / "family.py").is_file()
-        and (root / info.name / "cli.py").is_file()
-    ]
+    return [f"{m}.cli" for m in family_modules() if importlib.util.find_spec(f"{m}.cli")]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,8 +1,9 @@
-"""`verilearn gate`: run the blocking checks headless; exit 1 naming every failing check.
+"""`verilearn gate`: run every family's blocking checks headless; exit 1 naming each failure.
 
-The evaluations are the asset checks' own code, and each one is recorded in the Dagster
-instance (as a run-less check evaluation on its partition), so the UI and the training
-gate see exactly what this command saw.
+The evaluations are the asset checks' own code (`gate.registry.evaluate`), and each one is
+recorded in the Dagster instance on its partition under one run id per invocation, so the
+UI and the training gate see exactly what this command saw, and the command can be run
+any number of times.
 """
 
 from __future__ import annotations
@@ -15,84 +16,81 @@ from verilearn_assets.core.records import SOURCES, SPLITS
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "gate",
-        help="run the blocking checks on every materialized "
-        "questions/episodes partition; exit 1 naming each failure",
+        help="run the blocking checks of every family on every materialized partition; "
+        "exit 1 naming each failure",
     )
+    p.add_argument("--family", nargs="+", default=None, help="only these families")
     p.add_argument("--sources", nargs="+", default=list(SOURCES), choices=list(SOURCES))
     p.add_argument("--splits", nargs="+", default=list(SPLITS), choices=list(SPLITS))
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from dagster import AssetCheckEvaluation
-    from dagster._core.definitions.asset_checks.asset_check_evaluation import (
-        AssetCheckEvaluationTargetMaterializationData as Target,
-    )
-
     from resources.container_pool import ContainerPoolResource
-    from verilearn_assets.analysis.checks import BLOCKING_CHECKS, EVALUATORS
     from verilearn_assets.cli import CliError
     from verilearn_assets.cli.orchestrate import instance_for_home
     from verilearn_assets.core import lake
-    from verilearn_assets.gate.adapter import latest_materialization
+    from verilearn_assets.core.family import families
+    from verilearn_assets.gate.adapter import (
+        check_key,
+        new_gate_run_id,
+        outcome_result,
+        record_evaluation,
+    )
+    from verilearn_assets.gate.registry import evaluate, partition_present
     from verilearn_assets.platform.defs import partition_key
 
-    instance = instance_for_home(lake.home())
+    known = families()
+    unknown = [f for f in args.family or [] if f not in known]
+    if unknown:
+        raise CliError(f"unknown family {unknown[0]!r} (known: {', '.join(known)})")
+    home = lake.home()
+    instance = instance_for_home(home)
     pool = ContainerPoolResource()
+    run_id = new_gate_run_id()
     ran = 0
     failures: list[str] = []
-    for source in args.sources:
-        for split in args.splits:
-            if not lake.partition_dir("questions", source=source, split=split).exists():
-                continue
-            ran += 1
-            key = str(partition_key(source, split))
-            has_episodes = lake.partition_dir("episodes", source=source, split=split).exists()
-            print(f"gate {key}:")
-            for chk in BLOCKING_CHECKS:
-                (ck,) = chk.check_keys
-                if ck.asset_key.to_user_string() == "episodes" and not has_episodes:
-                    print(f"  {ck.name}: skipped (episodes not materialized)")
+    for name, fam in known.items():
+        if args.family and name not in args.family:
+            continue
+        for source in args.sources:
+            for split in args.splits:
+                present = {
+                    which: partition_present(fam, which, source, split, home)
+                    for which in ("tasks", "rollouts")
+                }
+                if not present["tasks"]:
                     continue
-                result = EVALUATORS[ck.name](source, split, pool)
-                # Tie the evaluation to the partition's latest materialization: without a
-                # target, Dagster's per-partition check status drops a run-less verdict,
-                # and the UI's check list would show a failed check as "Succeeded".
-                mat = latest_materialization(instance, ck.asset_key, key)
-                target = (
-                    Target(storage_id=mat.storage_id, run_id=mat.run_id, timestamp=mat.timestamp)
-                    if mat
-                    else None
-                )
-                instance.report_runless_asset_event(
-                    AssetCheckEvaluation(
-                        asset_key=ck.asset_key,
-                        check_name=ck.name,
-                        passed=result.passed,
-                        metadata=result.metadata,
-                        severity=result.severity,
-                        description=result.description,
-                        blocking=True,
-                        partition=key,
-                        target_materialization_data=target,
+                ran += 1
+                key = str(partition_key(source, split))
+                print(f"gate {name} [{key}]:")
+                for rule in fam.rules:
+                    if not present[rule.on]:
+                        print(
+                            f"  {rule.name}: skipped ({fam.asset_lake(rule.on)} not materialized)"
+                        )
+                        continue
+                    outcome = evaluate(
+                        fam, rule, source, split, home, pool if rule.needs_pool else None
                     )
-                )
-                status = "ok" if result.passed else "FAILED"
-                print(f"  {ck.name}: {status} — {result.description}")
-                if not result.passed:
-                    failures.append(
-                        f"{ck.name} on {ck.asset_key.to_user_string()} [{key}]: "
-                        f"{result.description}"
-                    )
+                    result = outcome_result(outcome)
+                    record_evaluation(instance, check_key(fam, rule), key, result, run_id)
+                    status = "ok" if outcome.passed else "FAILED"
+                    print(f"  {rule.name}: {status} — {result.description}")
+                    if not outcome.passed:
+                        failures.append(
+                            f"{rule.name} on {fam.asset_lake(rule.on)} [{key}]: "
+                            f"{result.description}"
+                        )
     if ran == 0:
         raise CliError(
-            f"no questions partition under {lake.lake_root()}: run "
-            "`verilearn demo` (or materialize questions) first"
+            f"no task partition of any family under {lake.lake_root(home)}: run "
+            "`verilearn demo` (or materialize a family's tasks) first"
         )
     if failures:
         print(f"\n{len(failures)} failing check(s):")
         for f in failures:
             print(f"  - {f}")
         return 1
-    print(f"\nall blocking checks passed on {ran} partition(s)")
+    print(f"\nall blocking checks passed on {ran} partition(s) (gate run {run_id})")
     return 0

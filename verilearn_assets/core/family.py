@@ -33,6 +33,9 @@ from verilearn_assets.core import lake
 from verilearn_assets.core.records import Record, Source, Split, content_hash
 from verilearn_assets.gate.outcome import RuleOutcome
 
+PLATFORM_PACKAGES = frozenset({"core", "gate", "platform", "training", "cli"})
+"""Packages of `verilearn_assets` that are the platform, never a family."""
+
 EXTRA_FAMILIES_ENV = "VERILEARN_FAMILIES"
 """Comma-separated module paths of families outside `verilearn_assets` (plugins, tests)."""
 
@@ -165,7 +168,9 @@ def family_modules() -> list[str]:
 
     found = []
     for info in sorted(pkgutil.iter_modules(verilearn_assets.__path__), key=lambda i: i.name):
-        if info.ispkg and (Path(verilearn_assets.__path__[0]) / info.name / "family.py").is_file():
+        if info.name in PLATFORM_PACKAGES or not info.ispkg:
+            continue
+        if (Path(verilearn_assets.__path__[0]) / info.name / "family.py").is_file():
             found.append(f"verilearn_assets.{info.name}")
     extra = [m.strip() for m in os.environ.get(EXTRA_FAMILIES_ENV, "").split(",") if m.strip()]
     return found + [m for m in extra if m not in found]

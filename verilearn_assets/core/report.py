@@ -1,46 +1,20 @@
-"""Report assets: every `dbt_like_sql/**/*.sql` file becomes a Dagster asset, plus `report`.
+"""The report: its main tables over the marts, rendered as markdown (Dagster metadata),
+rich tables (`verilearn report`), CSV/JSON for scripts, and the pass-rate chart.
 
-The SQL parsing, dependency discovery and building live in `verilearn_assets.warehouse`
-(pure); this module turns them into assets (group "reports"), renders the main tables as
-markdown (Dagster metadata) and rich tables (`verilearn report`), and draws the pass-rate
-chart. Dependencies come from the SQL files, so adding a file adds an asset with the right
-edges and nothing else has to change.
+Pure: the Dagster assets built from the SQL files live in `platform/report_assets.py`.
 """
 
-import base64
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import duckdb
-from dagster import (
-    AssetExecutionContext,
-    AssetKey,
-    AssetsDefinition,
-    MaterializeResult,
-    MetadataValue,
-    TableColumn,
-    TableSchema,
-    asset,
-)
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from rich.console import Console
 from rich.table import Table
 
-from resources.warehouse import WarehouseResource
-from verilearn_assets.core.warehouse import (
-    SQL_DIR,
-    SqlModel,
-    build_model,
-    discover_sql_models,
-    relation_rows,
-)
-
-GROUP = "reports"
-REPORT_ASSET = "report"
 CHART_FILE = Path("reports") / "pass_rate.png"
 PREVIEW_ROWS = 20
 MAX_ROWS = 40
@@ -222,86 +196,3 @@ def pass_rate_chart(con: duckdb.DuckDBPyConnection, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, format="png")
     return path
-
-
-# --- Dagster wiring ------------------------------------------------------------------------
-def _description(model: SqlModel) -> str:
-    lines = [ln.strip()[2:].strip() for ln in model.sql.splitlines() if ln.strip().startswith("--")]
-    head = " ".join(lines) or f"{model.relation.lower()} {model.name}"
-    rel = model.path.relative_to(model.path.parent.parent.parent)
-    return f"{head}\n\nBuilt from `{rel}` as a DuckDB {model.relation.lower()}."
-
-
-def _table_schema(con: duckdb.DuckDBPyConnection, name: str) -> TableSchema:
-    rows = con.execute(f'DESCRIBE "{name}"').fetchall()
-    return TableSchema(columns=[TableColumn(r[0], r[1]) for r in rows])
-
-
-def _model_asset(model: SqlModel) -> AssetsDefinition:
-    deps = [AssetKey(d) for d in (*model.lake_deps, *model.model_deps)]
-
-    @asset(
-        name=model.name,
-        group_name=GROUP,
-        deps=deps,
-        description=_description(model),
-        kinds={"duckdb", "sql"},
-        metadata={"sql_file": str(model.path)},
-    )
-    def _build(context: AssetExecutionContext, warehouse: WarehouseResource) -> MaterializeResult:
-        with warehouse.writer() as con:
-            build_model(con, model, warehouse.lake_root())
-            n_rows = relation_rows(con, model.name)
-            limit = PREVIEW_ROWS if model.kind == "staging" else MAX_ROWS
-            preview = fetch(con, f'SELECT * FROM "{model.name}" LIMIT {limit + 1}')
-            schema = _table_schema(con, model.name)
-        context.log.info(f"{model.relation.lower()} {model.name}: {n_rows} rows")
-        shown = TableData(preview.columns, preview.rows[:limit])
-        note = f"\n\n_first {limit} of {n_rows} rows_" if n_rows > limit else ""
-        return MaterializeResult(
-            metadata={
-                "dagster/row_count": MetadataValue.int(n_rows),
-                "dagster/column_schema": schema,
-                "preview": MetadataValue.md(markdown_table(shown, limit) + note),
-                "sql": MetadataValue.md(f"```sql\n{model.sql.strip()}\n```"),
-            }
-        )
-
-    return _build
-
-
-def _report_asset(marts: Sequence[SqlModel]) -> AssetsDefinition:
-    @asset(
-        name=REPORT_ASSET,
-        group_name=GROUP,
-        deps=[AssetKey(m.name) for m in marts],
-        kinds={"duckdb", "matplotlib"},
-        description="The pass-rate chart and the main report tables over the marts.",
-    )
-    def _report(context: AssetExecutionContext, warehouse: WarehouseResource) -> MaterializeResult:
-        chart = warehouse.home_dir() / CHART_FILE
-        with warehouse.reader() as con:
-            pass_rate_chart(con, chart)
-            tables = report_markdown(con)
-        encoded = base64.b64encode(chart.read_bytes()).decode()
-        context.log.info(f"pass-rate chart written to {chart}")
-        metadata: dict[str, Any] = {
-            "pass_rate_chart": MetadataValue.md(
-                f"![episode pass rate](data:image/png;base64,{encoded})"
-            ),
-            "chart_path": MetadataValue.path(str(chart)),
-        }
-        metadata.update({key: MetadataValue.md(md) for key, md in tables.items()})
-        return MaterializeResult(metadata=metadata)
-
-    return _report
-
-
-def build_report_assets(sql_dir: Path = SQL_DIR) -> list[AssetsDefinition]:
-    """One asset per SQL file (deps parsed from the SQL) and the final `report` asset."""
-    models = discover_sql_models(sql_dir)
-    marts = [m for m in models if m.kind == "mart"]
-    return [_model_asset(m) for m in models] + [_report_asset(marts)]
-
-
-REPORT_ASSETS: list[AssetsDefinition] = build_report_assets()

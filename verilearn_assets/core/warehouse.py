@@ -32,26 +32,48 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
-from verilearn_assets.analysis.records import Episode, QuestionRecord
+from verilearn_assets.core.family import SftRow, families
 from verilearn_assets.core.records import Record, TableRecord
 
 WAREHOUSE_FILE = "warehouse.duckdb"
 DEFAULT_LOCK_TIMEOUT_S = 120.0
 SQL_DIR = Path(__file__).resolve().parents[2] / "dbt_like_sql"
 
-# Lake assets the SQL may read, and the record model that gives an absent asset its columns.
-LAKE_MODELS: dict[str, type[Record]] = {
-    "questions": QuestionRecord,
-    "episodes": Episode,
+# Platform lake assets the SQL may read, and the record model that gives an absent asset
+# its columns; every family's task and rollout assets join them (`lake_models`).
+PLATFORM_LAKE_MODELS: dict[str, type[Record]] = {
     "tables": TableRecord,
+    "sft_dataset": SftRow,
 }
+FAMILY_UNION_VIEWS = {"stg_family_tasks": "tasks", "stg_family_rollouts": "rollouts"}
+
+
+def lake_models() -> dict[str, type[Record]]:
+    """Lake asset path (`tables`, `analysis/questions`, …) → record model."""
+    out = dict(PLATFORM_LAKE_MODELS)
+    for fam in families().values():
+        out[fam.task_lake] = fam.task_model
+        out[fam.rollout_lake] = fam.rollout_model
+    return out
+
 
 _LAKE_PLACEHOLDER = re.compile(r"\{\{\s*lake\s*\}\}")
 _ANY_PLACEHOLDER = re.compile(r"\{\{.*?\}\}")
-_LAKE_REF = re.compile(r"^\{\{\s*lake\s*\}\}/([A-Za-z0-9_\-]+)(/|$)")
+_LAKE_REF = re.compile(r"^\{\{\s*lake\s*\}\}/([A-Za-z0-9_\-]+)(?:/([A-Za-z0-9_\-]+))?(/|$)")
 _DUCKDB_LINE = re.compile(r"LINE (\d+):")
 
 ModelKind = Literal["staging", "mart"]
+
+
+def lake_asset_of(path: str) -> str | None:
+    """The lake asset a `'{{ lake }}/…'` literal reads: `<family>/<asset>` when those two
+    segments name a known family asset, else the first segment (`tables`)."""
+    m = _LAKE_REF.match(path)
+    if not m:
+        return None
+    if m.group(2) and f"{m.group(1)}/{m.group(2)}" in lake_models():
+        return f"{m.group(1)}/{m.group(2)}"
+    return m.group(1)
 
 
 # --- connections ------------------------------------------------------------------------
@@ -237,6 +259,14 @@ def discover_sql_models(sql_dir: Path = SQL_DIR) -> list[SqlModel]:
         text = path.read_text()
         parsed.append((path, _KIND_BY_DIR[rel.parts[0]], text, parse_sql(path, text)))
 
+    for name, which in FAMILY_UNION_VIEWS.items():
+        if name in seen:
+            raise SqlModelError(seen[name], None, f"model name {name!r} is generated; rename")
+        path = sql_dir / "staging" / f"{name}.sql"
+        text = family_union_sql(which)
+        seen[name] = path
+        parsed.append((path, "staging", text, parse_sql(path, text)))
+
     names = set(seen)
     models = []
     for path, kind, text, tree in parsed:
@@ -250,6 +280,23 @@ def discover_sql_models(sql_dir: Path = SQL_DIR) -> list[SqlModel]:
         models.append(SqlModel(path.stem, kind, path, text, lake_deps, model_deps))
     order_models(models)  # fails on a cycle, naming the files
     return models
+
+
+def family_union_sql(which: Literal["tasks", "rollouts"]) -> str:
+    """One view over every registered family's task (or rollout) asset, with the columns
+    the contract guarantees, so counts for any family reach the report with no SQL of its
+    own. Generated, not a file: the set of families is known only at load time."""
+    verdict = "status" if which == "tasks" else "verified"
+    selects = []
+    for fam in families().values():
+        asset = fam.asset_lake(which)
+        selects.append(
+            f"SELECT '{fam.name}' AS family, id, source, split, {verdict}\n"
+            f"FROM read_parquet('{{{{ lake }}}}/{asset}/*/*/part-*.parquet',\n"
+            "    hive_partitioning = true, union_by_name = true)"
+        )
+    head = f"-- generated from the family registry: the {which} of every family\n"
+    return head + "\nUNION ALL\n".join(selects)
 
 
 def parse_sql(path: Path, text: str) -> exp.Query:
@@ -289,8 +336,8 @@ def _dependencies(
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     lake: set[str] = set()
     for lit in tree.find_all(exp.Literal):
-        if lit.is_string and (m := _LAKE_REF.match(lit.this)):
-            lake.add(m.group(1))
+        if lit.is_string and (asset := lake_asset_of(lit.this)):
+            lake.add(asset)
     ctes = {cte.alias_or_name for cte in tree.find_all(exp.CTE)}
     deps: set[str] = set()
     for table in tree.find_all(exp.Table):
@@ -340,11 +387,11 @@ def render_sql(model: SqlModel, lake_root: Path) -> str:
     if missing:
         tree = parse_sql(model.path, text)
         for lit in list(tree.find_all(exp.Literal)):
-            m = _LAKE_REF.match(lit.this) if lit.is_string else None
-            if not m or m.group(1) not in missing:
+            asset = lake_asset_of(lit.this) if lit.is_string else None
+            if asset is None or asset not in missing:
                 continue
-            asset = m.group(1)
-            if asset not in LAKE_MODELS:
+            models = lake_models()
+            if asset not in models:
                 raise SqlModelError(
                     model.path,
                     lit.meta.get("line"),
@@ -359,8 +406,8 @@ def render_sql(model: SqlModel, lake_root: Path) -> str:
                     "a lake path must be the argument of a table function "
                     "in FROM, e.g. read_parquet('{{ lake }}/...')",
                 )
-            empty = sqlglot.parse_one(empty_relation_sql(LAKE_MODELS[asset]), dialect="duckdb")
-            table.replace(empty.subquery(table.alias or asset))
+            empty = sqlglot.parse_one(empty_relation_sql(models[asset]), dialect="duckdb")
+            table.replace(empty.subquery(table.alias or asset.replace("/", "_")))
         text = tree.sql(dialect="duckdb")
     quoted = str(lake_root).replace("'", "''")
     return _LAKE_PLACEHOLDER.sub(lambda _: quoted, text)
@@ -372,7 +419,7 @@ def _has_files(model: SqlModel, lake_root: Path, asset: str) -> bool:
     patterns = [
         lit.this
         for lit in tree.find_all(exp.Literal)
-        if lit.is_string and (m := _LAKE_REF.match(lit.this)) and m.group(1) == asset
+        if lit.is_string and lake_asset_of(lit.this) == asset
     ]
     return all(
         glob.glob(_LAKE_PLACEHOLDER.sub(lambda _: str(lake_root), p), recursive=True)

@@ -1,19 +1,161 @@
-"""The training gate: read the instance's check evaluations for every upstream partition.
+"""The Dagster side of the gate, in one place.
 
-Blocking checks stop downstream steps inside one run; this closes the other door, a
-later run that asks for training data while an upstream partition's latest evaluation
-failed, is missing, or predates the partition's latest materialization.
+- `blocking_checks(family)`: each of a family's `GateRule`s as a blocking asset check,
+  partitioned `source × split`, running `gate.registry.evaluate` — the same call
+  `verilearn gate` makes.
+- `record_evaluation`: how `verilearn gate` stores a verdict so the UI and the training
+  gate see it (one synthetic run id per gate invocation, so any number of runs record).
+- `gate_failures`: the training gate, which reads the latest evaluations for every upstream
+  partition. Blocking checks stop downstream steps inside one run; this closes the other
+  door, a later run that asks for training data while an upstream partition's latest
+  evaluation failed, is missing, or predates the partition's latest materialization.
+
+Dagster has no public API for a check's latest evaluation *per partition* nor for storing
+an evaluation under a run id of our choosing; those two uses of `dagster._core` live here
+and nowhere else.
 """
 
-from __future__ import annotations
-
+import uuid
 from collections.abc import Iterable
 
-from dagster import AssetCheckKey, AssetKey, AssetRecordsFilter, DagsterInstance
-from dagster._core.event_api import EventLogRecord, PartitionKeyFilter
-from dagster._core.storage.asset_check_execution_record import (
-    AssetCheckExecutionRecordStatus,
+from dagster import (
+    AssetCheckEvaluation,
+    AssetCheckExecutionContext,
+    AssetCheckKey,
+    AssetCheckResult,
+    AssetChecksDefinition,
+    AssetKey,
+    AssetRecordsFilter,
+    DagsterInstance,
+    EventLogRecord,
+    MetadataValue,
+    asset_check,
 )
+from dagster._core.event_api import PartitionKeyFilter
+from dagster._core.events import DagsterEvent, DagsterEventType
+
+from resources.container_pool import ContainerPoolResource
+from resources.home import HomeResource
+from verilearn_assets.core.family import Family, GateRule
+from verilearn_assets.gate.outcome import RuleOutcome
+from verilearn_assets.gate.registry import evaluate, registered_rules
+from verilearn_assets.platform.defs import SOURCE_SPLIT, source_split
+
+MAX_FAILING_LISTED = 50
+
+
+def asset_key(family: Family, which: str) -> AssetKey:
+    """The Dagster key of a family asset: the family name, then the asset name."""
+    return AssetKey(family.asset_lake(which).split("/"))  # type: ignore[arg-type]
+
+
+def check_key(family: Family, rule: GateRule) -> AssetCheckKey:
+    return AssetCheckKey(asset_key(family, rule.on), rule.name)
+
+
+def all_blocking_check_keys(only: list[str] | None = None) -> list[AssetCheckKey]:
+    """The keys of every registered family's blocking checks."""
+    return [check_key(r.family, r.rule) for r in registered_rules(only)]
+
+
+def outcome_result(outcome: RuleOutcome, **extra: object) -> AssetCheckResult:
+    """A RuleOutcome as an AssetCheckResult: counts and the failures listed in metadata."""
+    meta: dict[str, object] = {
+        "checked": outcome.checked,
+        "failures": len(outcome.failures),
+        **outcome.stats,
+        **extra,
+    }
+    if outcome.failures:
+        meta["failing"] = MetadataValue.md(
+            "\n".join(f"- {f}" for f in outcome.failures[:MAX_FAILING_LISTED])
+        )
+    return AssetCheckResult(passed=outcome.passed, description=outcome.summary(), metadata=meta)
+
+
+def _rule_check(family: Family, rule: GateRule) -> AssetChecksDefinition:
+    """One blocking, partitioned asset check for one rule (pool-taking when it needs one)."""
+    common = dict(
+        asset=asset_key(family, rule.on),
+        name=rule.name,
+        blocking=True,
+        partitions_def=SOURCE_SPLIT,
+        description=rule.description,
+    )
+    if rule.needs_pool:
+
+        @asset_check(**common)
+        def pooled(
+            context: AssetCheckExecutionContext,
+            home: HomeResource,
+            container_pool: ContainerPoolResource,
+        ) -> AssetCheckResult:
+            source, split = source_split(context.partition_key)
+            return outcome_result(evaluate(family, rule, source, split, home.dir(), container_pool))
+
+        return pooled
+
+    @asset_check(**common)
+    def plain(context: AssetCheckExecutionContext, home: HomeResource) -> AssetCheckResult:
+        source, split = source_split(context.partition_key)
+        return outcome_result(evaluate(family, rule, source, split, home.dir()))
+
+    return plain
+
+
+def blocking_checks(family: Family) -> list[AssetChecksDefinition]:
+    """Every blocking rule of `family` as a Dagster asset check."""
+    return [_rule_check(family, rule) for rule in family.rules]
+
+
+def new_gate_run_id() -> str:
+    """A run id for one `verilearn gate` invocation (its evaluations are stored under it)."""
+    return f"gate-{uuid.uuid4()}"
+
+
+def record_evaluation(
+    instance: DagsterInstance,
+    key: AssetCheckKey,
+    partition: str,
+    result: AssetCheckResult,
+    run_id: str,
+) -> None:
+    """Store a headless evaluation of a blocking check on one partition.
+
+    It is tied to the partition's latest materialization (without a target Dagster's
+    per-partition check status drops it and the UI would show a failed check as passed),
+    and stored under `run_id`: run-less evaluations all share the empty run id, and a
+    second `verilearn gate` on the same partition would break the storage's unique index.
+    """
+    from dagster._core.definitions.asset_checks.asset_check_evaluation import (
+        AssetCheckEvaluationTargetMaterializationData as Target,
+    )
+
+    mat = latest_materialization(instance, key.asset_key, partition)
+    target = (
+        Target(storage_id=mat.storage_id, run_id=mat.run_id, timestamp=mat.timestamp)
+        if mat
+        else None
+    )
+    evaluation = AssetCheckEvaluation(
+        asset_key=key.asset_key,
+        check_name=key.name,
+        passed=result.passed,
+        metadata=result.metadata,
+        severity=result.severity,
+        description=result.description,
+        blocking=True,
+        partition=partition,
+        target_materialization_data=target,
+    )
+    instance.report_dagster_event(
+        DagsterEvent(
+            event_type_value=DagsterEventType.ASSET_CHECK_EVALUATION.value,
+            job_name="verilearn_gate",
+            event_specific_data=evaluation,
+        ),
+        run_id=run_id,
+    )
 
 
 def latest_materialization(
@@ -73,9 +215,7 @@ def gate_failures(
             evaluation = latest.event.dagster_event.event_specific_data
             if latest.event.timestamp < mat_time:
                 reasons.append(f"{where}: last evaluated before the latest materialization")
-            elif (
-                latest.status != AssetCheckExecutionRecordStatus.SUCCEEDED or not evaluation.passed
-            ):
+            elif latest.status.value != "SUCCEEDED" or not evaluation.passed:
                 why = evaluation.description or "failed"
                 reasons.append(f"{where}: FAILED — {why}")
     return reasons, considered

@@ -1,14 +1,14 @@
 """Dagster wiring for the training side: the sandbox smoke suite and `sft_dataset`.
 
-`sft_dataset` is the training-data asset. Its direct dependencies are `questions`,
-`episodes` (every source of its split) and `smoke_suite`; it refuses to materialize
-unless every blocking check on those inputs passed on their latest materialization, and
-its failure names each check, partition and reason.
+`sft_dataset` is the training-data asset. Its direct dependencies are every registered
+family's task and rollout assets (every source of its split) and `smoke_suite`; it refuses
+to materialize unless every blocking check on those inputs passed on their latest
+materialization, and its failure names each check, partition and reason. It reads only
+the family contract, so a new family's rows arrive here with no edit to this file.
 """
 
 from dagster import (
     AssetCheckExecutionContext,
-    AssetCheckKey,
     AssetCheckResult,
     AssetDep,
     AssetExecutionContext,
@@ -21,15 +21,13 @@ from dagster import (
 )
 
 from resources.container_pool import ContainerPoolResource
-from verilearn_assets.analysis.assets import episodes, questions
-from verilearn_assets.analysis.checks import BLOCKING_CHECKS
-from verilearn_assets.analysis.records import Episode
-from verilearn_assets.analysis.sft_rows import sft_frame
+from resources.home import HomeResource
 from verilearn_assets.core import lake
+from verilearn_assets.core.family import SftRow, families, family
 from verilearn_assets.core.records import SOURCES
 from verilearn_assets.core.sandbox.smoke import run_smoke_suite
-from verilearn_assets.gate.adapter import gate_failures
-from verilearn_assets.platform.defs import SPLIT, partition_key
+from verilearn_assets.gate.adapter import all_blocking_check_keys, asset_key, gate_failures
+from verilearn_assets.platform.defs import SPLIT, partition_key, source_split
 
 _BY_SPLIT = MultiToSingleDimensionPartitionMapping(partition_dimension_name="split")
 
@@ -40,9 +38,9 @@ _BY_SPLIT = MultiToSingleDimensionPartitionMapping(partition_dimension_name="spl
     "through the real sandbox: normalisation, isolation between tasks, no network.",
 )
 def smoke_suite(
-    context: AssetExecutionContext, container_pool: ContainerPoolResource
+    context: AssetExecutionContext, container_pool: ContainerPoolResource, home: HomeResource
 ) -> MaterializeResult:
-    outcome = run_smoke_suite(container_pool.sandbox_config(), lake.home() / "smoke")
+    outcome = run_smoke_suite(container_pool.sandbox_config(), home.dir() / "smoke")
     context.log.info(outcome.summary())
     return MaterializeResult(
         metadata={
@@ -68,28 +66,37 @@ def smoke_suite_passes(context: AssetCheckExecutionContext) -> AssetCheckResult:
     )
 
 
-GATE_CHECK_KEYS: list[AssetCheckKey] = [key for chk in BLOCKING_CHECKS for key in chk.check_keys]
+def _family_deps() -> list[AssetDep]:
+    """Every family's task and rollout asset, all sources of the split."""
+    return [
+        AssetDep(asset_key(fam, which), partition_mapping=_BY_SPLIT)
+        for fam in families().values()
+        for which in ("tasks", "rollouts")
+    ]
 
 
 @asset(
     partitions_def=SPLIT,
     group_name="training",
-    deps=[
-        AssetDep(questions, partition_mapping=_BY_SPLIT),
-        AssetDep(episodes, partition_mapping=_BY_SPLIT),
-        smoke_suite,
-    ],
-    description="Chat-format SFT rows from verified episodes of one split, behind the "
-    "reliability gate: refuses unless every blocking check on its inputs passed.",
+    deps=[*_family_deps(), smoke_suite],
+    description="Chat-format SFT rows (every family, one shape) from the verified rollouts "
+    "of one split, behind the reliability gate: refuses unless every blocking check on its "
+    "inputs passed, and refuses an empty split.",
 )
-def sft_dataset(context: AssetExecutionContext) -> MaterializeResult:
+def sft_dataset(context: AssetExecutionContext, home: HomeResource) -> MaterializeResult:
     split = context.partition_key
     partitions = [str(partition_key(s, split)) for s in SOURCES]
-    reasons, considered = gate_failures(context.instance, GATE_CHECK_KEYS, partitions)
+    reasons: list[str] = []
+    considered: dict[str, list[str]] = {}
+    for name in families():
+        fam_reasons, fam_parts = gate_failures(
+            context.instance, all_blocking_check_keys([name]), partitions
+        )
+        reasons.extend(fam_reasons)
+        if fam_parts:
+            considered[name] = fam_parts
     smoke_key = smoke_suite_passes.check_key
-    smoke = context.instance.event_log_storage.get_latest_asset_check_execution_by_key(
-        [smoke_key]
-    ).get(smoke_key)
+    smoke = context.instance.get_latest_asset_check_evaluation_record(smoke_key)
     if smoke is None or smoke.event is None:
         reasons.append("check smoke_suite_passes on smoke_suite: never evaluated")
     elif not smoke.event.dagster_event.event_specific_data.passed:
@@ -98,23 +105,39 @@ def sft_dataset(context: AssetExecutionContext) -> MaterializeResult:
             f"{smoke.event.dagster_event.event_specific_data.description}"
         )
     if not considered:
-        reasons.append(f"no episodes partition of split {split!r} has been materialized")
+        reasons.append(f"no task or rollout partition of split {split!r} has been materialized")
     if reasons:
         raise Failure(
             description=f"training gate closed for split {split!r}: " + " | ".join(reasons),
             metadata={"blocked_by": MetadataValue.md("\n".join(f"- {r}" for r in reasons))},
         )
-    eps = []
-    for part in considered:
-        source = part.split("|")[0]
-        eps.extend(lake.read_records("episodes", Episode, source=source, split=split))
-    frame = sft_frame(eps)
-    lake.write_partition("sft_dataset", frame, split=split)
+    rows: list[SftRow] = []
+    seen = 0
+    per_family: dict[str, int] = {}
+    for name, parts in considered.items():
+        fam = family(name)
+        before = len(rows)
+        for part in parts:
+            source, _ = source_split(part)
+            rollouts = [r for r in fam.read_rollouts(home.dir(), source, split) if r.verified]
+            seen += len(rollouts)
+            rows.extend(fam.sft_rows(rollouts))
+        per_family[name] = len(rows) - before
+    if not rows:
+        raise Failure(
+            description=f"sft_dataset [{split}]: no verified rollout in any materialized "
+            f"partition ({', '.join(f'{n}: {p}' for n, p in considered.items())}) — "
+            "an empty split is never training data"
+        )
+    lake.write_records("sft_dataset", rows, SftRow, home.lake_root(), split=split)
     return MaterializeResult(
         metadata={
-            "rows": frame.height,
-            "episodes_seen": len(eps),
-            "partitions": MetadataValue.md("\n".join(f"- {p}" for p in considered)),
+            "rows": len(rows),
+            "verified_rollouts_seen": seen,
+            **{f"rows/{n}": c for n, c in per_family.items()},
+            "partitions": MetadataValue.md(
+                "\n".join(f"- {n} {p}" for n, ps in considered.items() for p in ps)
+            ),
         }
     )
 

@@ -70,9 +70,13 @@ def test_partition_run_writes_incrementally_and_skips_on_rerun(
     )
     assert (first.written, first.skipped_questions, first.verified) == (3, 0, 2)
     assert first.failures == {"wrong_answer": 1} and first.errors == []
-    parts = sorted((tmp_path / "episodes/source=template/split=train").glob("part-*.parquet"))
+    parts = sorted(
+        (tmp_path / "analysis/episodes/source=template/split=train").glob("part-*.parquet")
+    )
     assert len(parts) == 3  # one part per finished question: a crash loses only those in flight
-    stored = lake.read_records("episodes", Episode, tmp_path, source="template", split="train")
+    stored = lake.read_records(
+        "analysis/episodes", Episode, tmp_path, source="template", split="train"
+    )
     assert sorted(e.id for e in stored) == sorted(i for q in questions for i in planned_ids(q, cfg))
 
     again = sandbox.run(
@@ -90,13 +94,18 @@ def test_partition_run_writes_incrementally_and_skips_on_rerun(
     assert (again.written, again.skipped_questions) == (0, 3)
     compacted = compact_partition("template", "train", tmp_path)
     assert (len(compacted.episodes), compacted.stale) == (3, 0)
-    assert len(list((tmp_path / "episodes/source=template/split=train").glob("*.parquet"))) == 1
+    assert (
+        len(list((tmp_path / "analysis/episodes/source=template/split=train").glob("*.parquet")))
+        == 1
+    )
 
     # a question re-drawn away (its id left the partition) takes its episode with it
     kept_ids = {q.id for q in questions[:2]}
     compacted = compact_partition("template", "train", tmp_path, question_ids=kept_ids)
     assert compacted.stale == 1
-    stored = lake.read_records("episodes", Episode, tmp_path, source="template", split="train")
+    stored = lake.read_records(
+        "analysis/episodes", Episode, tmp_path, source="template", split="train"
+    )
     assert {e.question_id for e in stored} == kept_ids
 
     # a different sampling config is a different episode set: nothing is skipped

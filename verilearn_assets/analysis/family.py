@@ -1,0 +1,184 @@
+"""The analysis family as the platform sees it: questions, episodes, blocking rules, SFT rows.
+
+Every rule is a plain function of a `RuleContext`; the Dagster checks and `verilearn gate`
+run these same functions (`gate/registry.py`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import cast
+
+from verilearn_assets.analysis import episode_rules, question_rules
+from verilearn_assets.analysis.questions_config import load_questions_config
+from verilearn_assets.analysis.records import Episode, QuestionRecord
+from verilearn_assets.analysis.sft_rows import sft_rows
+from verilearn_assets.analysis.verify import reverify
+from verilearn_assets.core.family import Family, GateRule, RuleContext
+from verilearn_assets.core.ingest.tables import load_table_records
+from verilearn_assets.core.records import SOURCES, SPLITS, Record
+from verilearn_assets.gate.config import load_gate_config
+from verilearn_assets.gate.outcome import RuleOutcome
+
+
+def _questions(ctx: RuleContext) -> list[QuestionRecord]:
+    return cast(list[QuestionRecord], ctx.tasks())
+
+
+def _episodes(ctx: RuleContext) -> list[Episode]:
+    return cast(list[Episode], ctx.rollouts())
+
+
+# --- questions ---------------------------------------------------------------------------
+def schema_contract(ctx: RuleContext) -> RuleOutcome:
+    return question_rules.schema_contract(ctx.task_frame(), ctx.source, ctx.split)
+
+
+def reproduce(ctx: RuleContext) -> RuleOutcome:
+    """Re-execute accepted questions in fresh sandbox tasks, under the very time limit
+    that accepted them (`verify.timeout_s` of configs/questions.yaml)."""
+    accepted = [q for q in _questions(ctx) if q.status == "accepted"]
+    limit = load_gate_config().reproduce_limit
+    sample = accepted if limit is None else accepted[:limit]
+    paths = {t.id: t.path for t in load_table_records(ctx.home, ctx.split)}
+    timeout_s = load_questions_config().verify.timeout_s
+    assert ctx.pool is not None  # the registry refuses a pool rule without one
+
+    async def run():
+        async with ctx.pool.get_pool() as pool:
+            return await reverify(pool, sample, paths, timeout_s)
+
+    mismatches = asyncio.run(run())
+    return RuleOutcome(
+        rule="reproduce",
+        checked=len(sample),
+        failures=[f"question {m.question_id}: {m.reason}" for m in mismatches],
+        stats={"timeout_s": -1.0 if timeout_s is None else timeout_s},
+    )
+
+
+def datasets_one_split(ctx: RuleContext) -> RuleOutcome:
+    pairs = [(t.dataset, t.split) for t in load_table_records(ctx.home)]
+    for src in SOURCES:
+        for spl in SPLITS:
+            other = RuleContext(ctx.family, src, spl, ctx.home)
+            frame = other.task_frame()
+            if "dataset" in frame.columns:
+                pairs.extend((d, spl) for d in frame["dataset"].unique().to_list())
+    return question_rules.datasets_in_one_split(pairs)
+
+
+def answer_hashes(ctx: RuleContext) -> RuleOutcome:
+    return question_rules.answer_hash_present(_questions(ctx))
+
+
+def floors(ctx: RuleContext) -> RuleOutcome:
+    """Floors per source; and, whatever the source, a partition with no tables or no
+    accepted question never passes: an empty split is not a verified one."""
+    qs = _questions(ctx)
+    n_tables = len(load_table_records(ctx.home, ctx.split))
+    if n_tables == 0:
+        return RuleOutcome(
+            rule="floors",
+            checked=0,
+            failures=[f"no tables in split {ctx.split!r}: ingestion produced nothing for it"],
+        )
+    cfg = load_gate_config().floors.get(ctx.source)
+    per_template = cfg.per_template if cfg else {}
+    per_family = cfg.per_operator_family if cfg else {}
+    total = max(1, cfg.total if cfg else 1)
+    outcome = question_rules.floors(qs, per_template, per_family, total)
+    outcome.stats["tables"] = n_tables
+    return outcome
+
+
+# --- episodes ----------------------------------------------------------------------------
+def trace_integrity(ctx: RuleContext) -> RuleOutcome:
+    return episode_rules.trace_integrity(_episodes(ctx))
+
+
+def hooks_grounded(ctx: RuleContext) -> RuleOutcome:
+    return episode_rules.hooks_grounded(_episodes(ctx))
+
+
+def verified_match(ctx: RuleContext) -> RuleOutcome:
+    qs = {q.id: q for q in _questions(ctx)}
+    return episode_rules.verified_match_question(_episodes(ctx), qs)
+
+
+RULES = (
+    GateRule(
+        "questions_schema_contract",
+        "tasks",
+        schema_contract,
+        "Every row is a valid QuestionRecord: triad vocabulary only, no legacy keys, in its "
+        "own partition, id = content hash.",
+    ),
+    GateRule(
+        "questions_reproduce",
+        "tasks",
+        reproduce,
+        "Every accepted answer reproduces in a fresh sandbox task, under the time limit of "
+        "configs/questions.yaml (verify.timeout_s).",
+        needs_pool=True,
+    ),
+    GateRule(
+        "questions_datasets_one_split",
+        "tasks",
+        datasets_one_split,
+        "No dataset appears in two splits (tables and every questions partition on disk).",
+    ),
+    GateRule(
+        "questions_answer_hashes",
+        "tasks",
+        answer_hashes,
+        "Every accepted answer (primary and alternatives) has its hash in answer_hashes.",
+    ),
+    GateRule(
+        "questions_floors",
+        "tasks",
+        floors,
+        "The split has tables, at least one question is accepted, and accepted questions "
+        "reach the floors of configs/gate.yaml (total, per template, per operator family).",
+    ),
+    GateRule(
+        "episodes_trace_integrity",
+        "rollouts",
+        trace_integrity,
+        "Zero critical integrity failures: contiguous turns, every cell paired with its "
+        "assistant turn and tool output, no orphan output.",
+    ),
+    GateRule(
+        "episodes_hooks_grounded",
+        "rollouts",
+        hooks_grounded,
+        "Every hook grounds in a whole executed line (strict matching); stored counts agree "
+        "with a recomputation.",
+    ),
+    GateRule(
+        "episodes_verified_match",
+        "rollouts",
+        verified_match,
+        "Verified episodes really match their question's answer.",
+    ),
+)
+
+
+def _sft_rows(rollouts: Sequence[Record]):
+    return sft_rows(cast(Sequence[Episode], rollouts))
+
+
+FAMILY = Family(
+    name="analysis",
+    task_asset="questions",
+    rollout_asset="episodes",
+    task_model=QuestionRecord,
+    rollout_model=Episode,
+    sft_rows=_sft_rows,
+    rules=RULES,
+    description="Data-analysis questions over real tables, answers proven by clean "
+    "re-execution; multi-turn teacher episodes with grounded hooks.",
+    task_columns=("dataset", "template", "difficulty", "answer"),
+    rollout_columns=("question_id", "teacher", "failure_class", "n_turns", "answer"),
+)
