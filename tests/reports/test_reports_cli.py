@@ -25,7 +25,10 @@ def run_report(argv: list[str]) -> int:
     return args.handler(args)
 
 
-def test_report_prints_the_tables(small_lake: Path, capsys: pytest.CaptureFixture) -> None:
+def test_report_prints_the_tables(
+    small_lake: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # wide enough for every table as a grid
     assert run_report(["--home", str(small_lake)]) == 0
     out = capsys.readouterr().out
     for title in (
@@ -77,3 +80,58 @@ def test_report_as_a_subprocess(small_lake: Path, tmp_path: Path) -> None:
     )
     assert bad.returncode == 2
     assert "verilearn report: error:" in bad.stderr and "home not found" in bad.stderr
+
+
+def test_report_markdown_csv_json(small_lake: Path, capsys: pytest.CaptureFixture) -> None:
+    import csv
+    import io
+    import json
+
+    assert run_report(["--home", str(small_lake), "--format", "markdown"]) == 0
+    md = capsys.readouterr().out
+    assert "## Teacher precision (verified / total)" in md
+    assert "| teacher | n_episodes | n_verified | precision | n_questions |" in md
+    assert "| program | 5 | 4 | 80.0% | 5 |" in md
+
+    assert run_report(["--home", str(small_lake), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    precision = {r["teacher"]: r for r in doc["teacher_precision"]["rows"]}
+    assert precision["program"]["precision"] == pytest.approx(0.8)
+    family = doc["family_counts"]["rows"]
+    assert sum(r["n_tasks"] for r in family if r["family"] == "analysis") > 0
+
+    assert run_report(["--home", str(small_lake), "--format", "csv", "--table", "pass_rate"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("# pass_rate\n")
+    rows = list(csv.DictReader(io.StringIO(text.split("\n", 1)[1])))
+    assert {"source", "split", "teacher", "n_episodes", "n_verified", "pass_rate"} == set(rows[0])
+    with pytest.raises(CliError, match="unknown report table 'nope'"):
+        run_report(["--home", str(small_lake), "--table", "nope"])
+
+
+def test_report_never_cuts_column_names_on_80_columns(small_lake: Path, tmp_path: Path) -> None:
+    """A CI log or a pipe: 80 columns, no TTY. Every column name of every table shows whole."""
+    import duckdb
+
+    from verilearn_assets.core.warehouse import warehouse_path
+
+    env = {**os.environ, "VERILEARN_HOME": str(small_lake), "COLUMNS": "80"}
+    out = subprocess.run(
+        [sys.executable, "-m", "verilearn_assets.cli", "report"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "…" not in out.stdout
+    assert max(len(line) for line in out.stdout.splitlines()) <= 80
+    con = duckdb.connect(str(warehouse_path(small_lake)), read_only=True)
+    try:
+        marts = [r[0] for r in con.execute("SHOW TABLES").fetchall() if r[0].startswith("mart_")]
+        columns = {c[0] for m in marts for c in con.execute(f'DESCRIBE "{m}"').fetchall()}
+    finally:
+        con.close()
+    for column in columns:
+        assert column in out.stdout, column

@@ -14,7 +14,7 @@ import importlib
 import importlib.util
 import sys
 
-SUBCOMMAND_MODULES = ("demo", "report", "gate", "sandbox", "questions")
+SUBCOMMAND_MODULES = ("demo", "report", "gate", "inspect", "sandbox", "questions")
 
 
 class CliError(Exception):

@@ -33,6 +33,11 @@ class ReportTable:
 
 REPORT_TABLES: tuple[ReportTable, ...] = (
     ReportTable(
+        "family_counts",
+        "Tasks and rollouts by family × source × split",
+        "SELECT * FROM mart_family_counts",
+    ),
+    ReportTable(
         "pass_rate",
         "Episode pass rate by source × split × teacher",
         "SELECT source, split, teacher, sum(n_episodes)::BIGINT AS n_episodes, "
@@ -126,14 +131,42 @@ def markdown_table(data: TableData, max_rows: int = MAX_ROWS) -> str:
     return "\n".join(lines)
 
 
+def report_tables(con: duckdb.DuckDBPyConnection) -> list[ReportTable]:
+    """The main tables, then one per mart they do not read (a family's own marts, the
+    context budget…), so a new mart reaches `verilearn report` with no edit here."""
+    used = " ".join(rt.sql for rt in REPORT_TABLES)
+    marts = [
+        r[0]
+        for r in con.execute(
+            "SELECT table_name FROM information_schema.tables "
+            "WHERE table_name LIKE 'mart\\_%' ESCAPE '\\' ORDER BY table_name"
+        ).fetchall()
+    ]
+    extra = [
+        ReportTable(m, m.removeprefix("mart_").replace("_", " "), f'SELECT * FROM "{m}"')
+        for m in marts
+        if m not in used
+    ]
+    return [*REPORT_TABLES, *extra]
+
+
+def table_min_width(data: TableData) -> int:
+    """Width a rich table needs to show every column name in full."""
+    return sum(max(len(c), 3) + 3 for c in data.columns) + 1
+
+
 def rich_table(title: str, data: TableData, max_rows: int = MAX_ROWS) -> Table:
+    """Column names are never cut (values wrap instead); see `render_table` for tables
+    too wide for the console."""
     table = Table(title=title, title_justify="left", show_lines=False)
     numeric = [
         bool(data.rows) and all(isinstance(r[i], int | float) or r[i] is None for r in data.rows)
         for i in range(len(data.columns))
     ]
     for col, is_num in zip(data.columns, numeric, strict=True):
-        table.add_column(col, justify="right" if is_num else "left")
+        table.add_column(
+            col, justify="right" if is_num else "left", min_width=len(col), overflow="fold"
+        )
     for row in data.rows[:max_rows]:
         table.add_row(*(format_value(c, v) for c, v in zip(data.columns, row, strict=True)))
     if not data.rows:
@@ -143,27 +176,65 @@ def rich_table(title: str, data: TableData, max_rows: int = MAX_ROWS) -> Table:
     return table
 
 
+def render_table(console: Console, title: str, data: TableData, max_rows: int) -> None:
+    """A rich table when every column name fits the console; otherwise one block per row
+    (`column: value` lines), so a narrow terminal or an 80-column CI log never shows
+    `data…` or `n_ta…`."""
+    if table_min_width(data) <= console.width:
+        console.print(rich_table(title, data, max_rows))
+        return
+    console.print(f"[italic]{title}[/italic]")
+    if not data.rows:
+        console.print("  no rows")
+    pad = max(len(c) for c in data.columns)
+    for i, row in enumerate(data.rows[:max_rows], 1):
+        console.print(f"  [dim]row {i}[/dim]")
+        for col, value in zip(data.columns, row, strict=True):
+            console.print(f"    {col.ljust(pad)}  {format_value(col, value)}", markup=False)
+    if len(data.rows) > max_rows:
+        console.print(f"  showing {max_rows} of {len(data.rows)} rows")
+
+
 def render_report(
     console: Console, con: duckdb.DuckDBPyConnection, max_rows: int = MAX_ROWS
 ) -> None:
-    """Print the main report tables from the marts (the `verilearn report` view)."""
-    for rt in REPORT_TABLES:
-        console.print(rich_table(rt.title, fetch(con, rt.sql), max_rows))
+    """Print the report tables from the marts (the `verilearn report` view)."""
+    for rt in report_tables(con):
+        render_table(console, rt.title, fetch(con, rt.sql), max_rows)
         console.print()
 
 
 def report_markdown(con: duckdb.DuckDBPyConnection, max_rows: int = MAX_ROWS) -> dict[str, str]:
-    """The main tables as markdown, keyed by `ReportTable.key`."""
+    """The report tables as markdown, keyed by `ReportTable.key`."""
     return {
         rt.key: f"**{rt.title}**\n\n{markdown_table(fetch(con, rt.sql), max_rows)}"
-        for rt in REPORT_TABLES
+        for rt in report_tables(con)
     }
+
+
+def report_data(con: duckdb.DuckDBPyConnection) -> list[tuple[ReportTable, TableData]]:
+    """Every report table with all its rows (for CSV and JSON output)."""
+    return [(rt, fetch(con, rt.sql)) for rt in report_tables(con)]
+
+
+def json_value(value: Any) -> Any:
+    """A DuckDB value as plain JSON (NaN → null, decimals and dates → numbers/strings)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, list | tuple):
+        return [json_value(v) for v in value]
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return str(value)
 
 
 # --- the chart ----------------------------------------------------------------------------
 def pass_rate_chart(con: duckdb.DuckDBPyConnection, path: Path) -> Path:
     """Bar chart of episode pass rate per source/split, one bar per teacher, as a PNG."""
-    data = fetch(con, REPORT_TABLES[0].sql)
+    data = fetch(con, next(rt.sql for rt in REPORT_TABLES if rt.key == "pass_rate"))
     fig = Figure(figsize=(9, 4.5), dpi=110)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
