@@ -77,6 +77,8 @@ def jail_env(backend: str) -> dict[str, str]:
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONHASHSEED": "0",
         "NO_COLOR": "1",
+        # the host venv's third-party pytest plugins are not the repository's: skip them
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
     }
 
 

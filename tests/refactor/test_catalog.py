@@ -1,0 +1,87 @@
+"""Rule catalog and bundled corpora, checked with real ast-grep in the jail."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import refactor_config
+
+from verilearn_assets.refactor.catalog import load_corpus, load_rules
+from verilearn_assets.refactor.runner import (
+    apply_action,
+    cleanup,
+    prepare_workspace,
+    run_tests,
+)
+from verilearn_assets.refactor.tasks import generate_tasks
+
+RULES = load_rules()
+
+
+def test_catalog_has_the_issue_rules() -> None:
+    ids = {r.id for r in RULES}
+    assert {"optional-to-union", "print-to-logging", "percent-format-to-format"} <= ids
+    assert {"dict-call-to-literal", "any-all-generator", "assert-equal-to-assert"} <= ids
+    assert len(ids) >= 8
+
+
+@pytest.mark.parametrize("rule", RULES, ids=[r.id for r in RULES])
+def test_rule_fixes_its_positive_and_spares_its_negative(rule, tmp_path: Path) -> None:
+    config = refactor_config("bwrap", tmp_path)
+    ws = prepare_workspace(
+        f"ex-{rule.id}",
+        {"pos.py": rule.examples.positive, "neg.py": rule.examples.negative},
+        config,
+    )
+    try:
+        result = apply_action(ws, {"kind": "rule", "rule": rule.rule})
+        assert result.status == "ok", result
+        assert result.files_changed == ["pos.py"]  # the negative example is untouched
+        assert (ws.tree / "pos.py").read_text() == rule.examples.fixed
+    finally:
+        cleanup(ws)
+
+
+def test_corpora_are_split_by_repository_and_their_tests_pass(tmp_path: Path) -> None:
+    repos = load_corpus()
+    assert len(repos) >= 3
+    assert len({r.name for r in repos}) == len(repos)
+    assert {r.split for r in repos} == {"train", "dev", "test"}
+    config = refactor_config("bwrap", tmp_path)
+    for repo in repos:
+        assert repo.licence
+        ws = prepare_workspace(f"corpus-{repo.name}", repo.path, config)
+        try:
+            result = run_tests(ws)
+            assert result.status == "passed" and result.passed >= 4, (repo.name, result)
+        finally:
+            cleanup(ws)
+
+
+def test_generated_tasks_have_executed_targets(tmp_path: Path) -> None:
+    config = refactor_config("bwrap", tmp_path)
+    repos = [r for r in load_corpus() if r.name == "pathconf"]
+    rules = [
+        r for r in RULES if r.id in {"optional-to-union", "eq-none-to-is", "list-call-to-literal"}
+    ]
+    template = generate_tasks("template", repos[0].split, config, repos, rules)
+    procedural = generate_tasks("procedural", repos[0].split, config, repos, rules)
+    assert {t.rules[0] for t in template} == {r.id for r in rules}
+    assert all(t.status == "accepted" and t.source == "template" for t in template)
+    pairs = [t for t in procedural if len(t.rules) == 2]
+    single_file = [t for t in procedural if len(t.rules) == 1]
+    assert len(pairs) == 3 and single_file
+    for task in single_file:
+        assert len(task.files) == 1 and task.reference_actions[0]["paths"] == task.files
+    for task in template + procedural:
+        assert task.split == repos[0].split and task.repo == "pathconf"
+        assert task.target_diff.startswith("--- a/") and task.files
+        assert "$" not in task.instruction and "rule" not in task.instruction.lower()
+        assert len(task.step_trees) == task.difficulty.steps
+        assert task.step_trees[-1] == task.target_tree
+        assert task.difficulty.matches >= task.difficulty.files_touched
+    again = generate_tasks("template", repos[0].split, config, repos, rules[:1])
+    assert again[0].id == next(t.id for t in template if t.rules == [rules[0].id])
+    assert again[0].target_diff == next(t for t in template if t.id == again[0].id).target_diff
+    assert generate_tasks("llm", "train", config, repos, rules) == []

@@ -1,0 +1,1 @@
+"""Layered key=value configuration files (refactor corpus: test split)."""

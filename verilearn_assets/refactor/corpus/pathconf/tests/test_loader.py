@@ -1,0 +1,31 @@
+import unittest
+
+from pathconf.loader import get, layered, load, parse
+
+
+class LoaderTest(unittest.TestCase):
+    def setUp(self):
+        import tempfile
+
+        self.dir = tempfile.mkdtemp()
+        with open(self.dir + "/base.conf", "w") as fh:
+            fh.write("# base\nhost = a\nport=1\n")
+        with open(self.dir + "/local.conf", "w") as fh:
+            fh.write("port = 2\n")
+
+    def test_parse(self):
+        self.assertEqual(parse("a=1\n\n# c\nb = 2"), {"a": "1", "b": "2"})
+
+    def test_layered(self):
+        self.assertEqual(
+            layered(self.dir, ["base.conf", "local.conf", "none.conf"]), {"host": "a", "port": "2"}
+        )
+
+    def test_missing(self):
+        with self.assertRaises(FileNotFoundError):
+            load(self.dir, "none.conf")
+        self.assertEqual(load(self.dir, "none.conf", default={"k": "v"}), {"k": "v"})
+
+    def test_get(self):
+        self.assertEqual(get({"a": "1"}, "a"), "1")
+        self.assertEqual(get({}, "a", "d"), "d")

@@ -1,0 +1,1 @@
+"""An asyncio job queue (refactor corpus: dev split)."""

@@ -1,0 +1,1 @@
+"""Small text utilities (refactor corpus: train split)."""
