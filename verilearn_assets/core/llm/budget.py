@@ -43,6 +43,7 @@ STAGES: tuple[str, ...] = (
     "fewshot_drop",  # few-shot examples dropped, oldest first
     "reply_compact",  # older replies: code middle cut, hook/submit lines kept
     "table_names",  # table: rare columns reduced to name and kind on one line
+    "turn_drop",  # older replies and outputs with no hook, submission or error: dropped
     "last_tool_output_truncate",  # the last tool output's body (status line stays)
     "table_omit",  # last resort: rarest columns' names omitted, with their count
 )
@@ -182,7 +183,8 @@ def _limits(length: int) -> list[int]:
 
 
 class ToolOutputSegment(Segment):
-    """A tool message: original; middle-truncated at halving budgets; a one-line summary."""
+    """A tool message: original; middle-truncated at halving budgets; a one-line summary;
+    dropped (only when it holds no submission, hook or error)."""
 
     kind: Kind = "tool_output"
 
@@ -191,14 +193,18 @@ class ToolOutputSegment(Segment):
         self.view = view
         body = sum(len(b) for _, b in view.sections)
         self.limits = _limits(body)
-        self.levels = len(self.limits) + 2
+        self.summary_level = len(self.limits) + 1
+        self.droppable = not (view.submissions or view.hooks or view.error)
+        self.levels = self.summary_level + 1 + self.droppable
 
     def stage_range(self, stage: str, last: bool) -> range:
         trunc = range(1, len(self.limits) + 1)
         if stage == "tool_output_truncate" and not last:
             return trunc
         if stage == "tool_output_summary" and not last:
-            return range(self.levels - 1, self.levels)
+            return range(self.summary_level, self.summary_level + 1)
+        if stage == "turn_drop" and not last and self.droppable:
+            return range(self.summary_level + 1, self.summary_level + 2)
         if stage == "last_tool_output_truncate" and last:
             return trunc
         return range(0)
@@ -207,7 +213,9 @@ class ToolOutputSegment(Segment):
         v = self.view
         if level == 0:
             return self.original
-        if level == self.levels - 1:
+        if level > self.summary_level:
+            return ""
+        if level == self.summary_level:
             return self.summary()
         budget = self.limits[level - 1]
         lines = [v.status_line]
@@ -221,9 +229,10 @@ class ToolOutputSegment(Segment):
         return "\n".join(lines)
 
     def summary(self) -> str:
+        """One line: status, how much was cut, hook names, the error; then submissions."""
         v = self.view
         size = sum(len(b) for _, b in v.sections)
-        parts = [f"{v.status_line} [output of {size} characters summarized by the context budget"]
+        parts = [f"{v.status_line.rstrip(']')}; {size} chars of output cut"]
         if v.hooks:
             parts.append("hooks: " + ", ".join(v.hooks))
         if v.error:
@@ -242,7 +251,9 @@ class TextSegment(Segment):
         self.levels = len(self.limits) + 1
 
     def stage_range(self, stage: str, last: bool) -> range:
-        if stage == "tool_output_truncate" and self.kind == "tool_output" and not last:
+        if self.kind == "tool_output" and stage == (
+            "last_tool_output_truncate" if last else "tool_output_truncate"
+        ):
             return range(1, self.levels)
         if stage == "reply_compact" and self.kind == "reply" and not last:
             return range(1, self.levels)
@@ -256,28 +267,34 @@ KEEP_LINE = ("hook(", "submit(")
 
 
 class ReplySegment(Segment):
-    """An older assistant reply: its reasoning and hook/submit lines survive compaction."""
+    """An older assistant reply: compacted to its reasoning and hook/submit lines, then
+    dropped when it has none of those."""
 
     kind: Kind = "reply"
-    levels = 2
 
     def __init__(self, text: str, rejected: bool = False) -> None:
         self.text = text
         self.rejected = rejected
         self.kind = "rejected_reply" if rejected else "reply"
+        self.droppable = not rejected and not any(k in text for k in KEEP_LINE)
+        self.levels = 2 + self.droppable
 
     def stage_range(self, stage: str, last: bool) -> range:
-        if last:
-            return range(0)
         if self.rejected and stage == "rejected_reply_omit":
+            return range(1, 2)  # even the newest: it is already answered by a re-prompt
+        if last or self.rejected:
+            return range(0)
+        if stage == "reply_compact":
             return range(1, 2)
-        if not self.rejected and stage == "reply_compact":
-            return range(1, 2)
+        if stage == "turn_drop" and self.droppable:
+            return range(2, 3)
         return range(0)
 
     def render(self, level: int) -> str:
         if level == 0:
             return self.text
+        if level == 2:
+            return ""
         if self.rejected:
             return f"[a reply of {len(self.text)} characters that could not be run, omitted]"
         lines = self.text.splitlines()
@@ -291,7 +308,7 @@ class ReplySegment(Segment):
             return self.text
         # the cut lines go where the code was: after the opening fence
         fence = next((i for i, ln in enumerate(kept) if ln.startswith("```")), len(kept) - 1)
-        marker = f"# …[{cut} lines cut by the context budget]…"
+        marker = f"# …[{cut} lines cut]…"
         compact = "\n".join(kept[: fence + 1] + [marker] + kept[fence + 1 :])
         return compact if len(compact) < len(self.text) else self.text
 
@@ -571,10 +588,18 @@ class ContextBudget:
 def _contents(messages: Sequence[BudgetMessage], levels: list[list[int]]) -> list[str | None]:
     """Each message's text at `levels`; None for a message compression emptied (dropped)."""
     out: list[str | None] = []
+    dropped = 0
     for m, row in zip(messages, levels, strict=True):
         parts = (s.render(lv) for s, lv in zip(m.segments, row, strict=True))
         text = m.sep.join(t for t in parts if t)
-        out.append(None if not text and any(row) else text)
+        if not text and any(row):
+            out.append(None)
+            dropped += 1
+            continue
+        if dropped:  # the first message after a dropped run says what is missing
+            text = f"[context budget: {dropped} earlier messages omitted]\n{text}"
+            dropped = 0
+        out.append(text)
     return out
 
 

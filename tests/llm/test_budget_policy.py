@@ -1,0 +1,259 @@
+"""The compression policy on its own: what a wide table and a long episode keep and lose.
+
+Counts come from the tiny model's real tokenizer (the files the test server serves), so
+every "fits" below is measured, not estimated.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from verilearn_assets.analysis.records import Message
+from verilearn_assets.analysis.teacher.context import CellOutput, budget_messages
+from verilearn_assets.analysis.teacher.prompts import (
+    Observation,
+    question_prompt,
+    system_prompt,
+    system_rules,
+    tool_message,
+)
+from verilearn_assets.core import lake
+from verilearn_assets.core.ingest.profile import profile_frame
+from verilearn_assets.core.llm.budget import (
+    FAILURE_CLASS,
+    BudgetConfig,
+    BudgetCounts,
+    ContextBudget,
+    ContextBudgetRecord,
+    for_server,
+)
+from verilearn_assets.core.llm.tokens import EstimateCounter, TokenCounter, load_counter
+from verilearn_assets.core.records import AnswerSchema, TableRecord
+
+QUESTION = question_prompt(
+    "What is the mean of 'c0' where 'c1' is positive?", AnswerSchema(kind="number")
+)
+
+
+@pytest.fixture(scope="module")
+def counter(tiny_model_dir: Path) -> TokenCounter:
+    c = load_counter(tiny_model_dir)
+    assert c.exact, c.name
+    return c
+
+
+def wide_table(n_cols: int = 500) -> TableRecord:
+    """`n_cols` numeric columns; every fifth one is 90% missing (the "rare" ones)."""
+    rng = np.random.default_rng(3)
+    data = {}
+    for i in range(n_cols):
+        col = np.round(rng.normal(size=20), 3)
+        if i % 5 == 4:
+            col[:18] = np.nan
+        data[f"c{i}"] = col
+    df = pd.DataFrame(data)
+    return TableRecord(
+        id="wide",
+        dataset="toy",
+        name="wide",
+        split="dev",
+        path="/nonexistent/wide.parquet",
+        n_rows=len(df),
+        n_columns=n_cols,
+        sha256="0" * 64,
+        columns=profile_frame(df),
+    )
+
+
+def first_turns(table: TableRecord) -> list[Message]:
+    return [
+        Message(turn=0, role="system", kind="prompt", content=system_prompt(table, 12)),
+        Message(turn=1, role="user", kind="prompt", content=QUESTION),
+    ]
+
+
+def column_lines(system: str) -> dict[str, str]:
+    return {m.group(1): m.group(0) for m in re.finditer(r"^- '(c\d+)': .*$", system, re.M)}
+
+
+def test_wide_table_drops_statistics_first_then_rare_columns(counter: TokenCounter) -> None:
+    table = wide_table()
+    msgs = first_turns(table)
+    original = msgs[0].content
+    budget = ContextBudget(window=1 << 17, max_tokens=1024, counter=counter)
+    full = budget.fit(budget_messages(msgs, table, 12, {}))
+    assert full.messages_compressed == 0 and full.contents[0] == original  # fits: untouched
+    needed = full.prompt_tokens
+
+    stats_only = ContextBudget(window=needed - 500, max_tokens=256, counter=counter)
+    fit = stats_only.fit(budget_messages(msgs, table, 12, {}))
+    assert not fit.overflow and fit.prompt_tokens <= fit.limit < fit.original_tokens
+    system = fit.contents[0]
+    assert system.startswith(system_rules(12))  # the instructions are never cut
+    assert fit.contents[1] == QUESTION  # nor the question
+    lines = column_lines(system)
+    assert len(lines) == 500  # every column still listed on its own line...
+    stripped = [c for c, line in lines.items() if "missing" not in line]
+    assert stripped  # ...but some lost their statistics, the mostly-missing ones first
+    rare = {f"c{i}" for i in range(4, 500, 5)}
+    assert set(stripped) <= rare or rare <= set(stripped)
+    assert "per-column statistics dropped for" in system
+    assert fit.messages_compressed == 1 and fit.tokens_removed["table"] > 0
+
+    tight = ContextBudget(window=2048, max_tokens=256, counter=counter)
+    fit = tight.fit(budget_messages(msgs, table, 12, {}))
+    assert not fit.overflow and fit.prompt_tokens <= 2048 - 256
+    system = fit.contents[0]
+    assert system.startswith(system_rules(12)) and fit.contents[1] == QUESTION
+    listed = set(re.findall(r"\b(c\d+)\b", system))
+    # at 2k tokens 500 columns cannot all be named: the rare ones go first, with a count
+    missing = {f"c{i}" for i in range(500)} - listed
+    assert missing and (missing <= rare or rare <= missing)
+    complete_gone = sorted((int(c[1:]) for c in missing - rare), reverse=True)
+    complete_all = sorted((i for i in range(500) if f"c{i}" not in rare), reverse=True)
+    assert complete_gone == complete_all[: len(complete_gone)]  # then from the end
+    note = re.search(r"(\d+) columns not listed \(inspect df.columns\)", system)
+    assert note and int(note.group(1)) == len(missing)
+    assert re.search(r"More columns \(name: kind\): 'c\d+': numeric", system)
+
+
+def long_episode(turns: int = 30) -> tuple[list[Message], dict[int, CellOutput], TableRecord]:
+    """`turns` cells with 4,000-character outputs; cell 3 records a hook, cell 7 fails,
+    one reply is rejected, and the last cell submits."""
+    table = wide_table(12)
+    msgs = first_turns(table)
+    outputs: dict[int, CellOutput] = {}
+
+    def add(role: str, kind: str, content: str) -> int:
+        msgs.append(Message(turn=len(msgs), role=role, kind=kind, content=content))
+        return len(msgs) - 1
+
+    add("assistant", "rejected_reply", "I will think about it. " * 40)
+    add("user", "reprompt", "Your last reply could not be run: no python block.")
+    for i in range(turns):
+        hook = i == 3
+        code = f"x{i} = df.describe()\nprint(x{i}.to_string())" + (
+            f"\nhook(x{i}, 'x{i} = df.describe()', name='summary{i}')" if hook else ""
+        )
+        if i == turns - 1:
+            code += "\nsubmit(1.5)"
+        add("assistant", "reply", f"Step {i}.\n\n```python\n{code}\n```")
+        failed = i == 7
+        obs = Observation(
+            status="error" if failed else "ok",
+            duration_ms=12.0,
+            stdout=f"row {i} " + "0123456789 " * 400,
+            stderr="Traceback ...\nKeyError: 'nope'" if failed else "",
+            value_repr=None,
+            submissions=["1.5"] if i == turns - 1 else [],
+        )
+        turn = add("tool", "tool_output", tool_message(obs, 4000))
+        outputs[turn] = CellOutput(obs, (f"summary{i}",) if hook else (), 4000)
+    return msgs, outputs, table
+
+
+def test_long_episode_summarizes_old_outputs_and_keeps_records(counter: TokenCounter) -> None:
+    msgs, outputs, table = long_episode()
+    budget = ContextBudget(window=2048, max_tokens=256, counter=counter)
+    fit = budget.fit(budget_messages(msgs, table, 12, outputs))
+    assert not fit.overflow and fit.prompt_tokens <= budget.limit
+    assert fit.original_tokens > 10 * budget.limit  # ~30 x 4,000 characters of output
+    got = fit.contents
+    assert got[0].startswith(system_rules(12)) and got[1] == QUESTION
+    tools = [i for i, m in enumerate(msgs) if m.kind == "tool_output"]
+    last, hooked, failed = tools[-1], tools[3], tools[7]
+    # the last output keeps its status line and its submission, whatever else is cut
+    assert got[last].startswith("[cell ok, 12 ms]") and "submitted: 1.5" in got[last]
+    # older outputs become one-line summaries; at 2k tokens the oldest plain turns (no
+    # hook, submission or error) are then dropped, oldest first, and a marker says so
+    protected = {hooked, hooked - 1, failed, last, last - 1}
+    dropped = [i for i, c in enumerate(got) if c is None]
+    assert dropped and not set(dropped) & protected
+    droppable = [i for i in range(2, len(msgs)) if msgs[i].kind in ("reply", "tool_output")]
+    droppable = [i for i in droppable if i not in protected]
+    assert dropped == droppable[: len(dropped)]
+    after = min(i for i in range(dropped[0], len(msgs)) if got[i] is not None)
+    assert got[after].startswith("[context budget: ") and "earlier messages omitted]" in got[after]
+    kept_tools = [i for i in tools[:-1] if got[i] is not None]
+    assert all("chars of output cut" in got[i] for i in kept_tools)
+    assert "hooks: summary3" in got[hooked]  # hook records survive a summary
+    assert "error: KeyError: 'nope'" in got[failed]  # and so does the error
+    # the rejected reply went first; hook/submit lines of compacted replies stay
+    rejected = next(i for i, m in enumerate(msgs) if m.kind == "rejected_reply")
+    assert got[rejected].startswith("[a reply of") and "could not be run" in got[rejected]
+    assert "hook(x3, 'x3 = df.describe()', name='summary3')" in got[hooked - 1]
+    assert fit.tokens_removed["tool_output"] > 0 and fit.messages_by_kind["tool_output"] == 30
+    mark = re.compile(r"^\[context budget: \d+ earlier messages omitted\]\n")
+    changed = [c is None or mark.sub("", c) != m.content for c, m in zip(got, msgs, strict=True)]
+    assert fit.messages_compressed == sum(changed)
+
+
+def test_a_question_longer_than_the_window_overflows(counter: TokenCounter) -> None:
+    table = wide_table(3)
+    msgs = first_turns(table)
+    msgs[1] = msgs[1].model_copy(update={"content": "Why is " + "very " * 3000 + "long?"})
+    fit = ContextBudget(window=2048, max_tokens=256, counter=counter).fit(
+        budget_messages(msgs, table, 12, {})
+    )
+    assert fit.overflow and fit.prompt_tokens > fit.limit
+    assert fit.contents[1] == msgs[1].content  # the question was not cut to make it fit
+    assert fit.reason.startswith(f"{FAILURE_CLASS}: the prompt needs")
+    counts = BudgetCounts()
+    counts.add(fit)
+    assert counts.overflows == 1 and counts.metadata()["context_overflows"] == 1
+
+
+def test_fit_chat_applies_the_same_policy_to_plain_messages(counter: TokenCounter) -> None:
+    """What training reuses for SFT rows: system, task and final answer stay whole."""
+    chat = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": QUESTION},
+    ]
+    for i in range(8):
+        chat += [
+            {"role": "assistant", "content": f"Step {i}\n```python\nprint(df)\n```"},
+            {"role": "user", "content": "[cell ok, 3 ms]\nstdout:\n" + "42 " * 1500},
+        ]
+    chat.append({"role": "assistant", "content": "```python\nsubmit(42)\n```"})
+    fit = ContextBudget(window=2048, max_tokens=0, counter=counter).fit_chat(chat)
+    assert not fit.overflow and fit.prompt_tokens <= 2048
+    assert [m["content"] for m in fit.messages][:2] == [c["content"] for c in chat[:2]]
+    assert fit.messages[-1] == chat[-1]
+    assert "characters truncated" in fit.messages[3]["content"]
+
+
+def test_estimate_is_an_upper_bound_of_the_byte_level_tokenizer(counter: TokenCounter) -> None:
+    msgs, outputs, table = long_episode(4)
+    chat = [{"role": "user" if m.role == "tool" else m.role, "content": m.content} for m in msgs]
+    assert EstimateCounter().count_chat(chat) >= counter.count_chat(chat)
+    budget = for_server(None, 64, BudgetConfig(max_model_len=4096))
+    assert budget is not None and budget.counter.name.startswith("estimate:")
+    assert budget.window == 4096 and budget.window_source == "config"
+    assert for_server(None, 64) is None  # nobody says what the window is: no budget
+    with pytest.raises(ValueError, match="max_tokens 4096 leaves no room"):
+        for_server({"max_model_len": 4096}, 4096)
+
+
+def test_budget_records_round_trip_through_the_lake(counter: TokenCounter, tmp_path: Path) -> None:
+    msgs, outputs, table = long_episode(10)
+    budget = ContextBudget(window=2048, max_tokens=256, counter=counter)
+    counts = BudgetCounts()
+    for n in (6, 14, len(msgs)):  # the prompt grows turn by turn, as in a real episode
+        counts.add(budget.fit(budget_messages(msgs[:n], table, 12, outputs)))
+    rows = counts.records("analysis", "episodes", "llm", "dev")
+    by_kind = {r.kind: r for r in rows}
+    assert by_kind[FAILURE_CLASS].overflows == 0
+    assert sum(r.tokens_removed for r in rows) == sum(counts.tokens_removed.values()) > 0
+    assert {r.requests for r in rows} == {3}
+    lake.write_records(
+        "context_budget", rows, ContextBudgetRecord, tmp_path, source="llm", split="dev"
+    )
+    back = lake.read_records(
+        "context_budget", ContextBudgetRecord, tmp_path, source="llm", split="dev"
+    )
+    assert sorted(back, key=lambda r: r.kind) == sorted(rows, key=lambda r: r.kind)
