@@ -38,8 +38,8 @@ class DockerSettings(StrictConfig):
 
 class StateSettings(StrictConfig):
     token_budget: int = Field(default=600, ge=400, le=800)
-    text_cap: int = Field(default=256, ge=16)
-    history_cap: int = Field(default=3, ge=1)
+    text_cap: int = Field(default=256, ge=16, le=256)
+    history_cap: int = Field(default=3, ge=1, le=3)
 
 
 class RefactorConfig(StrictConfig):
