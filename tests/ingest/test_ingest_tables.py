@@ -13,9 +13,12 @@ import pytest
 from dagster import materialize
 from ingest_servers import LoopbackServer, Route
 
+from resources.home import HomeResource
 from verilearn_assets.core.ingest.archive import file_sha256
 from verilearn_assets.core.ingest.catalog import load_datasets_config
 from verilearn_assets.core.ingest.download import DownloadError
+from verilearn_assets.core.ingest.outcomes import DatasetFailure, load_outcome
+from verilearn_assets.core.ingest.splits import catalog_splits
 from verilearn_assets.core.ingest.tables import (
     build_tables,
     load_table_records,
@@ -162,28 +165,32 @@ def test_url_dataset_with_wrong_pin_stops_the_build(
     url = http_server.add("/readings.tar.gz", Route(body=_tarball()))
     cfg = load_datasets_config(_url_catalog(tmp_path, url, "1" * 64))
     home = tmp_path / "home"
-    with pytest.raises(DownloadError, match="sha256 mismatch"):
+    with pytest.raises(DatasetFailure, match="download failed: sha256 mismatch") as err:
         build_tables(cfg, home)
+    assert isinstance(err.value.__cause__, DownloadError)
+    assert "\n" not in str(err.value) and str(err.value).startswith(f"dataset 'readings' ({url})")
     assert not (home / "raw" / "readings").exists()
     assert not list((home / "downloads").iterdir())
 
 
-def test_dagster_assets_materialize(
+def test_dagster_assets_materialize_one_partition_per_dataset(
     home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     conf = tmp_path / "conf"
     conf.mkdir()
     (conf / "datasets.yaml").write_text(CATALOG)
     monkeypatch.setenv("VERILEARN_CONFIG_DIR", str(conf))
-    result = materialize(INGEST_ASSETS)
-    assert result.success
-    (mat,) = result.asset_materializations_for_node("tables")
-    records = load_table_records(home)
-    assert mat.metadata["tables"].value == len(records) == 6
-    stats = split_stats(records)
-    for split, values in stats.items():
-        for key, value in values.items():
-            assert mat.metadata[f"{split}/{key}"].value == value
-    assert "| train |" in mat.metadata["splits"].value
-    (raw,) = result.asset_materializations_for_node("raw_datasets")
-    assert raw.metadata["datasets"].value == 5
+    cfg = load_datasets_config(conf)
+    splits = catalog_splits(cfg, home)
+    for name in ("linnerud", "co2"):  # partition keys come from the shipped catalog
+        result = materialize(INGEST_ASSETS, partition_key=name, resources={"home": HomeResource()})
+        assert result.success
+        (mat,) = result.asset_materializations_for_node("tables")
+        mine = [r for r in load_table_records(home) if r.dataset == name]
+        assert mat.metadata["tables"].value == len(mine) > 0
+        assert mat.metadata["split"].value == splits[name] == mine[0].split
+        (raw,) = result.asset_materializations_for_node("raw_datasets")
+        assert raw.metadata["dataset"].value == name
+        assert load_outcome(home, name).status == "ok"
+    # each partition wrote only its own dataset's part
+    assert {r.dataset for r in load_table_records(home)} == {"linnerud", "co2"}

@@ -2,6 +2,7 @@
 
 from dagster import MultiPartitionKey, MultiPartitionsDefinition, StaticPartitionsDefinition
 
+from verilearn_assets.core.ingest.catalog import dataset_partition_keys
 from verilearn_assets.core.records import SOURCES, SPLITS
 
 SOURCE_SPLIT = MultiPartitionsDefinition(
@@ -11,6 +12,9 @@ SOURCE_SPLIT = MultiPartitionsDefinition(
     }
 )
 SPLIT = StaticPartitionsDefinition(list(SPLITS))
+# One partition per enabled dataset of configs/datasets.yaml, read when the code loads:
+# adding a dataset adds a partition, and one dataset's failure is one failed partition.
+DATASET = StaticPartitionsDefinition(dataset_partition_keys())
 
 
 def partition_key(source: str, split: str) -> MultiPartitionKey:

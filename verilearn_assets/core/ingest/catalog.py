@@ -7,6 +7,7 @@ an error naming the file and the field.
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 from typing import Annotated, Literal
@@ -14,7 +15,7 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator, model_validator
 
-from verilearn_assets.core.config import StrictConfig, load_config
+from verilearn_assets.core.config import StrictConfig, config_dir, load_config
 
 DatasetName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_\-]{0,63}$")]
 Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
@@ -137,6 +138,7 @@ class BundledDataset(StrictConfig):
     package: Literal["statsmodels", "sklearn"]
     loader: str = Field(pattern=r"^[a-z_][a-z0-9_]*$")
     enabled: bool = True
+    optional: bool = False  # missing tables warn instead of closing the gate
     description: str = ""
 
 
@@ -150,6 +152,7 @@ class UrlDataset(StrictConfig):
     format: UrlFormat
     members: list[str] = Field(default_factory=list)  # archive members that are tables
     enabled: bool = True
+    optional: bool = False  # missing tables warn instead of closing the gate
     description: str = ""
 
     @field_validator("url")
@@ -199,10 +202,45 @@ class DatasetsConfig(StrictConfig):
     def enabled(self) -> list[BundledDataset | UrlDataset]:
         return [d for d in self.datasets if d.enabled]
 
+    def entry(self, name: str) -> BundledDataset | UrlDataset:
+        """The enabled entry called `name`; a clear error for an unknown or disabled one."""
+        for d in self.datasets:
+            if d.name == name:
+                if not d.enabled:
+                    raise ValueError(f"dataset {name!r} is disabled in the catalog")
+                return d
+        raise ValueError(f"dataset {name!r} is not in the catalog")
+
+
+def entry_source(entry: BundledDataset | UrlDataset) -> str:
+    """Where a dataset comes from, as a person would look it up: the URL or package.loader."""
+    if isinstance(entry, UrlDataset):
+        return entry.url
+    return f"{entry.package}.{entry.loader}"
+
+
+def dataset_partition_keys(directory: str | Path | None = None) -> list[str]:
+    """One Dagster partition per enabled catalog entry, in catalog order."""
+    return [d.name for d in load_datasets_config(directory).enabled()]
+
 
 def load_datasets_config(directory: str | Path | None = None) -> DatasetsConfig:
-    """`<directory>/datasets.yaml` (default: `VERILEARN_CONFIG_DIR` or the repo's configs/)."""
-    return load_config("datasets", DatasetsConfig, directory)
+    """`<directory>/datasets.yaml` (default: `VERILEARN_CONFIG_DIR` or the repo's configs/).
+
+    Every dataset partition reads the catalog twice; parsed once per file version (path,
+    size, mtime) in a process, so a run per dataset does not pay the YAML parse each time.
+    """
+    path = Path(directory or config_dir()) / "datasets.yaml"
+    try:
+        st = path.stat()
+    except OSError:
+        return load_config("datasets", DatasetsConfig, directory)  # the error names the file
+    return _cached_catalog(str(path.resolve()), st.st_size, st.st_mtime_ns).model_copy(deep=True)
+
+
+@functools.lru_cache(maxsize=8)
+def _cached_catalog(path: str, size: int, mtime_ns: int) -> DatasetsConfig:
+    return load_config("datasets", DatasetsConfig, Path(path).parent)
 
 
 def safe_table_name(raw: str) -> str:

@@ -1,9 +1,10 @@
-"""Raw copies of every enabled dataset under `<home>/raw/<dataset>/`, plus a manifest.
+"""Raw copy of one dataset under `<home>/raw/<dataset>/`, plus its manifest.
 
 A bundled dataset is exported to CSV; a URL dataset is downloaded (sha256-pinned, cached
 under `<home>/downloads/`) and, if it is an archive, extracted with the hardened
 extractor. Each dataset directory is swapped into place whole, and its deterministic
-directory hash is the dataset's content hash (which decides its split).
+directory hash is the dataset's content hash. Each dataset has its own manifest, written
+by its own `raw_datasets` partition, so one dataset's failure touches no other.
 """
 
 from __future__ import annotations
@@ -16,19 +17,24 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from verilearn_assets.core.ingest.archive import directory_hash, extract_archive, file_sha256
-from verilearn_assets.core.ingest.bundled import export_bundled
+from verilearn_assets.core.ingest.archive import (
+    ArchiveError,
+    directory_hash,
+    extract_archive,
+    file_sha256,
+)
+from verilearn_assets.core.ingest.bundled import BundledDatasetError, export_bundled
 from verilearn_assets.core.ingest.catalog import (
     ARCHIVE_FORMATS,
     BundledDataset,
     DatasetsConfig,
     UrlDataset,
+    entry_source,
     safe_table_name,
 )
-from verilearn_assets.core.ingest.download import download
+from verilearn_assets.core.ingest.download import DownloadError, download
+from verilearn_assets.core.ingest.outcomes import DatasetFailure
 from verilearn_assets.core.ingest.read_table import TABLE_SUFFIXES, is_table_file
-
-MANIFEST = "manifest.json"
 
 
 class RawError(RuntimeError):
@@ -52,34 +58,58 @@ class RawDataset(BaseModel):
     tables: list[RawTable]
 
 
-class RawManifest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    datasets: list[RawDataset]
-
-
 def raw_root(home: Path) -> Path:
     return Path(home) / "raw"
 
 
-def fetch_raw(cfg: DatasetsConfig, home: Path) -> list[RawDataset]:
-    """Make the raw copy of every enabled dataset and write the manifest."""
-    root = raw_root(home)
-    root.mkdir(parents=True, exist_ok=True)
-    datasets = [_fetch_one(entry, cfg, Path(home)) for entry in cfg.enabled()]
-    manifest = RawManifest(datasets=datasets).model_dump_json(indent=1)
-    fd, tmp = tempfile.mkstemp(prefix=f".{MANIFEST}.", dir=root)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(manifest)
-    os.replace(tmp, root / MANIFEST)
-    return datasets
+def manifest_path(home: Path, dataset: str) -> Path:
+    """`<home>/raw/.manifests/<dataset>.json` (dataset names never start with a dot)."""
+    return raw_root(home) / ".manifests" / f"{dataset}.json"
 
 
-def load_raw_manifest(home: Path) -> list[RawDataset]:
-    path = raw_root(home) / MANIFEST
-    if not path.is_file():
-        raise RawError(f"{path}: no raw manifest; materialize raw_datasets first")
+def fetch_dataset(
+    entry: BundledDataset | UrlDataset, cfg: DatasetsConfig, home: Path
+) -> RawDataset:
+    """Make one dataset's raw copy and write its manifest; failures name the dataset.
+
+    Raises `DatasetFailure` (one line: dataset, URL or package.loader, reason) whatever
+    went wrong, with the original exception chained for the log.
+    """
+    home = Path(home)
+    source = entry_source(entry)
     try:
-        return RawManifest.model_validate(json.loads(path.read_text())).datasets
+        raw_root(home).mkdir(parents=True, exist_ok=True)
+        dataset = _fetch_one(entry, cfg, home)
+    except DownloadError as exc:
+        raise DatasetFailure(entry.name, source, "download_failed", str(exc)) from exc
+    except (ArchiveError, RawError) as exc:
+        raise DatasetFailure(entry.name, source, "parse_failed", str(exc)) from exc
+    except Exception as exc:  # re-raised with the dataset named
+        detail = (
+            str(exc) if isinstance(exc, BundledDatasetError) else f"{type(exc).__name__}: {exc}"
+        )
+        raise DatasetFailure(entry.name, source, "fetch_failed", detail) from exc
+    target = manifest_path(home, entry.name)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(dataset.model_dump_json(indent=1))
+    os.replace(tmp, target)
+    return dataset
+
+
+def fetch_raw(cfg: DatasetsConfig, home: Path) -> list[RawDataset]:
+    """Raw copies of every enabled dataset, stopping at the first failure (scripts, tests)."""
+    return [fetch_dataset(entry, cfg, Path(home)) for entry in cfg.enabled()]
+
+
+def load_raw_dataset(home: Path, dataset: str) -> RawDataset:
+    """The manifest `raw_datasets` wrote for `dataset`."""
+    path = manifest_path(home, dataset)
+    if not path.is_file():
+        raise RawError(f"{path}: no raw copy of {dataset!r}; materialize raw_datasets first")
+    try:
+        return RawDataset.model_validate(json.loads(path.read_text()))
     except ValueError as exc:
         raise RawError(f"{path}: invalid raw manifest: {exc}") from exc
 

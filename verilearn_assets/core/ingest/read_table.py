@@ -32,6 +32,10 @@ class TableReadError(ValueError):
     """A raw table could not be read; the message names the file and the problem."""
 
 
+class TableTooLarge(TableReadError):
+    """A raw table is over a configured size cap: excluded by limits, not unreadable."""
+
+
 def is_table_file(path: Path) -> bool:
     return path.name.lower().endswith(TABLE_SUFFIXES)
 
@@ -66,11 +70,11 @@ def _read_bytes(path: Path, max_bytes: int) -> bytes:
         with gzip.open(path, "rb") as fh:
             data = fh.read(max_bytes + 1)
         if len(data) > max_bytes:
-            raise TableReadError(f"{path}: decompresses past the cap of {max_bytes} bytes")
+            raise TableTooLarge(f"{path}: decompresses past the cap of {max_bytes} bytes")
         return data
     size = path.stat().st_size
     if size > max_bytes:
-        raise TableReadError(f"{path}: {size} bytes exceeds the cap of {max_bytes} bytes")
+        raise TableTooLarge(f"{path}: {size} bytes exceeds the cap of {max_bytes} bytes")
     return path.read_bytes()
 
 
@@ -116,7 +120,7 @@ def read_typed(path: Path, options: ReadOptions, max_bytes: int) -> pd.DataFrame
         raise TableReadError(f"{path}: no such file")
     if path.name.lower().endswith(".parquet"):
         if path.stat().st_size > max_bytes:
-            raise TableReadError(
+            raise TableTooLarge(
                 f"{path}: {path.stat().st_size} bytes exceeds the cap of {max_bytes} bytes"
             )
         try:

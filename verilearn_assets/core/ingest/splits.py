@@ -5,16 +5,37 @@ the configured ratios (largest remainder, and at least one dataset per split wit
 positive ratio when there are enough). Ranking by content rather than by name means the
 same data lands in the same place on every machine, and two datasets with identical
 content always share a split, so a copy cannot leak from train into test.
+
+`catalog_splits` computes the assignment from the catalog alone, never from what other
+dataset partitions managed to fetch: a failed download neither moves the other datasets
+nor loses its own split (the gate needs to know which split is missing it). The content
+key of a URL dataset is its sha256 pin; of a bundled dataset, the hash of its export,
+cached under `<home>/cache/split-keys/` per package version.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import math
+import os
+import tempfile
 from collections.abc import Mapping
+from pathlib import Path
 
-from verilearn_assets.core.ingest.catalog import SplitRatios
+from verilearn_assets.core.ingest.archive import directory_hash
+from verilearn_assets.core.ingest.bundled import export_bundled
+from verilearn_assets.core.ingest.catalog import (
+    BundledDataset,
+    DatasetsConfig,
+    SplitRatios,
+    UrlDataset,
+)
 from verilearn_assets.core.records import SPLITS
+
+# Bump when `export_bundled` changes what it writes: cached export hashes become stale.
+EXPORT_VERSION = "1"
+_DISTRIBUTIONS = {"statsmodels": "statsmodels", "sklearn": "scikit-learn"}
 
 
 def split_counts(n: int, ratios: SplitRatios) -> dict[str, int]:
@@ -51,3 +72,46 @@ def assign_splits(
             unit_split[unit] = split
         position += counts[split]
     return {name: unit_split[h] for name, h in sorted(content_hashes.items())}
+
+
+def _cache_file(entry: BundledDataset, home: Path) -> Path:
+    version = importlib.metadata.version(_DISTRIBUTIONS[entry.package])
+    tag = f"{EXPORT_VERSION}\x1f{entry.package}\x1f{entry.loader}\x1f{version}"
+    digest = hashlib.sha256(tag.encode()).hexdigest()[:32]
+    return Path(home) / "cache" / "split-keys" / f"{entry.name}-{digest}"
+
+
+def remember_export_hash(entry: BundledDataset, home: Path, content_hash: str) -> None:
+    """Cache a bundled dataset's export hash (raw_datasets has just computed it)."""
+    target = _cache_file(entry, home)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(content_hash)
+    os.replace(tmp, target)
+
+
+def split_key(entry: BundledDataset | UrlDataset, home: Path) -> str:
+    """The content key a dataset is ranked by, known before (or without) fetching it."""
+    if isinstance(entry, UrlDataset):
+        return entry.sha256
+    cached = _cache_file(entry, home)
+    if cached.is_file():
+        return cached.read_text().strip()
+    with tempfile.TemporaryDirectory(prefix="split-key-") as tmp:
+        try:
+            export_bundled(entry, Path(tmp) / "files")
+        except Exception:  # noqa: BLE001 - its own partition reports the failure
+            # An unloadable bundled dataset still needs a split (so the gate can say which
+            # split lacks it); rank it by its identity until it loads again.
+            return hashlib.sha256(
+                f"unloadable\x1f{entry.package}.{entry.loader}".encode()
+            ).hexdigest()
+        content = directory_hash(Path(tmp) / "files")
+    remember_export_hash(entry, home, content)
+    return content
+
+
+def catalog_splits(cfg: DatasetsConfig, home: Path) -> dict[str, str]:
+    """Dataset name → split for every enabled catalog entry."""
+    return assign_splits({e.name: split_key(e, home) for e in cfg.enabled()}, cfg.splits, cfg.salt)

@@ -2,7 +2,7 @@
 
 Typed tables go to `<home>/tables/<dataset>/<table>.parquet` (written with pandas so
 nullable integers and booleans survive a round trip); the records go to the lake asset
-`tables`, one partition per split.
+`tables`, one partition per split holding one part file per dataset.
 """
 
 from __future__ import annotations
@@ -17,17 +17,25 @@ import pandas as pd
 from verilearn_assets.core import lake
 from verilearn_assets.core.ingest.archive import file_sha256
 from verilearn_assets.core.ingest.catalog import DatasetsConfig
+from verilearn_assets.core.ingest.outcomes import Status
 from verilearn_assets.core.ingest.profile import profile_frame
 from verilearn_assets.core.ingest.raw import RawDataset, fetch_raw
-from verilearn_assets.core.ingest.read_table import read_typed
-from verilearn_assets.core.ingest.splits import assign_splits
+from verilearn_assets.core.ingest.read_table import TableTooLarge, read_typed
+from verilearn_assets.core.ingest.splits import catalog_splits
 from verilearn_assets.core.records import SPLITS, TableRecord, content_hash
 
 ASSET = "tables"
 
 
 class TableBuildError(RuntimeError):
-    """A table could not be typed or written; the message names dataset and table."""
+    """A table could not be typed or written; the message names dataset and table.
+
+    `status` says why, in the words the gate uses: `parse_failed` or `excluded_by_limits`.
+    """
+
+    def __init__(self, message: str, status: Status = "parse_failed") -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def build_tables(cfg: DatasetsConfig, home: Path) -> list[TableRecord]:
@@ -37,43 +45,52 @@ def build_tables(cfg: DatasetsConfig, home: Path) -> list[TableRecord]:
 
 def type_tables(cfg: DatasetsConfig, home: Path, raw: list[RawDataset]) -> list[TableRecord]:
     """The typed half of `build_tables`, from raw copies already made."""
-    splits = assign_splits({d.name: d.content_hash for d in raw}, cfg.splits, cfg.salt)
+    splits = catalog_splits(cfg, home)
+    return [r for dataset in raw for r in type_dataset(cfg, home, dataset, splits[dataset.name])]
+
+
+def type_dataset(
+    cfg: DatasetsConfig, home: Path, dataset: RawDataset, split: str
+) -> list[TableRecord]:
+    """Type, cap, profile and write every table of one dataset (already fetched)."""
     records = []
-    for dataset in raw:
-        for table in dataset.tables:
-            where = f"dataset {dataset.name!r} table {table.name!r} ({table.path})"
-            try:
-                frame = read_typed(Path(table.path), cfg.read, cfg.limits.max_table_bytes)
-            except Exception as exc:  # re-raised with dataset and table named
-                raise TableBuildError(f"{where}: {exc}") from exc
-            if frame.shape[1] > cfg.limits.max_columns:
-                raise TableBuildError(
-                    f"{where}: {frame.shape[1]} columns, over the cap of {cfg.limits.max_columns}"
-                )
-            frame = cap_rows(frame, cfg.limits.max_rows, cfg.seed, table.sha256)
-            out = home / "tables" / dataset.name / f"{table.name}.parquet"
-            _write_parquet(frame, out)
-            records.append(
-                TableRecord(
-                    id=content_hash(
-                        "table",
-                        dataset.name,
-                        table.name,
-                        table.sha256,
-                        cfg.read.model_dump(),
-                        cfg.limits.max_rows,
-                        cfg.seed,
-                    ),
-                    dataset=dataset.name,
-                    name=table.name,
-                    split=splits[dataset.name],
-                    path=str(out),
-                    n_rows=len(frame),
-                    n_columns=frame.shape[1],
-                    sha256=file_sha256(out),
-                    columns=profile_frame(frame),
-                )
+    for table in dataset.tables:
+        where = f"dataset {dataset.name!r} table {table.name!r} ({table.path})"
+        try:
+            frame = read_typed(Path(table.path), cfg.read, cfg.limits.max_table_bytes)
+        except TableTooLarge as exc:
+            raise TableBuildError(f"{where}: {exc}", "excluded_by_limits") from exc
+        except Exception as exc:  # re-raised with dataset and table named
+            raise TableBuildError(f"{where}: {exc}") from exc
+        if frame.shape[1] > cfg.limits.max_columns:
+            raise TableBuildError(
+                f"{where}: {frame.shape[1]} columns, over the cap of {cfg.limits.max_columns}",
+                "excluded_by_limits",
             )
+        frame = cap_rows(frame, cfg.limits.max_rows, cfg.seed, table.sha256)
+        out = Path(home) / "tables" / dataset.name / f"{table.name}.parquet"
+        _write_parquet(frame, out)
+        records.append(
+            TableRecord(
+                id=content_hash(
+                    "table",
+                    dataset.name,
+                    table.name,
+                    table.sha256,
+                    cfg.read.model_dump(),
+                    cfg.limits.max_rows,
+                    cfg.seed,
+                ),
+                dataset=dataset.name,
+                name=table.name,
+                split=split,
+                path=str(out),
+                n_rows=len(frame),
+                n_columns=frame.shape[1],
+                sha256=file_sha256(out),
+                columns=profile_frame(frame),
+            )
+        )
     return records
 
 
@@ -97,15 +114,50 @@ def _write_parquet(frame: pd.DataFrame, target: Path) -> None:
         Path(tmp).unlink(missing_ok=True)
 
 
-def write_table_records(home: Path, records: list[TableRecord]) -> dict[str, Path]:
-    """Replace every split partition of the lake asset `tables` (an empty split included)."""
+def dataset_part(root: Path, split: str, dataset: str) -> Path:
+    """`tables/split=<t>/part-ds-<dataset>.parquet`: one part per dataset in its split's
+    partition, so `stg_tables` and `load_table_records` read a split as before."""
+    return lake.partition_dir(ASSET, root, split=split) / f"part-ds-{dataset}.parquet"
+
+
+def write_dataset_tables(home: Path, dataset: str, split: str, records: list[TableRecord]) -> Path:
+    """Replace one dataset's tables in the lake; no other dataset's part is touched.
+
+    The dataset's part in any other split (the catalog moved it) is removed after the new
+    part is in place, and so are whole-catalog parts written before per-dataset
+    partitions (`part-<n>.parquet`), which would otherwise list the dataset twice.
+    """
+    if split not in SPLITS:
+        raise ValueError(f"dataset {dataset!r}: unknown split {split!r}")
+    wrong = [r.id for r in records if r.dataset != dataset or r.split != split]
+    if wrong:
+        raise ValueError(f"dataset {dataset!r}: records {wrong} belong elsewhere")
     root = lake.lake_root(Path(home))
-    return {
-        split: lake.write_records(
-            ASSET, [r for r in records if r.split == split], TableRecord, root, split=split
+    target = lake.atomic_write_parquet(
+        TableRecord.to_frame(records), dataset_part(root, split, dataset)
+    )
+    for other in SPLITS:
+        pdir = lake.partition_dir(ASSET, root, split=other)
+        stale = [p for p in pdir.glob("part-*.parquet") if p.stem[5:].isdigit()]  # part-<n>
+        if other != split:
+            stale.append(dataset_part(root, other, dataset))
+        for path in stale:
+            path.unlink(missing_ok=True)
+    return target
+
+
+def write_table_records(home: Path, records: list[TableRecord]) -> list[Path]:
+    """Write the tables of every dataset in `records` (one part per dataset)."""
+    datasets = sorted({r.dataset for r in records})
+    return [
+        write_dataset_tables(
+            home,
+            d,
+            next(r.split for r in records if r.dataset == d),
+            [r for r in records if r.dataset == d],
         )
-        for split in SPLITS
-    }
+        for d in datasets
+    ]
 
 
 def load_table_records(home: Path, split: str | None = None) -> list[TableRecord]:
