@@ -1,0 +1,1 @@
+"""A toy family registered through the family contract alone (`VERILEARN_FAMILIES`)."""
