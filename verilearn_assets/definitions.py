@@ -19,11 +19,12 @@ from verilearn_assets.platform.assets import INGEST_ASSETS
 from verilearn_assets.platform.report_assets import REPORT_ASSETS
 from verilearn_assets.training.assets import TRAINING_ASSETS, TRAINING_CHECKS
 
+HOME = HomeResource()
 RESOURCES = {
     "container_pool": ContainerPoolResource(),
     "vllm": VllmResource(),
-    "warehouse": WarehouseResource(),
-    "home": HomeResource(),
+    "warehouse": WarehouseResource(home=HOME),
+    "home": HOME,
 }
 
 

@@ -5,6 +5,7 @@ from pathlib import Path
 import dagster
 from matplotlib.image import imread
 
+from resources.home import HomeResource
 from resources.warehouse import WarehouseResource
 from verilearn_assets.core.warehouse import reader, warehouse_path
 from verilearn_assets.platform.report_assets import REPORT_ASSET, REPORT_ASSETS
@@ -13,7 +14,7 @@ from verilearn_assets.platform.report_assets import REPORT_ASSET, REPORT_ASSETS
 def test_report_assets_materialise(small_lake: Path) -> None:
     result = dagster.materialize(
         REPORT_ASSETS,
-        resources={"warehouse": WarehouseResource(home=str(small_lake))},
+        resources={"warehouse": WarehouseResource(home=HomeResource(path=str(small_lake)))},
         instance=dagster.DagsterInstance.ephemeral(),
     )
     assert result.success

@@ -43,6 +43,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="TableRecord parquet (default: FILE.tables/tables.parquet)",
     )
     ver.add_argument("--backend", choices=["auto", "docker", "bwrap"], default=None)
+    ver.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help="seconds per re-execution (default: verify.timeout_s of configs/questions.yaml, "
+        "the limit that accepted the questions)",
+    )
     ver.set_defaults(handler=_verify)
 
 
@@ -146,9 +153,17 @@ def _verify(args: argparse.Namespace) -> int:
     tables = [TableRecord.from_row(r) for r in pl.read_parquet(tables_file).to_dicts()]
     paths = {t.id: t.path for t in tables}
 
+    timeout_s = args.timeout
+    if timeout_s is None:
+        from verilearn_assets.analysis.questions_config import load_questions_config
+
+        timeout_s = load_questions_config().verify.timeout_s
+    elif timeout_s <= 0:
+        raise ValueError(f"--timeout must be positive, got {timeout_s}")
+
     async def main():
         async with SandboxPool(_sandbox_config(args.backend)) as pool:
-            return await reverify(pool, records, paths)
+            return await reverify(pool, records, paths, timeout_s)
 
     mismatches = asyncio.run(main())
     n = sum(1 for r in records if r.status == "accepted")
