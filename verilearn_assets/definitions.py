@@ -16,7 +16,7 @@ from resources.vllm import VllmResource
 from resources.warehouse import WarehouseResource
 from verilearn_assets.core.family import family_modules
 from verilearn_assets.platform.assets import INGEST_ASSETS
-from verilearn_assets.platform.report_assets import REPORT_ASSETS
+from verilearn_assets.reports.assets import REPORT_ASSETS
 from verilearn_assets.training.assets import TRAINING_ASSETS, TRAINING_CHECKS
 
 HOME = HomeResource()

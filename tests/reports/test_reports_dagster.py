@@ -8,7 +8,7 @@ from matplotlib.image import imread
 from resources.home import HomeResource
 from resources.warehouse import WarehouseResource
 from verilearn_assets.core.warehouse import reader, warehouse_path
-from verilearn_assets.platform.report_assets import REPORT_ASSET, REPORT_ASSETS
+from verilearn_assets.reports.assets import REPORT_ASSET, REPORT_ASSETS
 
 
 def test_report_assets_materialise(small_lake: Path) -> None:

@@ -12,7 +12,7 @@ from verilearn_assets.core.warehouse import (
     build_model,
     discover_sql_models,
 )
-from verilearn_assets.platform.report_assets import REPORT_ASSET, build_report_assets
+from verilearn_assets.reports.assets import REPORT_ASSET, build_report_assets
 
 
 @pytest.fixture

@@ -33,7 +33,7 @@ from verilearn_assets.core import lake
 from verilearn_assets.core.records import Record, Source, Split, content_hash
 from verilearn_assets.gate.outcome import RuleOutcome
 
-PLATFORM_PACKAGES = frozenset({"core", "gate", "platform", "training", "cli"})
+PLATFORM_PACKAGES = frozenset({"core", "gate", "platform", "reports", "training", "cli"})
 """Packages of `verilearn_assets` that are the platform, never a family."""
 
 EXTRA_FAMILIES_ENV = "VERILEARN_FAMILIES"

@@ -1,7 +1,7 @@
 """The report: its main tables over the marts, rendered as markdown (Dagster metadata),
 rich tables (`verilearn report`), CSV/JSON for scripts, and the pass-rate chart.
 
-Pure: the Dagster assets built from the SQL files live in `platform/report_assets.py`.
+Pure: the Dagster assets built from the SQL files live in `reports/assets.py`.
 """
 
 import math
