@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import duckdb
 import numpy as np
 import pandas as pd
 import pytest
@@ -31,10 +32,12 @@ from verilearn_assets.core.llm.budget import (
     ContextBudget,
     ContextBudgetRecord,
     for_server,
+    lake_asset,
 )
 from verilearn_assets.core.llm.tokens import EstimateCounter, TokenCounter, load_counter
 from verilearn_assets.core.records import AnswerSchema, TableRecord
 
+REPO = Path(__file__).resolve().parents[2]
 QUESTION = question_prompt(
     "What is the mean of 'c0' where 'c1' is positive?", AnswerSchema(kind="number")
 )
@@ -250,10 +253,13 @@ def test_budget_records_round_trip_through_the_lake(counter: TokenCounter, tmp_p
     assert by_kind[FAILURE_CLASS].overflows == 0
     assert sum(r.tokens_removed for r in rows) == sum(counts.tokens_removed.values()) > 0
     assert {r.requests for r in rows} == {3}
-    lake.write_records(
-        "context_budget", rows, ContextBudgetRecord, tmp_path, source="llm", split="dev"
-    )
-    back = lake.read_records(
-        "context_budget", ContextBudgetRecord, tmp_path, source="llm", split="dev"
-    )
+    where = lake_asset("analysis", "episodes")
+    lake.write_records(where, rows, ContextBudgetRecord, tmp_path, source="llm", split="dev")
+    back = lake.read_records(where, ContextBudgetRecord, tmp_path, source="llm", split="dev")
     assert sorted(back, key=lambda r: r.kind) == sorted(rows, key=lambda r: r.kind)
+    # the mart reads that layout: one row per kind, figures as counted
+    sql = (REPO / "dbt_like_sql/marts/mart_context_budget.sql").read_text()
+    mart = duckdb.sql(sql.replace("{{ lake }}", str(tmp_path))).fetchall()
+    assert [(r[0], r[1], r[4], r[7], r[8]) for r in mart] == sorted(
+        (r.family, r.asset, r.kind, r.tokens_removed, r.overflows) for r in rows
+    )

@@ -424,6 +424,15 @@ class BudgetCounts:
         ]
 
 
+LAKE_ASSET = "context_budget"  # every family's rows; one lake partition per family asset
+
+
+def lake_asset(family: str, asset: str) -> str:
+    """Where one family asset's rows live: `context_budget/<family>/<asset>/source=/split=/`,
+    read by `mart_context_budget` (so two assets never overwrite each other's rows)."""
+    return f"{LAKE_ASSET}/{family}/{asset}"
+
+
 class ContextBudgetRecord(Record):
     """Losses of one asset partition for one kind of material (lake `context_budget`)."""
 
