@@ -62,6 +62,16 @@ class RefactorConfig(StrictConfig):
     def with_backend(self, backend: Backend) -> RefactorConfig:
         return self.model_copy(update={"backend": backend})
 
+    def for_home(self, home: Path) -> RefactorConfig:
+        """`${VERILEARN_HOME}` in the paths bound to an explicit home (assets pass theirs)."""
+        update = {}
+        for name in ("workspace_root", "log_dir"):
+            value = getattr(self, name)
+            for token in ("${VERILEARN_HOME}", "$VERILEARN_HOME"):
+                value = value.replace(token, str(home))
+            update[name] = value
+        return self.model_copy(update=update)
+
 
 def expand_home(path: str) -> Path:
     """`${VERILEARN_HOME}` (default ./.verilearn), other `$VARS` and `~` expanded."""

@@ -1,0 +1,306 @@
+"""The actor loop: pull a task, load its state, prompt the teacher, run its action in the
+jail, verify, merge the state, commit the step — one SQLite transaction per step — and
+refresh the lake partition after each task.
+
+Run it as a module to drive one partition from the command line (used by the kill/resume
+test): `python -m verilearn_assets.refactor.actor --home H --source S --split T`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from verilearn_assets.core import lake
+from verilearn_assets.core.records import content_hash
+from verilearn_assets.refactor.actions import ActionRejected, parse_action
+from verilearn_assets.refactor.catalog import Repo, load_corpus
+from verilearn_assets.refactor.config import RefactorConfig, load_refactor_config
+from verilearn_assets.refactor.prompts import (
+    ParseFailure,
+    PromptConfig,
+    load_prompts,
+    parse_output,
+    prompt_text,
+    render_messages,
+)
+from verilearn_assets.refactor.queue import StepQueue
+from verilearn_assets.refactor.records import ModelOutput, RefactorTask, TrajectoryStep
+from verilearn_assets.refactor.rewards import compute_reward
+from verilearn_assets.refactor.runner import (
+    TestSpec,
+    apply_action,
+    cleanup,
+    prepare_workspace,
+    run_tests,
+)
+from verilearn_assets.refactor.state import StateError, StateStore, merge, parse_update, render
+from verilearn_assets.refactor.tasks import tree_hash
+from verilearn_assets.refactor.teachers import ProgramTeacher, Teacher
+from verilearn_assets.refactor.workspace import Workspace, unified_diff
+
+TASKS_LAKE = "refactor/tasks"
+TRAJECTORIES_LAKE = "refactor/trajectories"
+RAN = {"ok", "no_change", "failed", "timeout", "limit", "invalid_python"}
+
+
+def db_path(home: Path) -> Path:
+    return home / "refactor" / "actors.sqlite"
+
+
+def state_key(task_id: str, teacher: str) -> str:
+    return f"{task_id}:{teacher}"
+
+
+@dataclass
+class RunSummary:
+    run: str
+    tasks: int = 0
+    steps: int = 0
+    verified: int = 0
+    parse_failures: int = 0
+    sandbox_failures: int = 0
+    latencies_ms: list[float] = field(default_factory=list)
+
+    def metadata(self) -> dict[str, Any]:
+        lat = sorted(self.latencies_ms)
+        return {
+            "run": self.run,
+            "tasks": self.tasks,
+            "steps": self.steps,
+            "verified_steps": self.verified,
+            "precision": round(self.verified / self.steps, 4) if self.steps else 0.0,
+            "parse_failures": self.parse_failures,
+            "sandbox_failures": self.sandbox_failures,
+            "actor_latency_p50_ms": round(statistics.median(lat), 3) if lat else 0.0,
+            "actor_latency_max_ms": round(lat[-1], 3) if lat else 0.0,
+        }
+
+
+@dataclass
+class Actor:
+    home: Path
+    teacher: Teacher
+    config: RefactorConfig
+    prompts: PromptConfig
+    repos: dict[str, Repo]
+    extra_steps: int = 1
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        self.config = self.config.for_home(self.home)
+        self.store = StateStore(db_path(self.home))
+        self.queue = StepQueue(self.store)
+
+    def close(self) -> None:
+        self.store.close()
+
+    def run_name(self, source: str, split: str) -> str:
+        return f"{self.teacher.name}:{self.teacher.model}:{source}:{split}"
+
+    async def run(self, tasks: list[RefactorTask], source: str, split: str) -> RunSummary:
+        """Drive every accepted task of one partition; resumes a killed run."""
+        run = self.run_name(source, split)
+        by_id = {t.id: t for t in tasks if t.status == "accepted"}
+        self.queue.enqueue(run, list(by_id))
+        self.queue.recover(run)
+        summary = RunSummary(run)
+        while (task_id := self.queue.claim(run)) is not None:
+            await self.run_task(run, by_id[task_id], summary)
+            self.queue.finish(run, task_id)
+            self.write_lake(source, split)
+            summary.tasks += 1
+        self.write_lake(source, split)
+        return summary
+
+    def write_lake(self, source: str, split: str) -> None:
+        records = self.queue.records(source, split)
+        lake.write_records(
+            TRAJECTORIES_LAKE,
+            records,
+            TrajectoryStep,
+            lake.lake_root(self.home),
+            source=source,
+            split=split,
+        )
+
+    async def run_task(self, run: str, task: RefactorTask, summary: RunSummary) -> None:
+        key = state_key(task.id, self.teacher.name)
+        done = self.queue.committed(run, task.id)
+        ws = await asyncio.to_thread(
+            prepare_workspace, task.id, self.repos[task.repo].path, self.config
+        )
+        try:
+            await self._replay(ws, done)
+            if done and done[-1].done:
+                return
+            max_steps = len(task.reference_actions) + self.extra_steps
+            step = len(done) + 1
+            last = _last_result(done[-1]) if done else ""
+            test_cache: dict[str, dict[str, Any]] = {}
+            while step <= max_steps:
+                record = await self._step(run, task, ws, key, step, max_steps, last, test_cache)
+                summary.steps += 1
+                summary.verified += int(record.verified)
+                summary.parse_failures += int(record.failure == "parse")
+                summary.sandbox_failures += int(record.failure in ("crash", "disallowed"))
+                summary.latencies_ms.append(record.latency_ms)
+                last = _last_result(record)
+                step += 1
+                if record.done:
+                    break
+        finally:
+            await asyncio.to_thread(cleanup, ws)
+
+    async def _replay(self, ws: Workspace, done: list[TrajectoryStep]) -> None:
+        """Rebuild the workspace of a resumed task from its committed steps."""
+        for record in done:
+            if record.sandbox_result.get("status") in RAN:
+                await asyncio.to_thread(apply_action, ws, parse_action(record.model_output.action))
+        if done and tree_hash(ws.snapshot()) != done[-1].tree_hash:
+            raise RuntimeError(
+                f"task {done[-1].task_id}: replaying {len(done)} committed steps gave another "
+                "tree than recorded; cannot resume this trajectory"
+            )
+
+    async def _step(
+        self,
+        run: str,
+        task: RefactorTask,
+        ws: Workspace,
+        key: str,
+        step: int,
+        max_steps: int,
+        last: str,
+        test_cache: dict[str, dict[str, Any]],
+    ) -> TrajectoryStep:
+        settings = self.config.state
+        state, _ = self.store.load(key)
+        messages = render_messages(self.prompts, task, render(state), step, max_steps, last)
+        seed = self.seed + step
+        start = time.perf_counter()
+        text = await self.teacher.respond(messages, task, step, state, seed)
+        latency = (time.perf_counter() - start) * 1000
+        pre_failure: str | None = None
+        message = ""
+        sandbox: dict[str, Any] = {}
+        tests: dict[str, Any] = {}
+        new_state = state
+        try:
+            output = parse_output(text)
+            action = parse_action(output.action)
+            new_state = merge(state, parse_update(output.state_update, settings), settings)
+        except ParseFailure as exc:
+            output, pre_failure, message = ModelOutput(raw=text), "parse", str(exc)
+        except ActionRejected as exc:
+            pre_failure, message = exc.failure, str(exc)
+        except StateError as exc:
+            pre_failure, message = "schema", str(exc)
+        if pre_failure is None:
+            result = await asyncio.to_thread(apply_action, ws, action)
+            sandbox = result.model_dump(mode="json", exclude={"diff"})
+            if result.status == "ok":
+                tests = await self._tests(ws, task, test_cache)
+        snap = ws.snapshot()
+        th = tree_hash(snap)
+        diff = unified_diff(ws.baseline, snap)
+        reward = compute_reward(
+            task, pre_failure, sandbox.get("status"), tests.get("status"), th, diff
+        )
+        if message:
+            sandbox["message"] = message
+        record = TrajectoryStep(
+            id=content_hash("refactor-step", run, task.id, step),
+            task_id=task.id,
+            source=task.source,
+            split=task.split,
+            step=step,
+            prompt=prompt_text(messages),
+            state_before=state.model_dump(),
+            state_version=0,
+            model_output=output,
+            sandbox_result=sandbox,
+            tests=tests,
+            diff_from_start=diff,
+            tree_hash=th,
+            reward=reward.value,
+            failure=reward.failure,
+            verified=reward.verified,
+            done=reward.done,
+            teacher=self.teacher.name,
+            model=self.teacher.model,
+            seed=seed,
+            latency_ms=round(latency, 3),
+        )
+        self.queue.commit_step(run, record, key, new_state)
+        return record
+
+    async def _tests(
+        self, ws: Workspace, task: RefactorTask, cache: dict[str, dict[str, Any]]
+    ) -> dict[str, Any]:
+        """Tests of this tree; a tree already tested in this task is not tested twice."""
+        th = tree_hash(ws.snapshot())
+        if th not in cache:
+            result = await asyncio.to_thread(run_tests, ws, TestSpec(argv=task.test_command))
+            cache[th] = result.model_dump(mode="json", exclude={"stdout", "stderr"})
+            return cache[th]
+        return {**cache[th], "cached": True}
+
+
+def _last_result(record: TrajectoryStep) -> str:
+    status = record.sandbox_result.get("status", "not run")
+    changed = ", ".join(record.sandbox_result.get("files_changed", [])) or "none"
+    tests = record.tests.get("status", "not run")
+    failure = f"; failure: {record.failure}" if record.failure else ""
+    return f"action {status}, files changed: {changed}, tests {tests}{failure}"
+
+
+def read_tasks(home: Path, source: str, split: str) -> list[RefactorTask]:
+    return lake.read_records(  # type: ignore[return-value]
+        TASKS_LAKE, RefactorTask, lake.lake_root(home), source=source, split=split
+    )
+
+
+def run_partition(
+    home: Path,
+    source: str,
+    split: str,
+    teacher: Teacher | None = None,
+    config: RefactorConfig | None = None,
+    tasks: list[RefactorTask] | None = None,
+) -> RunSummary:
+    actor = Actor(
+        home=home,
+        teacher=teacher or ProgramTeacher(),
+        config=config or load_refactor_config(),
+        prompts=load_prompts(),
+        repos={r.name: r for r in load_corpus()},
+    )
+    try:
+        return asyncio.run(actor.run(tasks or read_tasks(home, source, split), source, split))
+    finally:
+        actor.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--home", required=True, type=Path)
+    parser.add_argument("--source", required=True)
+    parser.add_argument("--split", required=True)
+    parser.add_argument("--backend", choices=["bwrap", "docker", "none"])
+    args = parser.parse_args(argv)
+    config = load_refactor_config()
+    if args.backend:
+        config = config.with_backend(args.backend)
+    summary = run_partition(args.home, args.source, args.split, config=config)
+    print(json.dumps(summary.metadata()))
+
+
+if __name__ == "__main__":
+    main()

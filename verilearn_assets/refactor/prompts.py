@@ -1,0 +1,101 @@
+"""Prompt rendering (`configs/refactor_prompts.yaml`) and parsing of the model's answer.
+
+An answer is `<think>…</think><action>…</action><state_update>…</state_update>`; the action
+and the update are then validated against their schemas by the actor loop.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from pathlib import Path
+from typing import Any
+
+from pydantic import field_validator
+
+from verilearn_assets.core.config import StrictConfig, load_config
+from verilearn_assets.refactor.records import ModelOutput, RefactorTask
+
+PLACEHOLDERS = {
+    "instruction",
+    "repo",
+    "files",
+    "test_command",
+    "step",
+    "max_steps",
+    "last_result",
+    "state",
+}
+
+
+class PromptConfig(StrictConfig):
+    system: str
+    user: str
+
+    @field_validator("user")
+    @classmethod
+    def _known_placeholders(cls, value: str) -> str:
+        names = {f for _, f, _, _ in string.Formatter().parse(value) if f}
+        unknown = names - PLACEHOLDERS
+        if unknown:
+            raise ValueError(f"unknown placeholder(s) {sorted(unknown)}")
+        if "state" not in names:
+            raise ValueError("the user prompt must carry the {state} block")
+        return value
+
+
+def load_prompts(directory: str | Path | None = None) -> PromptConfig:
+    return load_config("refactor_prompts", PromptConfig, directory)
+
+
+def render_messages(
+    prompts: PromptConfig,
+    task: RefactorTask,
+    state_text: str,
+    step: int,
+    max_steps: int,
+    last_result: str,
+) -> list[dict[str, Any]]:
+    user = prompts.user.format(
+        instruction=task.instruction,
+        repo=task.repo,
+        files=", ".join(task.files),
+        test_command=" ".join(task.test_command),
+        step=step,
+        max_steps=max_steps,
+        last_result=last_result or "(none yet)",
+        state=state_text,
+    )
+    return [{"role": "system", "content": prompts.system}, {"role": "user", "content": user}]
+
+
+def prompt_text(messages: list[dict[str, Any]]) -> str:
+    return "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in messages)
+
+
+class ParseFailure(ValueError):
+    """The answer lacks the required blocks; the failure class is `parse`."""
+
+
+def _block(text: str, tag: str) -> str | None:
+    match = re.search(rf"<{tag}>(.*?)</{tag}>", text, re.DOTALL)
+    if match:
+        return match.group(1).strip()
+    # a stop sequence may have cut the last closing tag
+    tail = re.search(rf"<{tag}>(.*)\Z", text, re.DOTALL)
+    if tail and tag == "state_update":
+        return tail.group(1).strip()
+    return None
+
+
+def parse_output(text: str) -> ModelOutput:
+    """The three blocks (think and state_update may be empty; an action is required)."""
+    action = _block(text, "action")
+    if not action:
+        raise ParseFailure("no <action>…</action> block in the answer")
+    return ModelOutput(
+        think=_block(text, "think") or "",
+        action=action,
+        state_update=_block(text, "state_update") or "",
+        raw=text,
+    )

@@ -1,0 +1,84 @@
+"""Step rewards, a pure function of the task and what the step recorded (so the gate can
+recompute every stored reward).
+
+- 1.0: the workspace equals the target tree and the tests pass;
+- partial, at most `PARTIAL_CAP`: a valid action, tests passing, that moves toward the
+  target — `PARTIAL_CAP × k/N` when the tree equals the reference tree after k of N steps,
+  else `PARTIAL_CAP ×` the net share of the target diff's lines now present
+  (lines in common minus lines the target does not have, over the target's lines);
+- 0 with a failure class otherwise: parse, schema, disallowed, crash, tests_fail,
+  no_change, wrong_change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from verilearn_assets.refactor.records import RefactorTask
+
+PARTIAL_CAP = 0.5
+FAILURES = ("parse", "schema", "disallowed", "crash", "tests_fail", "no_change", "wrong_change")
+CRASH_STATUSES = {"failed", "timeout", "limit"}
+
+
+@dataclass(frozen=True)
+class Reward:
+    value: float
+    failure: str | None
+    done: bool
+
+    @property
+    def verified(self) -> bool:
+        return self.value > 0
+
+
+def _changed_lines(diff: str) -> set[str]:
+    out: set[str] = set()
+    current = ""
+    for line in diff.splitlines():
+        if line.startswith(("--- ", "+++ ")):
+            current = line[4:] if line.startswith("+++ ") else current
+            continue
+        if line.startswith(("+", "-")):
+            out.add(f"{current}\0{line}")
+    return out
+
+
+def diff_progress(target_diff: str, diff: str) -> float:
+    target = _changed_lines(target_diff)
+    if not target:
+        return 0.0
+    got = _changed_lines(diff)
+    return (len(got & target) - len(got - target)) / len(target)
+
+
+def compute_reward(
+    task: RefactorTask,
+    pre_failure: str | None,
+    sandbox_status: str | None,
+    tests_status: str | None,
+    tree_hash: str,
+    diff_from_start: str,
+) -> Reward:
+    if pre_failure is not None:
+        return Reward(0.0, pre_failure, False)
+    if sandbox_status == "disallowed":
+        return Reward(0.0, "disallowed", False)
+    if sandbox_status in CRASH_STATUSES:
+        return Reward(0.0, "crash", False)
+    if sandbox_status == "invalid_python":
+        return Reward(0.0, "wrong_change", False)
+    if sandbox_status == "no_change":
+        return Reward(0.0, "no_change", False)
+    if tests_status != "passed":
+        return Reward(0.0, "tests_fail", False)
+    if tree_hash == task.target_tree:
+        return Reward(1.0, None, True)
+    n = len(task.step_trees)
+    if tree_hash in task.step_trees[:-1]:
+        k = task.step_trees.index(tree_hash) + 1
+        return Reward(round(PARTIAL_CAP * k / n, 6), None, False)
+    progress = diff_progress(task.target_diff, diff_from_start)
+    if progress > 0:
+        return Reward(round(PARTIAL_CAP * min(progress, 1.0), 6), None, False)
+    return Reward(0.0, "wrong_change", False)
