@@ -9,7 +9,7 @@ from question_helpers import make_table, small_cfg
 
 from verilearn_assets.analysis.generate import generate
 from verilearn_assets.analysis.templates import REGISTRY
-from verilearn_assets.analysis.templates.base import Program
+from verilearn_assets.analysis.templates.base import ReferenceCode
 from verilearn_assets.core.ingest.catalog import load_datasets_config
 from verilearn_assets.core.ingest.read_table import read_typed
 
@@ -43,7 +43,7 @@ def test_library_covers_every_family():
 
 
 def test_hook_code_line_is_the_exact_line():
-    p = Program()
+    p = ReferenceCode()
     p.step("q1, q3 = x.quantile([0.25, 0.75])", "quartiles", ["values"])
     code = p.submit("q1")
     lines = code.splitlines()

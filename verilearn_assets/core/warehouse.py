@@ -33,6 +33,8 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from verilearn_assets.core.family import SftRow, families
+from verilearn_assets.core.llm.budget import LAKE_ASSET as CONTEXT_BUDGET_ASSET
+from verilearn_assets.core.llm.budget import ContextBudgetRecord
 from verilearn_assets.core.records import Record, TableRecord
 
 WAREHOUSE_FILE = "warehouse.duckdb"
@@ -44,6 +46,7 @@ SQL_DIR = Path(__file__).resolve().parents[2] / "dbt_like_sql"
 PLATFORM_LAKE_MODELS: dict[str, type[Record]] = {
     "tables": TableRecord,
     "sft_dataset": SftRow,
+    CONTEXT_BUDGET_ASSET: ContextBudgetRecord,
 }
 FAMILY_UNION_VIEWS = {"stg_family_tasks": "tasks", "stg_family_rollouts": "rollouts"}
 

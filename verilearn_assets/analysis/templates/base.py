@@ -191,7 +191,7 @@ class TableView:
                 yield key, f"{desc}: '{label}'", label
 
 
-class Program:
+class ReferenceCode:
     """Builds a notebook-like reference program with a `hook` after each computed step.
 
     `step("x = expr", "name")` appends the line and ``hook(x, "x = expr", name="name")``,
@@ -202,23 +202,23 @@ class Program:
         self.lines: list[str] = []
         self.hooked: list[str] = []
 
-    def line(self, stmt: str) -> Program:
+    def line(self, stmt: str) -> ReferenceCode:
         self.lines.extend(stmt.splitlines())
         return self
 
-    def comment(self, text: str) -> Program:
+    def comment(self, text: str) -> ReferenceCode:
         self.lines.append(f"# {text}")
         return self
 
     def choose(
         self, var: str, expr: str, pick: Any, name: str, depends_on: Sequence[str] = ()
-    ) -> Program:
+    ) -> ReferenceCode:
         """Step `var = expr`, or `var = pick` where a tie alternative pins another label."""
         return self.step(
             f"{var} = {expr}" if pick is None else f"{var} = {pick!r}", name, depends_on
         )
 
-    def step(self, stmt: str, name: str, depends_on: Sequence[str] = ()) -> Program:
+    def step(self, stmt: str, name: str, depends_on: Sequence[str] = ()) -> ReferenceCode:
         if "\n" in stmt or " = " not in stmt:
             raise ValueError(f"a hooked step is one assignment line, got {stmt!r}")
         target = stmt.split(" = ", 1)[0].strip()
@@ -282,7 +282,7 @@ def candidate(
     question: str,
     mechanical: str,
     schema: AnswerSchema,
-    program: Program,
+    program: ReferenceCode,
     code: str,
     alternatives: Sequence[tuple[str, str]] = (),
     ops: Sequence[str] = (),

@@ -18,7 +18,7 @@ from verilearn_assets.analysis.templates.base import (
     STRING,
     VARIANTS,
     AnswerSchema,
-    Program,
+    ReferenceCode,
     TableView,
     Template,
     candidate,
@@ -33,8 +33,8 @@ FAMILY = "correlation"
 PAIR = AnswerSchema(kind="list", items=STRING, ordered=False)
 
 
-def _pair_program(cols: list[str], pick: tuple[str, str] | None) -> tuple[Program, str]:
-    p = Program().comment("Pairwise Pearson correlations; strongest by absolute value")
+def _pair_program(cols: list[str], pick: tuple[str, str] | None) -> tuple[ReferenceCode, str]:
+    p = ReferenceCode().comment("Pairwise Pearson correlations; strongest by absolute value")
     p.step(f"corr = df[{cols!r}].astype(float).corr(method='pearson')", "corr_matrix")
     p.step(
         "pairs = corr.where(np.triu(np.ones(corr.shape, dtype=bool), k=1)).stack()",
@@ -80,8 +80,8 @@ def pearson_strongest_pair(v: TableView) -> list[Candidate]:
 # --- rank correlation with a target ---------------------------------------------------
 def _spearman_program(
     target: str, cols: list[str], signed: bool, pick: str | None
-) -> tuple[Program, str]:
-    p = Program().comment(f"Spearman rank correlation of each column with {target}")
+) -> tuple[ReferenceCode, str]:
+    p = ReferenceCode().comment(f"Spearman rank correlation of each column with {target}")
     p.step(
         f"rho = df[{cols!r}].astype(float).corrwith(df[{q(target)}].astype(float), "
         "method='spearman')",
@@ -151,7 +151,7 @@ def _spearman(variant: str) -> Template:
 # --- correlation after removing outliers -------------------------------------------------
 def correlation_after_outlier_removal(v: TableView) -> list[Candidate]:
     x, y = v.need_numeric(2)[:2]
-    p = Program().comment(f"Pearson r of {x} and {y}, before and after dropping IQR outliers")
+    p = ReferenceCode().comment(f"Pearson r of {x} and {y}, before and after dropping IQR outliers")
     p.step(f"pair = df[[{q(x)}, {q(y)}]].dropna().astype(float)", "pair_rows")
     p.step(f"r_before = pair[{q(x)}].corr(pair[{q(y)}])", "r_before", ["pair_rows"])
     p.step("q1, q3 = pair.quantile(0.25), pair.quantile(0.75)", "quartiles", ["pair_rows"])
@@ -187,8 +187,8 @@ def correlation_after_outlier_removal(v: TableView) -> list[Candidate]:
 # --- correlation change under a log transform ------------------------------------------------
 def _log_change_program(
     target: str, cols: list[str], fn: str, pick: str | None
-) -> tuple[Program, str]:
-    p = Program().comment(f"Pearson r with {target} on raw and {fn}-transformed values")
+) -> tuple[ReferenceCode, str]:
+    p = ReferenceCode().comment(f"Pearson r with {target} on raw and {fn}-transformed values")
     p.step(f"block = df[{cols + [target]!r}].astype(float)", "numeric_block")
     p.step(f"r_raw = block[{cols!r}].corrwith(block[{q(target)}])", "r_raw", ["numeric_block"])
     p.step(f"logged = {fn}(block)", "logged", ["numeric_block"])

@@ -7,7 +7,7 @@ from verilearn_assets.analysis.templates.base import (
     INTEGER,
     NUMBER,
     STRING,
-    Program,
+    ReferenceCode,
     TableView,
     Template,
     candidate,
@@ -23,7 +23,7 @@ FAMILY = "descriptive"
 def mean_median_gap(v: TableView) -> list[Candidate]:
     out = []
     for col in v.per_template(v.need_numeric(1)):
-        p = Program().comment(f"Skew check for {col}: how far the mean sits from the median")
+        p = ReferenceCode().comment(f"Skew check for {col}: how far the mean sits from the median")
         nonmissing_values(p, col)
         p.step("mean_x = x.mean()", "mean", ["values"])
         p.step("median_x = x.median()", "median", ["values"])
@@ -49,7 +49,7 @@ def mean_median_gap(v: TableView) -> list[Candidate]:
 def range_and_iqr(v: TableView) -> list[Candidate]:
     out = []
     for col in v.per_template(v.need_numeric_from_second()):
-        p = Program().comment(f"Spread of {col}: full range and interquartile range")
+        p = ReferenceCode().comment(f"Spread of {col}: full range and interquartile range")
         nonmissing_values(p, col)
         p.step("value_range = x.max() - x.min()", "range", ["values"])
         p.step("q1, q3 = x.quantile([0.25, 0.75])", "quartiles", ["values"])
@@ -72,8 +72,8 @@ def range_and_iqr(v: TableView) -> list[Candidate]:
     return out
 
 
-def _cv_program(cols: list[str], pick: str | None) -> tuple[Program, str]:
-    p = Program().comment("Relative dispersion: coefficient of variation per column")
+def _cv_program(cols: list[str], pick: str | None) -> tuple[ReferenceCode, str]:
+    p = ReferenceCode().comment("Relative dispersion: coefficient of variation per column")
     p.step(f"num = df[{cols!r}].astype(float)", "numeric_block")
     p.step("cv = num.std() / num.mean().abs()", "cv", ["numeric_block"])
     p.choose("best", "cv.idxmax()", pick, "best_column", ["cv"])
@@ -113,8 +113,8 @@ def highest_cv_column(v: TableView) -> list[Candidate]:
     ]
 
 
-def _top_share_program(col: str, pick: str | None) -> tuple[Program, str]:
-    p = Program().comment(f"Most common level of {col} and its share")
+def _top_share_program(col: str, pick: str | None) -> tuple[ReferenceCode, str]:
+    p = ReferenceCode().comment(f"Most common level of {col} and its share")
     p.step(f"shares = df[{q(col)}].dropna().astype(str).value_counts(normalize=True)", "shares")
     p.choose("top", "shares.index[0]", pick, "top_level", ["shares"])
     return p, p.submit('{"level": str(top), "share": float(shares[top])}')
@@ -150,8 +150,8 @@ def top_category_share(v: TableView) -> list[Candidate]:
 
 def _group_mean_program(
     cat: str, num: str, levels: list[str], pick: str | None
-) -> tuple[Program, str]:
-    p = Program().comment(f"Mean of {num} per level of {cat}, groups of enough size only")
+) -> tuple[ReferenceCode, str]:
+    p = ReferenceCode().comment(f"Mean of {num} per level of {cat}, groups of enough size only")
     level_rows(p, cat, [num], levels)
     p.step(
         f"means = sub[{q(num)}].astype(float).groupby(sub[{q(cat)}].astype(str)).mean()",
@@ -207,7 +207,7 @@ def _unique_count(v: TableView) -> list[Candidate]:
     """Distinct levels after trimming case and whitespace (easy, multi-step cleaning)."""
     out = []
     for col in v.per_template(v.need_categorical()):
-        p = Program().comment(f"Distinct values of {col} once case and spacing are ignored")
+        p = ReferenceCode().comment(f"Distinct values of {col} once case and spacing are ignored")
         p.step(f"raw = df[{q(col)}].dropna().astype(str)", "values")
         p.step("cleaned = raw.str.strip().str.lower()", "cleaned", ["values"])
         p.step("n_levels = cleaned.nunique()", "n_levels", ["cleaned"])

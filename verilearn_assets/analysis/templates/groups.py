@@ -15,7 +15,7 @@ from verilearn_assets.analysis.templates.base import (
     STAT,
     VARIANTS,
     NotApplicable,
-    Program,
+    ReferenceCode,
     TableView,
     Template,
     candidate,
@@ -53,8 +53,8 @@ def first_binary_split(v: TableView) -> tuple[str, str]:
     raise NotApplicable("no two-valued column with enough rows per group")
 
 
-def _ttest_program(cat: str, num: str, equal_var: bool) -> tuple[Program, str]:
-    p = Program().comment(f"Does {num} differ between the two groups of {cat}?")
+def _ttest_program(cat: str, num: str, equal_var: bool) -> tuple[ReferenceCode, str]:
+    p = ReferenceCode().comment(f"Does {num} differ between the two groups of {cat}?")
     two_groups(p, cat, num)
     p.step(f"res = stats.ttest_ind(a, b, equal_var={equal_var})", "t_test", ["group_a", "group_b"])
     return p, p.submit('{"statistic": float(res.statistic), "p_value": float(res.pvalue)}')
@@ -121,7 +121,7 @@ def _ttest(variant: str) -> Template:
 
 def mann_whitney_groups(v: TableView) -> list[Candidate]:
     num, cat = first_binary_split(v)
-    p = Program().comment(f"Rank-based comparison of {num} across {cat}")
+    p = ReferenceCode().comment(f"Rank-based comparison of {num} across {cat}")
     two_groups(p, cat, num)
     p.step(
         "res = stats.mannwhitneyu(a, b, alternative='two-sided')",
@@ -155,7 +155,7 @@ def _multi_groups(v: TableView) -> tuple[str, str, list[str]]:
     raise NotApplicable("no categorical column with 3+ levels of enough rows")
 
 
-def _group_arrays(p: Program, cat: str, num: str, levels: list[str]) -> None:
+def _group_arrays(p: ReferenceCode, cat: str, num: str, levels: list[str]) -> None:
     level_rows(p, cat, [num], levels)
     p.step(
         f"groups = [g[{q(num)}].astype(float) for _, g in sub.groupby(sub[{q(cat)}].astype(str))]",
@@ -166,7 +166,7 @@ def _group_arrays(p: Program, cat: str, num: str, levels: list[str]) -> None:
 
 def anova_effect_size(v: TableView) -> list[Candidate]:
     cat, num, levels = _multi_groups(v)
-    p = Program().comment(f"One-way ANOVA of {num} across {cat}, with eta squared")
+    p = ReferenceCode().comment(f"One-way ANOVA of {num} across {cat}, with eta squared")
     _group_arrays(p, cat, num, levels)
     p.step("res = stats.f_oneway(*groups)", "anova", ["groups"])
     p.step(f"y = sub[{q(num)}].astype(float)", "values", ["kept_rows"])
@@ -200,7 +200,7 @@ def anova_effect_size(v: TableView) -> list[Candidate]:
 
 def levene_variance_test(v: TableView) -> list[Candidate]:
     cat, num, levels = _multi_groups(v)
-    p = Program().comment(f"Are the spreads of {num} equal across {cat}?")
+    p = ReferenceCode().comment(f"Are the spreads of {num} equal across {cat}?")
     _group_arrays(p, cat, num, levels)
     p.step("res = stats.levene(*groups, center='median')", "levene", ["groups"])
     p.step("equal_var = bool(res.pvalue > 0.05)", "equal_variances", ["levene"])
@@ -225,7 +225,7 @@ def levene_variance_test(v: TableView) -> list[Candidate]:
     ]
 
 
-def _chi2_code(p: Program, a: str, b: str, correction: bool) -> str:
+def _chi2_code(p: ReferenceCode, a: str, b: str, correction: bool) -> str:
     p.step(f"table = pd.crosstab({text_col(a)}, {text_col(b)})", "contingency")
     args = "table" if correction else "table, correction=False"
     p.step(f"res = stats.chi2_contingency({args})", "chi2", ["contingency"])
@@ -238,9 +238,9 @@ def chi2_independence(v: TableView) -> list[Candidate]:
     cats = v.categorical
     v.require(len(cats) >= 2, f"needs 2 categorical columns, found {len(cats)}")
     a, b = cats[0], cats[1]
-    p = Program().comment(f"Are {a} and {b} independent?")
+    p = ReferenceCode().comment(f"Are {a} and {b} independent?")
     code = _chi2_code(p, a, b, correction=True)
-    alt_code = _chi2_code(Program(), a, b, correction=False)
+    alt_code = _chi2_code(ReferenceCode(), a, b, correction=False)
     return [
         candidate(
             "chi2_independence",

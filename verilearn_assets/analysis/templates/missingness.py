@@ -7,7 +7,7 @@ from verilearn_assets.analysis.templates.base import (
     INTEGER,
     NUMBER,
     STRING,
-    Program,
+    ReferenceCode,
     TableView,
     Template,
     candidate,
@@ -19,8 +19,8 @@ from verilearn_assets.analysis.templates.steps import keep_levels
 FAMILY = "missingness"
 
 
-def _most_missing_program(pick: str | None) -> tuple[Program, str]:
-    p = Program().comment("Count missing cells per column and find the worst column")
+def _most_missing_program(pick: str | None) -> tuple[ReferenceCode, str]:
+    p = ReferenceCode().comment("Count missing cells per column and find the worst column")
     p.step("missing = df.isna().sum()", "missing_per_column")
     p.choose("worst", "missing.idxmax()", pick, "worst_column", ["missing_per_column"])
     return p, p.submit('{"column": str(worst), "missing": int(missing[worst])}')
@@ -52,7 +52,7 @@ def most_missing_column(v: TableView) -> list[Candidate]:
 
 
 def duplicate_rows(v: TableView) -> list[Candidate]:
-    p = Program().comment("Rows that repeat an earlier row in every column")
+    p = ReferenceCode().comment("Rows that repeat an earlier row in every column")
     p.step("dup_mask = df.duplicated(keep='first')", "duplicate_mask")
     p.step("n_dup = dup_mask.sum()", "n_duplicates", ["duplicate_mask"])
     p.step("n_unique_rows = len(df) - n_dup", "n_unique_rows", ["n_duplicates"])
@@ -80,7 +80,9 @@ def complete_case_shift(v: TableView) -> list[Candidate]:
     out = []
     for miss in v.per_template(with_missing):
         target = next(c for c in v.numeric if c != miss)
-        p = Program().comment(f"Mean of {target} before and after dropping rows missing {miss}")
+        p = ReferenceCode().comment(
+            f"Mean of {target} before and after dropping rows missing {miss}"
+        )
         p.step(f"before = df[{q(target)}].astype(float).mean()", "mean_all")
         p.step(f"complete = df.dropna(subset=[{q(miss)}, {q(target)}])", "complete_rows")
         p.step(
@@ -110,8 +112,8 @@ def complete_case_shift(v: TableView) -> list[Candidate]:
 
 def _missing_by_group_program(
     cat: str, col: str, levels: list[str], pick: str | None
-) -> tuple[Program, str]:
-    p = Program().comment(f"Share of missing {col} within each level of {cat}")
+) -> tuple[ReferenceCode, str]:
+    p = ReferenceCode().comment(f"Share of missing {col} within each level of {cat}")
     p.step(f"sub = df[df[{q(cat)}].notna()]", "rows_with_group")
     keep_levels(p, cat, levels, after="rows_with_group")
     p.step(

@@ -10,7 +10,7 @@ from verilearn_assets.analysis.templates.base import (
     STAT,
     AnswerSchema,
     NotApplicable,
-    Program,
+    ReferenceCode,
     TableView,
     Template,
     candidate,
@@ -26,7 +26,7 @@ SHAPIRO_MAX_N = 5000  # scipy warns that p-values are unreliable beyond this
 def ks_normality_test(v: TableView) -> list[Candidate]:
     out = []
     for col in v.per_template(v.need_numeric(1)):
-        p = Program().comment(f"KS test of standardised {col} against N(0, 1)")
+        p = ReferenceCode().comment(f"KS test of standardised {col} against N(0, 1)")
         nonmissing_values(p, col)
         p.step("z = (x - x.mean()) / x.std(ddof=1)", "standardised", ["values"])
         p.step("res = stats.kstest(z, 'norm')", "ks_test", ["standardised"])
@@ -58,7 +58,7 @@ def shapiro_normality(v: TableView) -> list[Candidate]:
     )
     out = []
     for col in v.per_template(v.need_numeric_from_second()):
-        p = Program().comment(f"Shapiro-Wilk normality test of {col}")
+        p = ReferenceCode().comment(f"Shapiro-Wilk normality test of {col}")
         nonmissing_values(p, col)
         p.step("res = stats.shapiro(x)", "shapiro", ["values"])
         p.step("normal = bool(res.pvalue > 0.05)", "looks_normal", ["shapiro"])
@@ -94,7 +94,7 @@ def conditional_normality(v: TableView) -> list[Candidate]:
             sizes = df[[cat, num]].dropna()[cat].astype(str).value_counts()
             if sizes[levels].max() > SHAPIRO_MAX_N:
                 continue
-            p = Program().comment(f"Shapiro-Wilk of {num} within each level of {cat}")
+            p = ReferenceCode().comment(f"Shapiro-Wilk of {num} within each level of {cat}")
             level_rows(p, cat, [num], levels)
             p.step(
                 f"p_values = sub.groupby(sub[{q(cat)}].astype(str))[{q(num)}].apply("

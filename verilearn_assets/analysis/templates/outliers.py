@@ -6,7 +6,7 @@ from verilearn_assets.analysis.candidate import Candidate
 from verilearn_assets.analysis.templates.base import (
     INTEGER,
     NUMBER,
-    Program,
+    ReferenceCode,
     TableView,
     Template,
     candidate,
@@ -17,7 +17,7 @@ from verilearn_assets.analysis.templates.steps import nonmissing_values
 FAMILY = "outliers"
 
 
-def _iqr_fence(p: Program, col: str) -> None:
+def _iqr_fence(p: ReferenceCode, col: str) -> None:
     nonmissing_values(p, col)
     p.step("q1, q3 = x.quantile([0.25, 0.75])", "quartiles", ["values"])
     p.step("iqr = q3 - q1", "iqr", ["quartiles"])
@@ -28,7 +28,7 @@ def _iqr_fence(p: Program, col: str) -> None:
 def iqr_outlier_count(v: TableView) -> list[Candidate]:
     out = []
     for col in v.per_template(v.need_numeric(1)):
-        p = Program().comment(f"Tukey fences on {col}")
+        p = ReferenceCode().comment(f"Tukey fences on {col}")
         _iqr_fence(p, col)
         p.step("n_out = int(is_out.sum())", "n_outliers", ["outlier_mask"])
         code = p.submit("n_out")
@@ -52,7 +52,7 @@ def iqr_outlier_count(v: TableView) -> list[Candidate]:
 def zscore_outlier_count(v: TableView) -> list[Candidate]:
     out = []
     for col in v.per_template(v.need_numeric(1)):
-        p = Program().comment(f"z-scores of {col} with the sample standard deviation")
+        p = ReferenceCode().comment(f"z-scores of {col} with the sample standard deviation")
         nonmissing_values(p, col)
         p.step("z = (x - x.mean()) / x.std(ddof=1)", "z_scores", ["values"])
         p.step("n_out = int((z.abs() > 3).sum())", "n_outliers", ["z_scores"])
@@ -79,7 +79,7 @@ def zscore_outlier_count(v: TableView) -> list[Candidate]:
 def iterative_trimming(v: TableView) -> list[Candidate]:
     out = []
     for col in v.per_template(v.need_numeric(1)):
-        p = Program().comment(f"Trim |z| > 3 from {col} repeatedly until none is left")
+        p = ReferenceCode().comment(f"Trim |z| > 3 from {col} repeatedly until none is left")
         nonmissing_values(p, col)
         p.line(
             "rounds = 0\n"
@@ -116,7 +116,7 @@ def iterative_trimming(v: TableView) -> list[Candidate]:
 def iqr_trimmed_mean_shift(v: TableView) -> list[Candidate]:
     out = []
     for col in v.per_template(v.need_numeric_from_second()):
-        p = Program().comment(f"Effect of dropping IQR outliers on the mean of {col}")
+        p = ReferenceCode().comment(f"Effect of dropping IQR outliers on the mean of {col}")
         _iqr_fence(p, col)
         p.step("kept = x[~is_out]", "kept_values", ["outlier_mask"])
         p.step("shift = kept.mean() - x.mean()", "mean_shift", ["kept_values", "values"])

@@ -14,7 +14,7 @@ from verilearn_assets.analysis.templates.base import (
     STRING,
     VARIANTS,
     AnswerSchema,
-    Program,
+    ReferenceCode,
     TableView,
     Template,
     candidate,
@@ -30,8 +30,8 @@ FAMILY = "regression"
 
 def _r2_program(
     target: str, cols: list[str], listwise: bool, pick: str | None
-) -> tuple[Program, str]:
-    p = Program().comment(f"R^2 of a simple linear regression of {target} on each column")
+) -> tuple[ReferenceCode, str]:
+    p = ReferenceCode().comment(f"R^2 of a simple linear regression of {target} on each column")
     if listwise:
         p.step(f"block = df[{cols + [target]!r}].dropna().astype(float)", "complete_rows")
     else:
@@ -114,8 +114,8 @@ def _regression(variant: str) -> Template:
 
 def _multi_program(
     target: str, cols: list[str], pick: tuple[str, str] | None
-) -> tuple[Program, str]:
-    p = Program().line("import statsmodels.api as sm")
+) -> tuple[ReferenceCode, str]:
+    p = ReferenceCode().line("import statsmodels.api as sm")
     p.comment(f"Pick the two columns most correlated with {target}, then fit OLS")
     p.step(
         f"r = df[{cols!r}].astype(float).corrwith(df[{q(target)}].astype(float)).abs()",

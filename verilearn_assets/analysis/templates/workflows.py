@@ -12,7 +12,7 @@ from verilearn_assets.analysis.templates.base import (
     STAT,
     STRING,
     NotApplicable,
-    Program,
+    ReferenceCode,
     TableView,
     Template,
     candidate,
@@ -29,7 +29,7 @@ BOOT = 1000
 def bootstrap_mean_ci(v: TableView) -> list[Candidate]:
     out = []
     for col in v.per_template(v.need_numeric(1)):
-        p = Program().comment(f"Percentile bootstrap of the mean of {col} (seeded)")
+        p = ReferenceCode().comment(f"Percentile bootstrap of the mean of {col} (seeded)")
         p.step(f"x = df[{q(col)}].dropna().astype(float).to_numpy()", "values")
         p.step("rng = np.random.default_rng(0)", "rng")
         p.step(
@@ -72,7 +72,7 @@ def quantile_binning(v: TableView) -> list[Candidate]:
         counts = df[y].notna().groupby(bins, observed=False).sum()
         if (counts == 0).any():
             continue
-        p = Program().comment(f"Mean of {y} within quartile bins of {x}")
+        p = ReferenceCode().comment(f"Mean of {y} within quartile bins of {x}")
         p.step(
             f"bins = pd.qcut(df[{q(x)}].astype(float), 4, labels=['Q1', 'Q2', 'Q3', 'Q4'])",
             "quartile_bins",
@@ -108,7 +108,7 @@ def quantile_binning(v: TableView) -> list[Candidate]:
 def imputation_mean_vs_median(v: TableView) -> list[Candidate]:
     out = []
     for col in v.per_template(v.need_with_missing()):
-        p = Program().comment(f"How imputation choice changes the spread of {col}")
+        p = ReferenceCode().comment(f"How imputation choice changes the spread of {col}")
         p.step(f"x = df[{q(col)}].astype(float)", "values")
         p.step("std_observed = x.std()", "std_observed", ["values"])
         p.step("std_mean_filled = x.fillna(x.mean()).std()", "std_mean_imputed", ["values"])
@@ -137,7 +137,7 @@ def imputation_mean_vs_median(v: TableView) -> list[Candidate]:
 
 def imputation_group_median_effect(v: TableView) -> list[Candidate]:
     col, cat = v.need_with_missing()[0], v.need_categorical()[0]
-    p = Program().comment(f"Fill {col} with the median of its {cat} group")
+    p = ReferenceCode().comment(f"Fill {col} with the median of its {cat} group")
     p.step(f"x = df[{q(col)}].astype(float)", "values")
     p.step(
         f"group_median = x.groupby({text_col(cat)}).transform('median')",
@@ -168,8 +168,8 @@ def imputation_group_median_effect(v: TableView) -> list[Candidate]:
     ]
 
 
-def _segment_program(cat: str, x: str, y: str, pick: str | None) -> tuple[Program, str]:
-    p = Program().comment(f"Largest segment of {cat}, then correlate {x} and {y} inside it")
+def _segment_program(cat: str, x: str, y: str, pick: str | None) -> tuple[ReferenceCode, str]:
+    p = ReferenceCode().comment(f"Largest segment of {cat}, then correlate {x} and {y} inside it")
     p.step(f"sizes = df[{q(cat)}].dropna().astype(str).value_counts()", "segment_sizes")
     p.choose("segment", "sizes.index[0]", pick, "largest_segment", ["segment_sizes"])
     p.step(f"part = df[{text_col(cat)} == segment]", "segment_rows", ["largest_segment"])
@@ -218,8 +218,8 @@ def segment_then_correlate(v: TableView) -> list[Candidate]:
 
 def _slope_program(
     cat: str, x: str, y: str, levels: list[str], pick: str | None
-) -> tuple[Program, str]:
-    p = Program().comment(f"Slope of {y} on {x} within each level of {cat}")
+) -> tuple[ReferenceCode, str]:
+    p = ReferenceCode().comment(f"Slope of {y} on {x} within each level of {cat}")
     level_rows(p, cat, [x, y], levels)
     p.step(
         f"slopes = sub.groupby(sub[{q(cat)}].astype(str)).apply(lambda g: stats.linregress("
@@ -278,7 +278,7 @@ def segment_steepest_slope(v: TableView) -> list[Candidate]:
 
 def adaptive_two_sample_test(v: TableView) -> list[Candidate]:
     num, cat = first_binary_split(v)
-    p = Program().comment(f"Choose the test for {num} across {cat} from the evidence")
+    p = ReferenceCode().comment(f"Choose the test for {num} across {cat} from the evidence")
     two_groups(p, cat, num)
     p.step(
         "normal = stats.shapiro(a).pvalue > 0.05 and stats.shapiro(b).pvalue > 0.05",
