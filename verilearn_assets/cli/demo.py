@@ -1,16 +1,27 @@
-"""`verilearn demo`: materialize the default graph on the embedded defaults, print the report."""
+"""`verilearn demo`: materialize the default graph on the embedded defaults, print the report.
+
+The console gets one line per job and partition, under a progress bar; Dagster's DEBUG
+event stream and every stack trace go to `$VERILEARN_HOME/logs/demo-<time>.log`, whose
+path is printed first. A failed run is one line: what failed, why, and where the log is.
+"""
 
 from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from verilearn_assets.core.records import SPLITS
 
 DEFAULT_SOURCES = ("template", "procedural")  # `llm` needs a vLLM server
+FIRST_FAMILY = "analysis"
+STAGES = ("ingest", "tasks", "training", "reports")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -22,46 +33,132 @@ def register(sub: argparse._SubParsersAction) -> None:
         choices=["template", "procedural", "llm"],
     )
     p.add_argument("--splits", nargs="+", default=list(SPLITS), choices=list(SPLITS))
+    p.add_argument(
+        "--stop-after",
+        choices=STAGES,
+        default=STAGES[-1],
+        help="run the graph up to this stage only (ingest: the dataset partitions and the "
+        "smoke suite; tasks: every family's job; training; reports: everything)",
+    )
     p.set_defaults(handler=run)
 
 
+@dataclass(frozen=True)
+class Step:
+    job: str
+    partition: str | None = None
+
+    def label(self) -> str:
+        return f"{self.job} [{self.partition}]" if self.partition else self.job
+
+
+def plan(
+    sources: list[str], splits: list[str], jobs: set[str], stop_after: str = STAGES[-1]
+) -> tuple[list[Step], list[str]]:
+    """The runs of a demo, in order, and the family jobs skipped because they do not exist.
+
+    Every dataset partition of `platform_job` (one run each, so one bad dataset fails
+    alone), the smoke suite, each family's job per source × split (analysis first), the
+    training job per split, then the reports.
+    """
+    from verilearn_assets.core.family import families
+    from verilearn_assets.platform.defs import DATASET, partition_key
+
+    last = STAGES.index(stop_after)
+    steps = [Step("platform_job", key) for key in DATASET.get_partition_keys()]
+    if "smoke_job" in jobs:
+        steps.append(Step("smoke_job"))
+    if last < STAGES.index("tasks"):
+        return steps, []
+    names = [FIRST_FAMILY] + sorted(n for n in families() if n != FIRST_FAMILY)
+    skipped = []
+    for name in names:
+        job = f"{name}_job"
+        if job not in jobs:
+            skipped.append(job)
+            continue
+        for source in sources:
+            for split in splits:
+                steps.append(Step(job, str(partition_key(source, split))))
+    if last >= STAGES.index("training"):
+        steps += [Step("training_job", split) for split in splits]
+    if last >= STAGES.index("reports"):
+        steps.append(Step("reports_job"))
+    return steps, skipped
+
+
+def log_path(home: Path) -> Path:
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    path = home / "logs" / f"demo-{stamp}.log"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    n = 1
+    while path.exists():  # two demos in the same second
+        n += 1
+        path = path.with_name(f"demo-{stamp}-{n}.log")
+    return path
+
+
 def run(args: argparse.Namespace) -> int:
-    from verilearn_assets.cli.orchestrate import instance_for_home, run_job
+    from verilearn_assets.cli.orchestrate import (
+        instance_for_home,
+        job_names,
+        output_to,
+        run_job,
+    )
     from verilearn_assets.core import lake
     from verilearn_assets.core.report import render_report
     from verilearn_assets.core.warehouse import reader, warehouse_path
-    from verilearn_assets.platform.defs import partition_key
 
-    console = Console()
+    console = Console(soft_wrap=True)  # a reason stays on one line at any width
     home = lake.home()
-    instance = instance_for_home(home)
+    log_file = log_path(home)
+    with log_file.open("w") as log:
+        console.print(f"[bold]verilearn demo[/] — home {escape(str(home))}")
+        console.print(f"Dagster event log: {escape(str(log_file))}")
+        with output_to(log):  # loading the code location warns; keep that off the console
+            instance = instance_for_home(home)
+            steps, skipped = plan(args.sources, args.splits, job_names(), args.stop_after)
+        for job in skipped:
+            console.print(f"  {job}: skipped (no such job in the code location yet)")
+        failed: list[str] = []
+        progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        )
+        with progress:
+            task = progress.add_task("starting", total=len(steps))
+            for step in steps:
+                progress.update(task, description=escape(step.label()))
+                t0 = time.perf_counter()
+                out = run_job(instance, step.job, step.partition, log=log)
+                seconds = time.perf_counter() - t0
+                if out.success:
+                    line = f"  {escape(step.label())}: [green]ok[/] ({seconds:.1f}s)"
+                    progress.console.print(line)
+                    for reason in out.failed_checks:  # warnings of a run that succeeded
+                        progress.console.print(f"    {reason}", markup=False, highlight=False)
+                else:
+                    failed.append(step.label())
+                    progress.console.print(
+                        f"  {escape(step.label())}: [red]FAILED[/] ({seconds:.1f}s)"
+                    )
+                    for reason in out.reasons() or ["failed (no reason recorded)"]:
+                        progress.console.print(f"    {reason}", markup=False, highlight=False)
+                    progress.console.print(f"    full log: {log_file}", markup=False)
+                progress.advance(task)
+    if "reports_job" in failed:
+        console.print("No report: reports_job failed (see above).")
+    elif any(step.job == "reports_job" for step in steps):
+        with reader(warehouse_path(home)) as con:
+            render_report(Console(), con)  # tables fit the width, unlike the lines above
     console.print(
-        f"[bold]verilearn demo[/] — home {home}, Dagster instance {instance.root_directory}"
-    )
-    outcomes = []
-
-    def step(job: str, partition: str | None = None) -> None:
-        t0 = time.perf_counter()
-        out = run_job(instance, job, partition)
-        outcomes.append(out)
-        mark = "[green]ok[/]" if out.success else "[red]FAILED[/]"
-        where = escape(f" [{partition}]") if partition else ""
-        console.print(f"  {job}{where}: {mark} ({time.perf_counter() - t0:.1f}s)")
-        for line in out.failed_checks + out.failed_steps + out.errors:
-            console.print(f"    {line}", markup=False)
-
-    step("platform_job")
-    for source in args.sources:
-        for split in args.splits:
-            step("analysis_job", str(partition_key(source, split)))
-    for split in args.splits:
-        step("training_job", split)
-    step("reports_job")
-    with reader(warehouse_path(home)) as con:
-        render_report(console, con)
-    failed = [o for o in outcomes if not o.success]
-    console.print(
-        f"\n{len(outcomes) - len(failed)}/{len(outcomes)} runs succeeded. "
+        f"\n{len(steps) - len(failed)}/{len(steps)} runs succeeded. "
         "Open the UI on this instance with `make ui`."
     )
+    if failed:
+        console.print(f"Failed: {', '.join(failed)}. Full log: {log_file}", markup=False)
     return 1 if failed else 0

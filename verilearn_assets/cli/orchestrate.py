@@ -1,16 +1,29 @@
 """Run the code location's jobs in process against the instance under VERILEARN_HOME.
 
 Shared by `verilearn demo` and `verilearn gate`, so what they materialize is exactly what
-`dagster dev` shows afterwards.
+`dagster dev` shows afterwards. With a log file, everything a run writes (Dagster's DEBUG
+event stream, warnings, stack traces) goes there and the caller keeps the console for one
+line per run.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
 
 from dagster import DagsterEventType, DagsterInstance
+
+if TYPE_CHECKING:
+    from dagster import Definitions
+
+# "package.module.SomeError: message" → "message": the class path says nothing to a reader.
+_CLASS_PREFIX = re.compile(r"^(?:[A-Za-z_][\w]*\.)+[A-Za-z_]\w*:\s*")
 
 
 def instance_for_home(home: Path) -> DagsterInstance:
@@ -21,6 +34,18 @@ def instance_for_home(home: Path) -> DagsterInstance:
     return DagsterInstance.get()
 
 
+@functools.cache
+def code_location() -> Definitions:
+    """The merged Definitions, loaded once per process (every run reuses them)."""
+    from verilearn_assets.definitions import defs
+
+    return defs
+
+
+def job_names() -> set[str]:
+    return {job.name for job in code_location().resolve_all_job_defs()}
+
+
 @dataclass
 class RunOutcome:
     job: str
@@ -29,17 +54,48 @@ class RunOutcome:
     failed_checks: list[str] = field(default_factory=list)
     failed_steps: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    run_id: str = ""
+
+    def reasons(self) -> list[str]:
+        return self.failed_checks + self.failed_steps + self.errors
 
 
-def run_job(instance: DagsterInstance, job_name: str, partition: str | None = None) -> RunOutcome:
+@contextlib.contextmanager
+def output_to(log: TextIO | None) -> Iterator[None]:
+    """Send Python-level stdout and stderr (Dagster's console logger included) to `log`."""
+    if log is None:
+        yield
+        return
+    with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+        yield
+    log.flush()
+
+
+def _innermost(err):  # SerializableErrorInfo: the user's exception, not Dagster's wrapper
+    while err is not None and err.cause is not None:
+        err = err.cause
+    return err
+
+
+def one_line(text: str | None, default: str = "failed") -> str:
+    """The first line of an error message, without the exception's class path."""
+    lines = (text or "").strip().splitlines()
+    return _CLASS_PREFIX.sub("", lines[0]).strip() if lines else default
+
+
+def run_job(
+    instance: DagsterInstance,
+    job_name: str,
+    partition: str | None = None,
+    log: TextIO | None = None,
+) -> RunOutcome:
     """Execute one job (one partition) in process; collect check and step failures."""
-    from verilearn_assets.definitions import defs
-
-    job = defs.resolve_job_def(job_name)
-    result = job.execute_in_process(
-        instance=instance, partition_key=partition, raise_on_error=False
-    )
-    out = RunOutcome(job_name, partition, result.success)
+    with output_to(log):
+        job = code_location().resolve_job_def(job_name)
+        result = job.execute_in_process(
+            instance=instance, partition_key=partition, raise_on_error=False
+        )
+    out = RunOutcome(job_name, partition, result.success, run_id=result.run_id)
     for event in result.all_events:
         if event.event_type == DagsterEventType.ASSET_CHECK_EVALUATION:
             ev = event.event_specific_data
@@ -50,17 +106,25 @@ def run_job(instance: DagsterInstance, job_name: str, partition: str | None = No
                     f"{f' [{partition}]' if partition else ''}: {ev.description}"
                 )
         elif event.event_type == DagsterEventType.STEP_FAILURE:
-            err = event.event_specific_data.error
-            msg = err.message.strip().splitlines()[0] if err else "failed"
-            out.failed_steps.append(f"{event.step_key}: {msg}")
+            data = event.event_specific_data
+            err = _innermost(data.error)
+            user = getattr(data, "user_failure_data", None)
+            text = user.description if user is not None and user.description else None
+            out.failed_steps.append(f"{event.step_key}: {text or one_line(err and err.message)}")
         elif event.event_type in (
             DagsterEventType.RESOURCE_INIT_FAILURE,
             DagsterEventType.RUN_FAILURE,
         ):
-            err = getattr(event.event_specific_data, "error", None)
-            cause = err
-            while cause is not None and cause.cause is not None:
-                cause = cause.cause  # the user's exception, not Dagster's wrapper
-            text = (cause.message.strip() if cause else event.message) or "failed"
+            if event.event_type == DagsterEventType.RUN_FAILURE and out.failed_steps:
+                continue  # the step lines already say which step failed and why
+            err = _innermost(getattr(event.event_specific_data, "error", None))
+            text = one_line(err.message if err else event.message)
             out.errors.append(f"{event.event_type_value}: {text}")
+    if log is not None:
+        mark = "ok" if out.success else "FAILED"
+        where = f" [{partition}]" if partition else ""
+        print(f"=== {job_name}{where}: {mark} (run {out.run_id})", file=log)
+        for line in out.reasons():
+            print(f"===   {line}", file=log)
+        log.flush()
     return out
