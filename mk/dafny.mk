@@ -1,0 +1,24 @@
+# The Dafny family's system packages (included from the top-level Makefile).
+#
+# Debian's `dafny` (2.3) brings mono, boogie and z3; `bubblewrap` jails the verifier. The
+# z3 Dafny actually runs is the pinned `z3-solver==4.8.5.0` wheel's `bin/z3` (pyproject),
+# which `make install` puts in .venv.
+#
+#   make dafny-deps   install the apt packages when missing, then check the toolchain
+
+DAFNY_APT_PACKAGES := dafny z3 mono-runtime bubblewrap
+
+.PHONY: dafny-deps
+
+dafny-deps: install
+	@missing=""; for p in $(DAFNY_APT_PACKAGES); do \
+	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing apt packages:$$missing"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq; \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
+	$(VPY) -c 'from verilearn_assets.dafny.toolchain import detect; print("dafny toolchain:", detect().versions)'
+
+TEST_DEPS += dafny-deps

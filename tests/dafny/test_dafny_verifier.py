@@ -1,0 +1,147 @@
+"""The real verifier (Debian dafny 2.3 + the pinned z3 4.8.5) on each result class."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import programs as P
+import pytest
+
+from verilearn_assets.dafny.results import filter_noise
+from verilearn_assets.dafny.toolchain import detect
+from verilearn_assets.dafny.verifier import DafnyVerifier, VerifierConfig
+
+
+def test_toolchain_versions_recorded(verifier: DafnyVerifier) -> None:
+    result = verifier.verify(P.VERIFIED, use_cache=False)
+    assert result.status == "verified"
+    assert result.verifier["dafny"].startswith("2.3")
+    assert result.verifier["z3"] == "4.8.5"  # the pinned wheel's binary, not Debian's
+
+
+@pytest.mark.parametrize(
+    ("program", "status", "lines"),
+    [
+        (P.VERIFIED, "verified", []),
+        (P.VERIFICATION_ERROR, "verification_error", [3]),  # the body opens on line 3
+        (P.PARSE_ERROR, "parse_error", [1]),
+        (P.RESOLUTION_ERROR, "resolution_error", [2]),
+    ],
+)
+def test_result_classes_server(verifier: DafnyVerifier, program, status, lines) -> None:
+    result = verifier.verify(program, use_cache=False)
+    assert (result.status, result.error_lines()) == (status, lines), result.output
+    assert result.mode == "server"
+
+
+def test_verification_error_has_message_and_related_location(verifier: DafnyVerifier) -> None:
+    result = verifier.verify(P.VERIFICATION_ERROR, use_cache=False)
+    (err,) = result.errors
+    assert err.code == "BP5003" and "postcondition" in err.message
+    assert err.related and err.related[0].startswith("2:")
+
+
+def test_timeout_and_cli_mode(quick_verifier: DafnyVerifier) -> None:
+    assert quick_verifier.verify(P.TIMEOUT).status == "timeout"
+    for program, status in (
+        (P.VERIFIED, "verified"),
+        (P.RESOLUTION_ERROR, "resolution_error"),
+        (P.PARSE_ERROR, "parse_error"),
+        (P.TIMEOUT, "timeout"),
+    ):
+        result = quick_verifier.verify(program, mode="cli")
+        assert (result.mode, result.status) == ("cli", status), result.output
+
+
+def test_wall_clock_hang_restarts_the_process() -> None:
+    """A request past the wall-clock limit is `timeout` and the process is replaced."""
+    cfg = VerifierConfig(processes=1, vc_time_limit_s=60, timeout_s=8, cache=False)
+    with DafnyVerifier(cfg) as v:
+        v.verify(P.VERIFIED)
+        before = v.server_pool().pids()
+        assert v.verify(P.TIMEOUT).status == "timeout"
+        assert v.server_pool().pids() != before
+        assert v.verify(P.VERIFIED).status == "verified"  # the new process answers
+
+
+def test_crash_when_the_server_cannot_run() -> None:
+    broken = dataclasses.replace(detect(), server_exe="/nonexistent/DafnyServer.exe")
+    with DafnyVerifier(VerifierConfig(processes=1, cache=False), toolchain=broken) as v:
+        result = v.verify(P.VERIFIED)
+        assert result.status == "crash" and "after one retry" in result.output
+        assert v.server_pool().restarts >= 2
+
+
+def test_killed_mid_request_is_restarted_and_retried(verifier: DafnyVerifier) -> None:
+    program = P.many_loops(25)
+    pool = verifier.server_pool()
+    retries = pool.retries
+    box: dict = {}
+    worker = threading.Thread(
+        target=lambda: box.update(r=verifier.verify(program, use_cache=False))
+    )
+    worker.start()
+    victim = None
+    for _ in range(200):  # the process holding the request is the one not idle
+        busy = [p for p in pool.all if p.requests and p not in list(pool.idle.queue)]
+        if busy:
+            victim = busy[0]
+            break
+        time.sleep(0.01)
+    assert victim is not None
+    time.sleep(0.2)
+    os.killpg(victim.pid, signal.SIGKILL)
+    worker.join(60)
+    assert box["r"].status == "verified", box["r"].output
+    assert pool.retries == retries + 1
+
+
+def test_debian_z3_noise_is_filtered(tmp_path: Path) -> None:
+    """Debian's z3 4.8.12 prints `model_compress` errors; the verdict ignores them."""
+    debian = dataclasses.replace(detect(), z3="/usr/bin/z3", z3_version="4.8.12")
+    with DafnyVerifier(VerifierConfig(processes=1, cache=False), toolchain=debian) as v:
+        result = v.verify(P.VERIFIED, mode="cli")
+    assert result.status == "verified"
+    assert "model_compress" not in result.output
+    raw = (
+        "Prover error: line 3 column 28: unknown parameter 'model_compress'\n"
+        "Legal parameters are:\n  auto_config (bool) (default: true)\nx.dfy(1,1): Error: boom"
+    )
+    assert filter_noise(raw) == "x.dfy(1,1): Error: boom"
+
+
+def test_cache_hit_same_verdict_and_key_covers_flags(verifier: DafnyVerifier) -> None:
+    first = verifier.verify(P.VERIFICATION_ERROR + "\n// cache\n")
+    again = verifier.verify(P.VERIFICATION_ERROR + "\n// cache\n")
+    assert not first.cached and again.cached
+    assert (again.status, again.error_lines(), again.key) == (
+        first.status,
+        first.error_lines(),
+        first.key,
+    )
+    other = DafnyVerifier(VerifierConfig(vc_time_limit_s=3), toolchain=verifier.toolchain)
+    assert other.key(P.VERIFIED) != verifier.key(P.VERIFIED)
+
+
+def test_batch_keeps_order(verifier: DafnyVerifier) -> None:
+    programs = [P.VERIFIED, P.PARSE_ERROR, P.VERIFICATION_ERROR, P.VERIFIED + "\n"]
+    statuses = [r.status for r in verifier.verify_many(programs, use_cache=False)]
+    assert statuses == ["verified", "parse_error", "verification_error", "verified"]
+
+
+def test_server_runs_in_the_jail(verifier: DafnyVerifier) -> None:
+    if verifier.jail != "bwrap":
+        pytest.fail("bubblewrap is installed here: the verifier must use it")
+    pid = verifier.server_pool().pids()[0]
+    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    assert cmdline[0].endswith(b"bwrap") and b"--unshare-all" in cmdline
+
+
+def test_more_processes_than_cores_refused() -> None:
+    with pytest.raises(ValueError, match="exceeds"):
+        VerifierConfig(processes=(os.cpu_count() or 1) + 1).pool_size()
