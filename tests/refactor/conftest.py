@@ -45,3 +45,35 @@ def backend(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def config(backend: str, tmp_path: Path) -> RefactorConfig:
     return refactor_config(backend, tmp_path, action_timeout_s=10, test_timeout_s=20, pids=48)
+
+
+SMALL_RULES = ("optional-to-union", "eq-none-to-is", "list-call-to-literal")
+
+
+@pytest.fixture(scope="session")
+def small_tasks(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list]:
+    """Template and procedural tasks on one repository with three rules (built once)."""
+    from verilearn_assets.refactor.catalog import load_corpus, load_rules
+    from verilearn_assets.refactor.tasks import generate_tasks
+
+    root = tmp_path_factory.mktemp("small-tasks")
+    config = refactor_config("bwrap", root)
+    repos = [r for r in load_corpus() if r.name == "pathconf"]
+    rules = [r for r in load_rules() if r.id in SMALL_RULES]
+    return {
+        source: generate_tasks(source, repos[0].split, config, repos, rules, max_pairs_per_repo=2)
+        for source in ("template", "procedural")
+    }
+
+
+def write_tasks(home: Path, tasks: list) -> None:
+    from verilearn_assets.core import lake
+    from verilearn_assets.refactor.records import RefactorTask
+
+    by_partition: dict[tuple[str, str], list] = {}
+    for task in tasks:
+        by_partition.setdefault((task.source, task.split), []).append(task)
+    for (source, split), part in by_partition.items():
+        lake.write_records(
+            "refactor/tasks", part, RefactorTask, lake.lake_root(home), source=source, split=split
+        )

@@ -1,0 +1,230 @@
+"""The actor loop: program teacher end to end, forced failure cases, resume after a kill."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from conftest import refactor_config, write_tasks
+
+from verilearn_assets.core import lake
+from verilearn_assets.refactor.actor import Actor, db_path, run_partition, state_key
+from verilearn_assets.refactor.catalog import load_corpus
+from verilearn_assets.refactor.prompts import load_prompts
+from verilearn_assets.refactor.records import TrajectoryStep
+from verilearn_assets.refactor.rewards import PARTIAL_CAP, compute_reward
+from verilearn_assets.refactor.state import StateStore
+
+REPOS = {r.name: r for r in load_corpus()}
+
+
+def read_steps(home: Path, source: str, split: str) -> list[TrajectoryStep]:
+    return lake.read_records(  # type: ignore[return-value]
+        "refactor/trajectories", TrajectoryStep, lake.lake_root(home), source=source, split=split
+    )
+
+
+def test_program_teacher_verifies_every_reference_step(home: Path, small_tasks) -> None:
+    tasks = small_tasks["procedural"]
+    assert any(len(t.reference_actions) == 2 for t in tasks)
+    config = refactor_config("bwrap", home)
+    summary = run_partition(home, "procedural", tasks[0].split, config=config, tasks=tasks)
+    steps = read_steps(home, "procedural", tasks[0].split)
+    assert len(steps) == sum(len(t.reference_actions) for t in tasks) == summary.steps
+    assert all(s.verified and s.teacher == "program" for s in steps)
+    by_task = {t.id: t for t in tasks}
+    store = StateStore(db_path(home))
+    for s in steps:
+        task = by_task[s.task_id]
+        last = s.step == len(task.reference_actions)
+        assert s.done == last and s.reward == (1.0 if last else PARTIAL_CAP * s.step / 2)
+        assert s.tests["status"] == "passed" and s.sandbox_result["status"] == "ok"
+        assert "<state>" in s.prompt and task.instruction in s.prompt
+        assert (
+            compute_reward(task, None, "ok", "passed", s.tree_hash, s.diff_from_start).value
+            == s.reward
+        )
+        # one state version per step, and the next prompt carried the merged state
+        versions = store.versions(state_key(s.task_id, "program"))
+        assert len(versions) == len(task.reference_actions)
+        assert s.state_version == s.step
+        if last:
+            assert s.diff_from_start == task.target_diff
+    assert summary.metadata()["precision"] == 1.0
+
+
+class ScriptedTeacher:
+    """A scripted policy: what a model says, step by step (the only allowed test double)."""
+
+    name = "scripted"
+    model = "script"
+
+    def __init__(self, answers: list[str]) -> None:
+        self.answers = answers
+
+    async def respond(self, messages, task, step, state, seed) -> str:  # noqa: ANN001
+        return self.answers[step - 1]
+
+
+def answer(action: dict | str, update: dict | str = "{}") -> str:
+    action_text = action if isinstance(action, str) else json.dumps(action)
+    update_text = update if isinstance(update, str) else json.dumps(update)
+    return (
+        f"<think>t</think><action>{action_text}</action><state_update>{update_text}</state_update>"
+    )
+
+
+def test_failure_classes_and_state_kept_on_bad_update(home: Path, small_tasks) -> None:
+    task = next(t for t in small_tasks["template"] if t.rules == ["eq-none-to-is"])
+    good = task.reference_actions[0]
+    answers = [
+        "I will just edit the file by hand.",  # parse
+        answer({"kind": "command", "argv": ["sh", "-c", "true"]}),  # disallowed
+        answer(good, {"mood": "confident"}),  # schema (unknown state field)
+        answer({"kind": "run", "pattern": "return None", "rewrite": "return 0"}),  # tests_fail
+        # undoing it restores the start tree: tests pass but nothing moved toward the target
+        answer({"kind": "run", "pattern": "return 0", "rewrite": "return None"}),
+        answer({"kind": "run", "pattern": "nothing_matches_this($A)", "rewrite": "x"}),
+        answer(good, {"decisions": ["is None"]}),  # reaches the target -> 1.0
+    ]
+    config = refactor_config("bwrap", home)
+    actor = Actor(
+        home=home,
+        teacher=ScriptedTeacher(answers),
+        config=config,
+        prompts=load_prompts(),
+        repos=REPOS,
+        extra_steps=10,
+    )
+    try:
+        summary = asyncio.run(actor.run([task], "template", task.split))
+    finally:
+        actor.close()
+    steps = read_steps(home, "template", task.split)
+    failures = [s.failure for s in steps]
+    assert failures == [
+        "parse",
+        "disallowed",
+        "schema",
+        "tests_fail",
+        "wrong_change",
+        "no_change",
+        None,
+    ]
+    assert failures[:4] == ["parse", "disallowed", "schema", "tests_fail"]
+    assert failures[-1] is None and steps[-1].reward == 1.0 and steps[-1].done
+    assert all(s.reward == 0 for s in steps[:6]) and not any(s.verified for s in steps[:6])
+    assert "mood" in steps[2].sandbox_result["message"]
+    assert summary.parse_failures == 1 and summary.sandbox_failures == 1
+    store = StateStore(db_path(home))
+    versions = store.versions(state_key(task.id, "scripted"))
+    assert len(versions) == len(steps)
+    assert versions[2][1] == versions[1][1]  # the bad update left the state as it was
+    assert versions[-1][1].decisions == ["is None"]
+
+
+def test_killed_run_resumes_without_losing_a_committed_step(home: Path, small_tasks) -> None:
+    tasks = small_tasks["procedural"]
+    split = tasks[0].split
+    write_tasks(home, tasks)
+    env = {**os.environ, "VERILEARN_HOME": str(home)}
+    cmd = [
+        sys.executable,
+        "-m",
+        "verilearn_assets.refactor.actor",
+        "--home",
+        str(home),
+        "--source",
+        "procedural",
+        "--split",
+        split,
+    ]
+    proc = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
+    db = db_path(home)
+    deadline = time.monotonic() + 120
+    committed = 0
+    while time.monotonic() < deadline and proc.poll() is None:
+        if db.exists():
+            with sqlite3.connect(db, timeout=5) as conn:
+                try:
+                    committed = conn.execute("SELECT COUNT(*) FROM steps").fetchone()[0]
+                except sqlite3.OperationalError:
+                    committed = 0
+            if committed >= 3:
+                break
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert committed >= 3, proc.stderr.read().decode()[-2000:]
+    with sqlite3.connect(db) as conn:
+        before = dict(
+            ((r[0], r[1]), r[2])
+            for r in conn.execute("SELECT task_id, step, record FROM steps").fetchall()
+        )
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    with sqlite3.connect(db) as conn:
+        after = dict(
+            ((r[0], r[1]), r[2])
+            for r in conn.execute("SELECT task_id, step, record FROM steps").fetchall()
+        )
+    assert len(before) >= 3 and all(after[k] == v for k, v in before.items())
+    steps = read_steps(home, "procedural", split)
+    assert len(steps) == len(after) == sum(len(t.reference_actions) for t in tasks)
+    assert len({(s.task_id, s.step) for s in steps}) == len(steps)
+    assert all(s.verified for s in steps)
+
+
+def test_vllm_teacher_drives_a_task_end_to_end(home: Path, small_tasks, vllm_server) -> None:
+    from verilearn_assets.refactor.teachers import VllmTeacher, load_actors
+
+    task = small_tasks["template"][0]
+    actor_cfg = (
+        load_actors()
+        .actor("tiny-local")
+        .model_copy(update={"base_urls": [vllm_server.base_url], "fallback_models": []})
+    )
+    teacher = VllmTeacher(actor_cfg)
+    actor = Actor(
+        home=home,
+        teacher=teacher,
+        config=refactor_config("bwrap", home),
+        prompts=load_prompts(),
+        repos=REPOS,
+        extra_steps=1,
+    )
+
+    async def drive() -> None:
+        try:
+            await actor.run([task], "template", task.split)
+        finally:
+            await teacher.close()
+
+    try:
+        asyncio.run(drive())
+    finally:
+        actor.close()
+    steps = read_steps(home, "template", task.split)
+    assert [s.step for s in steps] == [1, 2]  # one reference step + one extra, then stop
+    for s in steps:
+        assert s.teacher == "vllm" and s.model == vllm_server.model
+        assert s.model_output.raw  # what the real server said
+        assert s.latency_ms > 0 and "<state>" in s.prompt
+        expected = compute_reward(
+            task,
+            s.failure if s.failure in ("parse", "schema") else None,
+            s.sandbox_result.get("status"),
+            s.tests.get("status"),
+            s.tree_hash,
+            s.diff_from_start,
+        )
+        assert (expected.value, expected.failure) == (s.reward, s.failure)
