@@ -16,6 +16,9 @@ from verilearn_assets.analysis.records import Episode, QuestionRecord
 from verilearn_assets.analysis.sft_rows import sft_rows
 from verilearn_assets.analysis.verify import reverify
 from verilearn_assets.core.family import Family, GateRule, RuleContext
+from verilearn_assets.core.ingest.catalog import load_datasets_config
+from verilearn_assets.core.ingest.coverage import catalog_coverage as ingest_coverage
+from verilearn_assets.core.ingest.splits import catalog_splits
 from verilearn_assets.core.ingest.tables import load_table_records
 from verilearn_assets.core.records import SOURCES, SPLITS, Record
 from verilearn_assets.gate.config import load_gate_config
@@ -93,6 +96,23 @@ def floors(ctx: RuleContext) -> RuleOutcome:
     return outcome
 
 
+def catalog_coverage(ctx: RuleContext) -> RuleOutcome:
+    """Every enabled dataset the catalog assigns to this split has its tables in the lake;
+    a failed download or parse is named with its reason instead of shrinking the split.
+    Datasets marked `optional: true` are listed in the stats, not failed."""
+    cfg = load_datasets_config()
+    missing = ingest_coverage(cfg, ctx.home, ctx.split, include_optional=True)
+    required = [m for m in missing if not m.optional]
+    optional = [m.dataset for m in missing if m.optional]
+    assigned = sum(1 for s in catalog_splits(cfg, ctx.home).values() if s == ctx.split)
+    return RuleOutcome(
+        rule="catalog_coverage",
+        checked=assigned,
+        failures=[m.line() for m in required],
+        stats={"optional_missing": ", ".join(optional) or "none"},
+    )
+
+
 # --- episodes ----------------------------------------------------------------------------
 def trace_integrity(ctx: RuleContext) -> RuleOutcome:
     return episode_rules.trace_integrity(_episodes(ctx))
@@ -141,6 +161,13 @@ RULES = (
         floors,
         "The split has tables, at least one question is accepted, and accepted questions "
         "reach the floors of configs/gate.yaml (total, per template, per operator family).",
+    ),
+    GateRule(
+        "questions_catalog_coverage",
+        "tasks",
+        catalog_coverage,
+        "Every enabled, non-optional catalog dataset assigned to the split has its tables in "
+        "the lake; each missing one is named with why (download failed, parse failed, …).",
     ),
     GateRule(
         "episodes_trace_integrity",

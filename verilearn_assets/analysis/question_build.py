@@ -15,6 +15,7 @@ from verilearn_assets.analysis.questions_config import QuestionsConfig
 from verilearn_assets.analysis.records import QuestionRecord
 from verilearn_assets.analysis.verify import Verifier
 from verilearn_assets.core.records import Split, TableRecord
+from verilearn_assets.core.sandbox.pool import SandboxPool
 
 
 @dataclass
@@ -30,7 +31,7 @@ class PartitionQuestions:
 
 
 async def build_generated(
-    tables: list[TableRecord], source: str, split: Split, cfg: QuestionsConfig, pool: Any
+    tables: list[TableRecord], source: str, split: Split, cfg: QuestionsConfig, pool: SandboxPool
 ) -> PartitionQuestions:
     """Template or procedural questions for every table of the split, verified."""
     out = PartitionQuestions()

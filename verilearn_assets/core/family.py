@@ -31,6 +31,7 @@ from pydantic import Field
 
 from verilearn_assets.core import lake
 from verilearn_assets.core.records import Record, Source, Split, content_hash
+from verilearn_assets.core.sandbox.pool import SandboxPool
 from verilearn_assets.gate.outcome import RuleOutcome
 
 PLATFORM_PACKAGES = frozenset({"core", "gate", "platform", "reports", "training", "cli"})
@@ -42,9 +43,9 @@ EXTRA_FAMILIES_ENV = "VERILEARN_FAMILIES"
 
 class PoolProvider(Protocol):
     """What a rule needing the sandbox gets: the container pool resource (or any object
-    with the same `get_pool()` async context manager)."""
+    whose `get_pool()` gives a not-yet-started pool to use as `async with`)."""
 
-    def get_pool(self) -> Any: ...
+    def get_pool(self) -> SandboxPool: ...
 
 
 class SftRow(Record):
