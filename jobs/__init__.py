@@ -3,7 +3,8 @@
 The embedded default runs steps in process: the heavy lifting already fans out inside a
 step (sandbox slots, vLLM requests), and a 2-core machine gains nothing from one process
 per step. Set `VERILEARN_EXECUTOR=multiprocess` to run steps in parallel processes on a
-bigger host; a distributed engine plugs in here the same way.
+bigger host, or `celery` (or `executor: celery` in configs/deploy.yaml) to hand each step to
+Dagster's Celery executor (see docs/scale.md).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from dagster import (
     multiprocess_executor,
 )
 
+from verilearn_assets.core.deploy import celery_executor_config, load_deploy_config
+
 EXECUTORS: dict[str, ExecutorDefinition] = {
     "in_process": in_process_executor,
     "multiprocess": multiprocess_executor,
@@ -25,9 +28,20 @@ EXECUTORS: dict[str, ExecutorDefinition] = {
 
 
 def executor_from_env() -> ExecutorDefinition:
-    name = os.environ.get("VERILEARN_EXECUTOR", "in_process")
+    """`VERILEARN_EXECUTOR`, else `executor:` of configs/deploy.yaml, else in process.
+
+    `celery` is Dagster's Celery executor configured from deploy.yaml (broker, backend, the
+    settings the workers share), so the code location and every worker agree on it.
+    """
+    name = os.environ.get("VERILEARN_EXECUTOR") or load_deploy_config().executor
+    if name == "celery":
+        from dagster_celery import celery_executor  # only the distributed mode needs it
+
+        return celery_executor.configured(celery_executor_config(load_deploy_config()))
     if name not in EXECUTORS:
-        raise ValueError(f"VERILEARN_EXECUTOR={name!r}: expected one of {sorted(EXECUTORS)}")
+        raise ValueError(
+            f"VERILEARN_EXECUTOR={name!r}: expected one of {sorted([*EXECUTORS, 'celery'])}"
+        )
     return EXECUTORS[name]
 
 
