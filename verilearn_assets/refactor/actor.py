@@ -114,13 +114,14 @@ class Actor:
         while (task_id := self.queue.claim(run)) is not None:
             await self.run_task(run, by_id[task_id], summary)
             self.queue.finish(run, task_id)
-            self.write_lake(source, split)
+            self.write_lake(source, split, set(by_id))
             summary.tasks += 1
-        self.write_lake(source, split)
+        self.write_lake(source, split, set(by_id))
         return summary
 
-    def write_lake(self, source: str, split: str) -> None:
-        records = self.queue.records(source, split)
+    def write_lake(self, source: str, split: str, task_ids: set[str]) -> None:
+        """Replace the partition with every committed step of its current tasks."""
+        records = [r for r in self.queue.records(source, split) if r.task_id in task_ids]
         lake.write_records(
             TRAJECTORIES_LAKE,
             records,
@@ -222,6 +223,7 @@ class Actor:
             split=task.split,
             step=step,
             prompt=prompt_text(messages),
+            prompt_messages=messages,
             state_before=state.model_dump(),
             state_version=0,
             model_output=output,

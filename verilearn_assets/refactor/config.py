@@ -42,6 +42,18 @@ class StateSettings(StrictConfig):
     history_cap: int = Field(default=3, ge=1, le=3)
 
 
+class GenerationSettings(StrictConfig):
+    max_pairs_per_repo: int = Field(default=30, ge=0)  # procedural two-rule sequences
+    rules: list[str] | None = None  # catalog rule ids to use; None: every rule
+
+
+class ActorSettings(StrictConfig):
+    teacher: Literal["program", "vllm"] = "program"
+    actor: str | None = None  # a name in configs/vllm_actors.yaml when teacher is vllm
+    extra_steps: int = Field(default=1, ge=0)  # steps allowed beyond the reference length
+    seed: int = 0
+
+
 class RefactorConfig(StrictConfig):
     backend: Backend = "bwrap"
     allowed_binaries: list[Literal["ast-grep", "python", "pytest"]] = Field(
@@ -58,6 +70,8 @@ class RefactorConfig(StrictConfig):
     log_backups: int = Field(default=3, ge=0)
     docker: DockerSettings = Field(default_factory=DockerSettings)
     state: StateSettings = Field(default_factory=StateSettings)
+    generation: GenerationSettings = Field(default_factory=GenerationSettings)
+    actors: ActorSettings = Field(default_factory=ActorSettings)
 
     def with_backend(self, backend: Backend) -> RefactorConfig:
         return self.model_copy(update={"backend": backend})

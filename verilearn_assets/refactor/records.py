@@ -55,6 +55,7 @@ class TrajectoryStep(Record):
     split: Split
     step: int
     prompt: str
+    prompt_messages: list[dict[str, Any]]  # the chat the teacher saw (system + user)
     state_before: dict[str, Any]
     state_version: int
     model_output: ModelOutput

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from verilearn_assets.refactor.records import RefactorTask
+from verilearn_assets.refactor.records import RefactorTask, TrajectoryStep
 
 PARTIAL_CAP = 0.5
 FAILURES = ("parse", "schema", "disallowed", "crash", "tests_fail", "no_change", "wrong_change")
@@ -82,3 +82,17 @@ def compute_reward(
     if progress > 0:
         return Reward(round(PARTIAL_CAP * min(progress, 1.0), 6), None, False)
     return Reward(0.0, "wrong_change", False)
+
+
+def recompute(task: RefactorTask, step: TrajectoryStep) -> Reward:
+    """The reward a stored step should have, from what it recorded (gate and tests)."""
+    ran = "status" in step.sandbox_result
+    pre_failure = None if ran else step.failure
+    return compute_reward(
+        task,
+        pre_failure,
+        step.sandbox_result.get("status"),
+        step.tests.get("status"),
+        step.tree_hash,
+        step.diff_from_start,
+    )

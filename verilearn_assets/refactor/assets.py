@@ -1,0 +1,128 @@
+"""The refactor family's assets: tasks and trajectories, both partitioned source × split.
+
+Thin wiring over `tasks.py` (generation by jailed execution) and `actor.py` (the actor
+loop); the jail is the family's own runner (`configs/refactor.yaml`), not the cell pool.
+"""
+
+import asyncio
+from collections import Counter
+
+from dagster import AssetExecutionContext, Failure, MaterializeResult, MetadataValue, asset
+
+from resources.home import HomeResource
+from verilearn_assets.core import lake
+from verilearn_assets.platform.defs import SOURCE_SPLIT, source_split
+from verilearn_assets.refactor.actor import TASKS_LAKE, Actor
+from verilearn_assets.refactor.catalog import load_corpus, load_rules
+from verilearn_assets.refactor.config import load_refactor_config
+from verilearn_assets.refactor.family import FAMILY
+from verilearn_assets.refactor.prompts import load_prompts
+from verilearn_assets.refactor.records import RefactorTask
+from verilearn_assets.refactor.tasks import generate_tasks
+from verilearn_assets.refactor.teachers import ProgramTeacher, VllmTeacher, load_actors
+
+
+@asset(
+    name="tasks",
+    key_prefix=[FAMILY.name],
+    partitions_def=SOURCE_SPLIT,
+    group_name="refactor",
+    description="ast-grep refactoring tasks on the bundled corpora for one source × split: "
+    "template (one catalog rule) and procedural (two rules in sequence, one rule on one "
+    "file); the target is computed by running the rule in the jail, and the repository's "
+    "tests must still pass. Rejected candidates are kept with their reason.",
+)
+def tasks(context: AssetExecutionContext, home: HomeResource) -> MaterializeResult:
+    source, split = source_split(context.partition_key)
+    config = load_refactor_config().for_home(home.dir())
+    rules = load_rules()
+    wanted = config.generation.rules
+    if wanted is not None:
+        unknown = sorted(set(wanted) - {r.id for r in rules})
+        if unknown:
+            raise Failure(description=f"refactor.yaml: generation.rules names unknown {unknown}")
+        rules = [r for r in rules if r.id in wanted]
+    records = generate_tasks(
+        source,
+        split,
+        config,
+        rules=rules,
+        max_pairs_per_repo=config.generation.max_pairs_per_repo,
+    )
+    if source == "llm":
+        context.log.info("refactor/llm: model-proposed tasks are not generated yet (0 tasks)")
+    lake.write_records(
+        TASKS_LAKE, records, RefactorTask, home.lake_root(), source=source, split=split
+    )
+    status = Counter(t.status for t in records)
+    return MaterializeResult(
+        metadata={
+            "tasks": len(records),
+            "accepted": status["accepted"],
+            "rejected": status["rejected"],
+            "repos": ", ".join(sorted({t.repo for t in records})) or "-",
+            "reference_steps": sum(
+                len(t.reference_actions) for t in records if t.status == "accepted"
+            ),
+            "backend": config.backend,
+        }
+    )
+
+
+@asset(
+    name="trajectories",
+    key_prefix=[FAMILY.name],
+    partitions_def=SOURCE_SPLIT,
+    deps=[tasks],
+    group_name="refactor",
+    description="SRL trajectories: per step a <think>/<action>/<state_update> answer, the "
+    "action run in the jail, tests, a reward (1 / capped partial / 0 + failure class) and "
+    "the state version. Committed step by step to SQLite, so a killed run resumes.",
+)
+def trajectories(context: AssetExecutionContext, home: HomeResource) -> MaterializeResult:
+    source, split = source_split(context.partition_key)
+    config = load_refactor_config().for_home(home.dir())
+    task_records = [t for t in FAMILY.read_tasks(home.dir(), source, split)]
+    if config.actors.teacher == "vllm":
+        if not config.actors.actor:
+            raise Failure(description="refactor.yaml: actors.teacher is vllm but no actors.actor")
+        teacher = VllmTeacher(load_actors().actor(config.actors.actor))
+    else:
+        teacher = ProgramTeacher()
+    actor = Actor(
+        home=home.dir(),
+        teacher=teacher,
+        config=config,
+        prompts=load_prompts(),
+        repos={r.name: r for r in load_corpus()},
+        extra_steps=config.actors.extra_steps,
+        seed=config.actors.seed,
+    )
+
+    async def run():  # noqa: ANN202
+        try:
+            return await actor.run(task_records, source, split)  # type: ignore[arg-type]
+        finally:
+            if isinstance(teacher, VllmTeacher):
+                await teacher.close()
+
+    try:
+        summary = asyncio.run(run())
+    finally:
+        actor.close()
+    meta = summary.metadata()
+    context.log.info(
+        f"refactor/{source}/{split}: {meta['verified_steps']}/{meta['steps']} verified steps "
+        f"by {teacher.name} (precision {meta['precision']})"
+    )
+    return MaterializeResult(
+        metadata={
+            **meta,
+            "teacher": teacher.name,
+            "model": teacher.model,
+            "run": MetadataValue.text(summary.run),
+        }
+    )
+
+
+REFACTOR_ASSETS = [tasks, trajectories]
