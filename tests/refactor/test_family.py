@@ -1,0 +1,140 @@
+"""The refactor family through Dagster: assets, blocking checks, gate rules that can fail,
+SFT rows."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from dagster import DagsterInstance, materialize
+
+from resources.home import HomeResource
+from verilearn_assets.core import lake
+from verilearn_assets.core.family import RuleContext, SftRow
+from verilearn_assets.platform.defs import partition_key
+from verilearn_assets.refactor.assets import tasks, trajectories
+from verilearn_assets.refactor.checks import CHECKS
+from verilearn_assets.refactor.family import FAMILY
+from verilearn_assets.refactor.records import TrajectoryStep
+
+REPO = Path(__file__).resolve().parents[2]
+SPLIT = "test"  # the pathconf repository
+
+
+@pytest.fixture(scope="module")
+def materialized(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One template partition materialized through Dagster with its checks (two rules)."""
+    root = tmp_path_factory.mktemp("family")
+    home, configs = root / "home", root / "configs"
+    home.mkdir()
+    configs.mkdir()
+    shutil.copy(REPO / "configs" / "refactor_prompts.yaml", configs)
+    data = yaml.safe_load((REPO / "configs" / "refactor.yaml").read_text())
+    data["generation"] = {
+        "max_pairs_per_repo": 1,
+        "rules": ["eq-none-to-is", "list-call-to-literal"],
+    }
+    (configs / "refactor.yaml").write_text(yaml.safe_dump(data))
+    mp = pytest.MonkeyPatch()
+    mp.setenv("VERILEARN_CONFIG_DIR", str(configs))
+    mp.setenv("VERILEARN_HOME", str(home))
+    (home / "dagster").mkdir()
+    mp.setenv("DAGSTER_HOME", str(home / "dagster"))
+    try:
+        for source in ("template", "procedural"):
+            result = materialize(
+                [tasks, trajectories, *CHECKS],
+                partition_key=str(partition_key(source, SPLIT)),
+                resources={"home": HomeResource(path=str(home))},
+                instance=DagsterInstance.ephemeral(),
+            )
+            assert result.success
+            evaluations = result.get_asset_check_evaluations()
+            assert len(evaluations) == len(FAMILY.rules)
+            failed = [e.check_name for e in evaluations if not e.passed]
+            assert failed == [], [e.description for e in evaluations if not e.passed]
+        yield home
+    finally:
+        mp.undo()
+
+
+def ctx(home: Path, source: str = "template") -> RuleContext:
+    return RuleContext(FAMILY, source, SPLIT, home)
+
+
+def test_partitions_hold_verified_trajectories(materialized: Path) -> None:
+    t = FAMILY.read_tasks(materialized, "template", SPLIT)
+    steps = FAMILY.read_rollouts(materialized, "template", SPLIT)
+    assert {x.rules[0] for x in t} == {"eq-none-to-is", "list-call-to-literal"}
+    assert len(steps) == len(t) and all(s.verified for s in steps)
+    proc = FAMILY.read_tasks(materialized, "procedural", SPLIT)
+    assert any(len(x.rules) == 2 for x in proc)
+    # nothing was written to another partition
+    assert FAMILY.read_tasks(materialized, "template", "train") == []
+
+
+def test_sft_rows_carry_the_three_block_answer(materialized: Path) -> None:
+    steps = FAMILY.read_rollouts(materialized, "procedural", SPLIT)
+    rows = FAMILY.sft_rows(steps)
+    assert len(rows) == sum(s.verified for s in steps) > 0
+    row = rows[0]
+    assert isinstance(row, SftRow) and row.family == "refactor"
+    assert [m["role"] for m in row.messages] == ["system", "user", "assistant"]
+    answer = row.messages[-1]["content"]
+    assert answer.startswith("<think>") and "<action>" in answer and "<state_update>" in answer
+    assert "<state>" in row.messages[1]["content"]
+
+
+def _tamper(home: Path, source: str, change) -> None:  # noqa: ANN001
+    steps = FAMILY.read_rollouts(home, source, SPLIT)
+    change(steps)
+    lake.write_records(
+        FAMILY.rollout_lake, steps, TrajectoryStep, lake.lake_root(home), source=source, split=SPLIT
+    )
+
+
+def test_gate_rules_catch_tampered_trajectories(materialized: Path, tmp_path: Path) -> None:
+    home = tmp_path / "copy"
+    shutil.copytree(materialized / "lake", home / "lake")
+    rules = {r.name: r for r in FAMILY.rules}
+    for rule in FAMILY.rules:  # all pass on the real data
+        assert rule.evaluate(ctx(home)).passed, rule.name
+
+    def bad_reward(steps):  # noqa: ANN001, ANN202
+        steps[0].reward = 0.25
+
+    def bad_diff(steps):  # noqa: ANN001, ANN202
+        steps[0].diff_from_start = steps[0].diff_from_start.replace("is None", "== None", 1)
+
+    def over_cap(steps):  # noqa: ANN001, ANN202
+        steps[0].state_before = {**steps[0].state_before, "history": ["a", "b", "c", "d"]}
+
+    for change, rule_name in (
+        (bad_reward, "refactor_rewards_recompute"),
+        (bad_diff, "refactor_steps_reproduce"),
+        (over_cap, "refactor_state_caps"),
+    ):
+        shutil.rmtree(home / "lake")
+        shutil.copytree(materialized / "lake", home / "lake")
+        _tamper(home, "template", change)
+        outcome = rules[rule_name].evaluate(ctx(home))
+        assert not outcome.passed and outcome.failures, rule_name
+
+    # a task copied into a second split
+    shutil.rmtree(home / "lake")
+    shutil.copytree(materialized / "lake", home / "lake")
+    moved = FAMILY.read_tasks(home, "template", SPLIT)[:1]
+    lake.write_records(
+        FAMILY.task_lake,
+        moved,
+        FAMILY.task_model,
+        lake.lake_root(home),
+        source="template",
+        split="dev",
+    )
+    outcome = rules["refactor_one_split"].evaluate(ctx(home))
+    assert not outcome.passed and any("in splits ['dev', 'test']" in f for f in outcome.failures)
+    schema = rules["refactor_task_schema"].evaluate(RuleContext(FAMILY, "template", "dev", home))
+    assert not schema.passed  # the copy says split=test inside partition dev
