@@ -31,6 +31,7 @@ ENV_OVERRIDES = {
     "VERILEARN_BROKER_URL": ("celery", "broker"),
     "VERILEARN_BACKEND_URL": ("celery", "backend"),
     "VERILEARN_POSTGRES_URL": ("postgres", "url"),
+    "VERILEARN_CELERY_WORKERS": ("celery", "workers"),
 }
 
 
@@ -204,3 +205,56 @@ def check_redis(url: str, timeout_s: int = 5) -> None:
         redis.Redis.from_url(url, socket_connect_timeout=timeout_s).ping()
     except redis.RedisError as exc:
         raise DeployError(f"Redis broker at {redact(url)} is unreachable: {exc}") from exc
+
+
+def cluster_env(cfg: DeployConfig, home: Path) -> dict[str, str]:
+    """What `make cluster-up` needs to start the local cluster this config points at.
+
+    Ports, user and database come from the configured URLs, so the cluster and the code
+    that connects to it cannot disagree.
+    """
+    redis_url = urlsplit(cfg.celery.broker)
+    pg = urlsplit(cfg.postgres.url)
+    for url, parts in ((cfg.celery.broker, redis_url), (cfg.postgres.url, pg)):
+        if parts.hostname not in ("127.0.0.1", "localhost", "::1"):
+            raise DeployError(f"{redact(url)}: the local cluster serves loopback hosts only")
+    if urlsplit(cfg.celery.backend).netloc != redis_url.netloc:
+        raise DeployError(
+            f"backend {redact(cfg.celery.backend)} and broker {redact(cfg.celery.broker)}: "
+            "the local cluster runs one Redis, so both must name the same host:port"
+        )
+    cluster = Path(home) / "cluster"
+    return {
+        "REDIS_PORT": str(redis_url.port or 6379),
+        "PG_PORT": str(pg.port or 5432),
+        "PG_USER": pg.username or "verilearn",
+        "PG_DB": (pg.path or "/verilearn").lstrip("/") or "verilearn",
+        "WORKERS": str(cfg.celery.workers),
+        "CONCURRENCY": str(cfg.celery.concurrency),
+        "QUEUES": ",".join(cfg.celery.queues),
+        "CLUSTER_DIR": str(cluster),
+        "CLUSTER_LOGS": str(Path(home) / "logs" / "cluster"),
+    }
+
+
+def prepare_cluster(home: Path, dagster_home: Path, directory: str | Path | None = None) -> None:
+    """Write the generated files the cluster runs on: the workers' Celery settings module
+    and the instance's `dagster.yaml`; print the shell variables `make cluster-up` reads."""
+    cfg = load_deploy_config(directory)
+    env = cluster_env(cfg, home)
+    celery_dir = Path(env["CLUSTER_DIR"]) / "celery"
+    celery_dir.mkdir(parents=True, exist_ok=True)
+    (celery_dir / "dagster_celery_config.py").write_text(worker_config_module(cfg))
+    write_instance_yaml(cfg, home, dagster_home)
+    for key, value in env.items():
+        print(f"{key}={value}")
+
+
+if __name__ == "__main__":  # `python -m verilearn_assets.core.deploy HOME DAGSTER_HOME`
+    import sys
+
+    try:
+        prepare_cluster(Path(sys.argv[1]), Path(sys.argv[2]))
+    except (DeployError, ValueError) as exc:
+        print(f"deploy: {exc}", file=sys.stderr)
+        sys.exit(2)

@@ -1,0 +1,99 @@
+# The local cluster of the distributed mode (included from the top-level Makefile):
+# Redis (broker + result backend), a throwaway Postgres cluster under
+# $(VERILEARN_HOME)/cluster/pg (the Dagster instance's storage) and N Celery workers,
+# all on loopback, configured from configs/deploy.yaml (ports, user and database are read
+# from its URLs; VERILEARN_BROKER_URL / _BACKEND_URL / _POSTGRES_URL / _CELERY_WORKERS
+# override). Logs go to $(VERILEARN_HOME)/logs/cluster/. Both targets are idempotent.
+#
+#   make cluster-up     start what is not running yet (and write the generated dagster.yaml)
+#   make cluster-down   stop the workers, Redis and Postgres (the data stays until `clean`)
+#   make cluster-deps   apt redis-server + postgresql when missing (part of `make test`)
+
+CLUSTER_APT := redis-server postgresql
+PG_BIN ?= $(firstword $(wildcard /usr/lib/postgresql/*/bin))
+# Postgres refuses to run as root: as root, the cluster is owned by and run as this user.
+PG_RUN_USER ?= postgres
+CLUSTER_ENV = eval "$$($(VPY) -m verilearn_assets.core.deploy "$(VERILEARN_HOME)" "$(DAGSTER_HOME)")"
+
+.PHONY: cluster-deps cluster-up cluster-down
+
+cluster-deps:
+	@missing=""; for p in $(CLUSTER_APT); do \
+	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing apt packages:$$missing"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq; \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
+	@# Debian starts a system-wide cluster/server on install; ours are private, on their own ports.
+
+TEST_DEPS += cluster-deps
+
+cluster-up: install cluster-deps
+	@$(CLUSTER_ENV); \
+	mkdir -p "$$CLUSTER_DIR/redis" "$$CLUSTER_LOGS"; \
+	if redis-cli -h 127.0.0.1 -p $$REDIS_PORT ping >/dev/null 2>&1; then \
+	  echo "redis: already answers on 127.0.0.1:$$REDIS_PORT"; \
+	else \
+	  redis-server --bind 127.0.0.1 --port $$REDIS_PORT --daemonize yes \
+	    --dir "$$CLUSTER_DIR/redis" --pidfile "$$CLUSTER_DIR/redis/redis.pid" \
+	    --logfile "$$CLUSTER_LOGS/redis.log" --save "" --appendonly no; \
+	  for i in $$(seq 1 50); do redis-cli -h 127.0.0.1 -p $$REDIS_PORT ping >/dev/null 2>&1 && break; sleep 0.1; done; \
+	  redis-cli -h 127.0.0.1 -p $$REDIS_PORT ping >/dev/null || { tail -5 "$$CLUSTER_LOGS/redis.log"; exit 1; }; \
+	  echo "redis: started on 127.0.0.1:$$REDIS_PORT"; \
+	fi; \
+	PG="$$CLUSTER_DIR/pg"; PGLOG="$$CLUSTER_LOGS/postgres.log"; AS=""; \
+	mkdir -p "$$PG"; touch "$$PGLOG"; \
+	if [ "$$(id -u)" = 0 ]; then \
+	  AS="runuser -u $(PG_RUN_USER) --"; chown $(PG_RUN_USER) "$$PG" "$$PGLOG"; chmod 700 "$$PG"; \
+	  d="$$PG"; while [ "$$d" != / ]; do d=$$(dirname "$$d"); \
+	    $$AS test -x "$$d" || { echo "postgres: $(PG_RUN_USER) cannot enter $$d (make it o+x, or use another VERILEARN_HOME)"; exit 1; }; done; \
+	fi; \
+	if [ ! -f "$$PG/PG_VERSION" ]; then \
+	  $$AS $(PG_BIN)/initdb -D "$$PG" -U "$$PG_USER" --auth=trust -E UTF8 >>"$$PGLOG" 2>&1 \
+	    || { tail -5 "$$PGLOG"; exit 1; }; \
+	fi; \
+	if $$AS $(PG_BIN)/pg_ctl -D "$$PG" status >/dev/null 2>&1; then \
+	  echo "postgres: already running ($$PG)"; \
+	else \
+	  $$AS $(PG_BIN)/pg_ctl -D "$$PG" -l "$$PGLOG" -w -t 60 \
+	    -o "-p $$PG_PORT -c listen_addresses=127.0.0.1 -k $$PG" start >/dev/null \
+	    || { tail -5 "$$PGLOG"; exit 1; }; \
+	  echo "postgres: started on 127.0.0.1:$$PG_PORT ($$PG)"; \
+	fi; \
+	$(PG_BIN)/psql -h 127.0.0.1 -p $$PG_PORT -U "$$PG_USER" -d postgres -tAc \
+	  "SELECT 1 FROM pg_database WHERE datname='$$PG_DB'" | grep -q 1 \
+	  || $(PG_BIN)/createdb -h 127.0.0.1 -p $$PG_PORT -U "$$PG_USER" "$$PG_DB"; \
+	for i in $$(seq 1 $$WORKERS); do \
+	  pidf="$$CLUSTER_DIR/celery/worker$$i.pid"; \
+	  if [ -f "$$pidf" ] && kill -0 "$$(cat "$$pidf")" 2>/dev/null; then \
+	    echo "celery: worker$$i already running (pid $$(cat "$$pidf"))"; continue; fi; \
+	  rm -f "$$pidf"; \
+	  PYTHONPATH="$$CLUSTER_DIR/celery$${PYTHONPATH:+:$$PYTHONPATH}" VERILEARN_EXECUTOR=celery \
+	  $(VENV)/bin/celery -A dagster_celery.app worker -Q "$$QUEUES" -c $$CONCURRENCY \
+	    --prefetch-multiplier=1 -n "worker$$i@%h" --loglevel INFO --detach \
+	    --pidfile "$$pidf" --logfile "$$CLUSTER_LOGS/worker$$i.log"; \
+	  for t in $$(seq 1 100); do [ -s "$$pidf" ] && break; sleep 0.1; done; \
+	  [ -s "$$pidf" ] || { echo "celery: worker$$i did not start:"; tail -20 "$$CLUSTER_LOGS/worker$$i.log"; exit 1; }; \
+	  echo "celery: worker$$i started (pid $$(cat "$$pidf"), queues $$QUEUES)"; \
+	done; \
+	echo "cluster up: dagster.yaml at $(DAGSTER_HOME), logs in $$CLUSTER_LOGS"
+
+cluster-down:
+	@$(CLUSTER_ENV); \
+	for pidf in "$$CLUSTER_DIR"/celery/worker*.pid; do \
+	  [ -f "$$pidf" ] || continue; pid=$$(cat "$$pidf"); \
+	  if kill -0 "$$pid" 2>/dev/null; then \
+	    kill -TERM "$$pid"; for t in $$(seq 1 100); do kill -0 "$$pid" 2>/dev/null || break; sleep 0.1; done; \
+	    kill -0 "$$pid" 2>/dev/null && kill -KILL "$$pid"; \
+	    echo "celery: stopped $$(basename "$$pidf" .pid) (pid $$pid)"; fi; \
+	  rm -f "$$pidf"; \
+	done; \
+	if redis-cli -h 127.0.0.1 -p $$REDIS_PORT ping >/dev/null 2>&1; then \
+	  redis-cli -h 127.0.0.1 -p $$REDIS_PORT shutdown nosave >/dev/null 2>&1 || true; \
+	  echo "redis: stopped (127.0.0.1:$$REDIS_PORT)"; fi; \
+	PG="$$CLUSTER_DIR/pg"; AS=""; [ "$$(id -u)" = 0 ] && AS="runuser -u $(PG_RUN_USER) --"; \
+	if [ -f "$$PG/PG_VERSION" ] && $$AS $(PG_BIN)/pg_ctl -D "$$PG" status >/dev/null 2>&1; then \
+	  $$AS $(PG_BIN)/pg_ctl -D "$$PG" -m fast -w stop >/dev/null; echo "postgres: stopped ($$PG)"; fi; \
+	echo "cluster down"
