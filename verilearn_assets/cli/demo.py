@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import time
+import traceback
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -100,8 +101,10 @@ def log_path(home: Path) -> Path:
 
 def run(args: argparse.Namespace) -> int:
     from verilearn_assets.cli.orchestrate import (
+        RunOutcome,
         instance_for_home,
         job_names,
+        one_line,
         output_to,
         run_job,
     )
@@ -115,9 +118,18 @@ def run(args: argparse.Namespace) -> int:
     with log_file.open("w") as log:
         console.print(f"[bold]verilearn demo[/] — home {escape(str(home))}")
         console.print(f"Dagster event log: {escape(str(log_file))}")
-        with output_to(log):  # loading the code location warns; keep that off the console
-            instance = instance_for_home(home)
-            steps, skipped = plan(args.sources, args.splits, job_names(), args.stop_after)
+        try:
+            with output_to(log):  # loading the code location warns; keep that off the console
+                instance = instance_for_home(home)
+                steps, skipped = plan(args.sources, args.splits, job_names(), args.stop_after)
+        except Exception as exc:  # noqa: BLE001 - reported on one line, traceback in the log
+            traceback.print_exc(file=log)
+            console.print(
+                f"verilearn demo: the code location failed to load: {one_line(str(exc))} "
+                f"(full log: {log_file})",
+                markup=False,
+            )
+            return 1
         for job in skipped:
             console.print(f"  {job}: skipped (no such job in the code location yet)")
         failed: list[str] = []
@@ -134,7 +146,11 @@ def run(args: argparse.Namespace) -> int:
             for step in steps:
                 progress.update(task, description=escape(step.label()))
                 t0 = time.perf_counter()
-                out = run_job(instance, step.job, step.partition, log=log)
+                try:
+                    out = run_job(instance, step.job, step.partition, log=log)
+                except Exception as exc:  # noqa: BLE001 - one line here, traceback in the log
+                    traceback.print_exc(file=log)
+                    out = RunOutcome(step.job, step.partition, False, errors=[one_line(str(exc))])
                 seconds = time.perf_counter() - t0
                 if out.success:
                     line = f"  {escape(step.label())}: [green]ok[/] ({seconds:.1f}s)"
@@ -150,13 +166,18 @@ def run(args: argparse.Namespace) -> int:
                         progress.console.print(f"    {reason}", markup=False, highlight=False)
                     progress.console.print(f"    full log: {log_file}", markup=False)
                 progress.advance(task)
-    if "reports_job" in failed:
-        console.print("No report: reports_job failed (see above).")
-    elif any(step.job == "reports_job" for step in steps):
-        with reader(warehouse_path(home)) as con:
-            render_report(Console(), con)  # tables fit the width, unlike the lines above
+        if "reports_job" in failed:
+            console.print("No report: reports_job failed (see above).")
+        elif any(step.job == "reports_job" for step in steps):
+            try:
+                with reader(warehouse_path(home)) as con:
+                    render_report(Console(), con)  # tables fit the width, unlike lines above
+            except Exception as exc:  # noqa: BLE001 - one line here, traceback in the log
+                traceback.print_exc(file=log)
+                failed.append("report")
+                console.print(f"report: FAILED: {one_line(str(exc))}", markup=False)
     console.print(
-        f"\n{len(steps) - len(failed)}/{len(steps)} runs succeeded. "
+        f"\n{sum(s.label() not in failed for s in steps)}/{len(steps)} runs succeeded. "
         "Open the UI on this instance with `make ui`."
     )
     if failed:
