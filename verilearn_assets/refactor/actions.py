@@ -154,6 +154,15 @@ Action = Annotated[RuleAction | PatternAction | CommandAction, Field(discriminat
 _ADAPTER: TypeAdapter[RuleAction | PatternAction | CommandAction] = TypeAdapter(Action)
 
 
+def describe_errors(exc: ValidationError) -> str:
+    """A validation error on one line, each problem with its field named."""
+    parts = []
+    for err in exc.errors():
+        field = ".".join(str(p) for p in err["loc"]) or "<root>"
+        parts.append(f"field '{field}': {err['msg']}")
+    return "; ".join(parts)
+
+
 def action_json_schema() -> dict[str, Any]:
     """The JSON schema an action must satisfy (shown to models, checked on every action)."""
     return _ADAPTER.json_schema(by_alias=True)
@@ -169,12 +178,8 @@ def parse_action(raw: str | dict[str, Any]) -> RuleAction | PatternAction | Comm
     try:
         action = _ADAPTER.validate_python(raw)
     except ValidationError as exc:
-        parts = []
-        for err in exc.errors():
-            field = ".".join(str(p) for p in err["loc"]) or "<root>"
-            parts.append(f"field '{field}': {err['msg']}")
         failure = "disallowed" if "outside the workspace" in str(exc) else "schema"
-        raise ActionRejected(failure, "invalid action: " + "; ".join(parts)) from exc
+        raise ActionRejected(failure, "invalid action: " + describe_errors(exc)) from exc
     return action
 
 

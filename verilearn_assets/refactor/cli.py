@@ -1,0 +1,150 @@
+"""`verilearn refactor apply …` (the jailed runner on a directory) and `verilearn state dump`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from verilearn_assets.core import lake
+from verilearn_assets.refactor.actions import (
+    ActionRejected,
+    PatternAction,
+    RuleAction,
+    describe_errors,
+)
+from verilearn_assets.refactor.config import load_refactor_config
+from verilearn_assets.refactor.runner import (
+    TestSpec,
+    apply_action,
+    cleanup,
+    prepare_workspace,
+    run_tests,
+)
+from verilearn_assets.refactor.state import State, StateStore, render
+
+
+class _Bad(ValueError):
+    pass
+
+
+def register(subparsers: Any) -> None:
+    refactor = subparsers.add_parser("refactor", help="the refactor family's jailed runner")
+    sub = refactor.add_subparsers(dest="refactor_command", required=True)
+    apply = sub.add_parser(
+        "apply",
+        help="copy DIR into a fresh jailed workspace, apply one ast-grep action, print JSON",
+    )
+    what = apply.add_mutually_exclusive_group(required=True)
+    what.add_argument("--rule", type=Path, help="an ast-grep YAML rule file with a fix")
+    what.add_argument("--pattern", help="ast-grep pattern (with --rewrite)")
+    apply.add_argument("--rewrite", help="rewrite template for --pattern")
+    apply.add_argument("--lang", default="python", help="language of --pattern (python)")
+    apply.add_argument("--workspace", type=Path, required=True, help="directory (never modified)")
+    apply.add_argument("--backend", choices=["bwrap", "docker", "none"])
+    apply.add_argument("--test", help="test command run in the same jail, e.g. 'pytest -q'")
+    apply.set_defaults(handler=_apply)
+
+    state = subparsers.add_parser("state", help="the refactor family's state manager")
+    ssub = state.add_subparsers(dest="state_command", required=True)
+    dump = ssub.add_parser("dump", help="print the state of a task (every teacher's run)")
+    dump.add_argument("task_id")
+    dump.add_argument("--history", action="store_true", help="every version, oldest first")
+    dump.add_argument("--format", choices=["json", "text"], default="json")
+    dump.set_defaults(handler=_dump)
+
+
+def _action(args: argparse.Namespace) -> RuleAction | PatternAction:
+    if args.rule is not None:
+        if args.rewrite is not None:
+            raise _Bad("--rewrite goes with --pattern, not --rule")
+        if not args.rule.is_file():
+            raise _Bad(f"{args.rule}: rule file not found")
+        try:
+            rule = yaml.safe_load(args.rule.read_text())
+        except yaml.YAMLError as exc:
+            raise _Bad(f"{args.rule}: not valid YAML: {exc}") from exc
+        try:
+            return RuleAction(rule=rule)
+        except ValidationError as exc:
+            raise _Bad(f"{args.rule}: {describe_errors(exc)}") from exc
+    if args.rewrite is None:
+        raise _Bad("--pattern needs --rewrite")
+    try:
+        return PatternAction(pattern=args.pattern, rewrite=args.rewrite, lang=args.lang)
+    except ValidationError as exc:
+        raise _Bad(f"--pattern/--rewrite/--lang: {describe_errors(exc)}") from exc
+
+
+def _apply(args: argparse.Namespace) -> int:
+    action = _action(args)
+    if not args.workspace.is_dir():
+        raise _Bad(f"{args.workspace}: not a directory")
+    config = load_refactor_config()
+    if args.backend:
+        config = config.with_backend(args.backend)
+    spec = TestSpec(argv=shlex.split(args.test)) if args.test else None
+    start = time.perf_counter()
+    ws = prepare_workspace(f"cli-{args.workspace.name}", args.workspace, config)
+    try:
+        result = apply_action(ws, action)
+        tests = run_tests(ws, spec) if spec is not None else None
+    except ActionRejected as exc:
+        raise _Bad(str(exc)) from exc
+    finally:
+        cleanup(ws)
+    out = {
+        "status": result.status,
+        "message": result.message,
+        "exit_code": result.exit_code,
+        "files_changed": result.files_changed,
+        "diff": result.diff,
+        "tests": None
+        if tests is None
+        else {"status": tests.status, "passed": tests.passed, "failed": tests.failed},
+        "stdout": result.stdout,
+        "stderr": result.stderr,
+        "duration_ms": round((time.perf_counter() - start) * 1000, 3),
+        "backend": config.backend,
+    }
+    print(json.dumps(out))
+    return 0
+
+
+def _dump(args: argparse.Namespace) -> int:
+    db = lake.home() / "refactor" / "actors.sqlite"
+    if not db.is_file():
+        raise _Bad(f"{db}: no state store yet (no trajectory has run under this home)")
+    store = StateStore(db)
+    try:
+        keys = [
+            k
+            for (k,) in store.conn.execute(
+                "SELECT DISTINCT task_id FROM states WHERE task_id = ? OR task_id LIKE ? "
+                "ORDER BY task_id",
+                (args.task_id, f"{args.task_id}:%"),
+            ).fetchall()
+        ]
+        if not keys:
+            raise _Bad(f"task {args.task_id!r}: no saved state in {db}")
+        out: dict[str, Any] = {}
+        for key in keys:
+            versions = store.versions(key)
+            shown = versions if args.history else versions[-1:]
+            out[key] = [{"version": v, "created": c, "state": s.model_dump()} for v, s, c in shown]
+    finally:
+        store.close()
+    if args.format == "text":
+        for key, versions in out.items():
+            for entry in versions:
+                print(f"== {key} v{entry['version']}")
+                print(render(State.model_validate(entry["state"])))
+    else:
+        print(json.dumps(out, indent=2))
+    return 0
