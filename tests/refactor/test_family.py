@@ -138,3 +138,47 @@ def test_gate_rules_catch_tampered_trajectories(materialized: Path, tmp_path: Pa
     assert not outcome.passed and any("in splits ['dev', 'test']" in f for f in outcome.failures)
     schema = rules["refactor_task_schema"].evaluate(RuleContext(FAMILY, "template", "dev", home))
     assert not schema.passed  # the copy says split=test inside partition dev
+
+
+def test_marts_report_precision_failures_and_latency(materialized: Path, tmp_path: Path) -> None:
+    import duckdb
+
+    from verilearn_assets.core.warehouse import build_all
+
+    home = tmp_path / "wh"
+    shutil.copytree(materialized / "lake", home / "lake")
+    # one extra step by another teacher with a failure, to see the marts separate them
+    steps = FAMILY.read_rollouts(home, "template", SPLIT)
+    odd = steps[0].model_copy(
+        update={"id": "x1", "teacher": "vllm", "model": "m", "reward": 0.0, "verified": False,
+                "failure": "parse", "done": False, "sandbox_result": {}}
+    )  # fmt: skip
+    lake.write_records(
+        FAMILY.rollout_lake, [*steps, odd], TrajectoryStep, lake.lake_root(home),
+        source="template", split=SPLIT,
+    )  # fmt: skip
+    con = duckdb.connect(str(home / "w.duckdb"))
+    build_all(con, lake.lake_root(home))
+    n_program = sum(
+        len(FAMILY.read_rollouts(materialized, s, SPLIT)) for s in ("template", "procedural")
+    )
+    precision = con.execute(
+        "SELECT teacher, n_steps, n_verified, precision, parse_failures "
+        "FROM mart_refactor_teacher_precision ORDER BY teacher"
+    ).fetchall()
+    assert precision == [("program", n_program, n_program, 1.0, 0), ("vllm", 1, 0, 0.0, 1)]
+    failures = con.execute("SELECT teacher, failure, n_steps FROM mart_refactor_failure_classes")
+    assert failures.fetchall() == [("vllm", "parse", 1)]
+    verified = con.execute(
+        "SELECT source, n_verified FROM mart_refactor_verified_steps WHERE teacher = 'program' "
+        "ORDER BY source"
+    ).fetchall()
+    assert [s for s, _ in verified] == ["procedural", "template"]
+    assert sum(n for _, n in verified) == n_program
+    p50, p90, sandbox = con.execute(
+        "SELECT actor_p50_ms, actor_p90_ms, sandbox_p50_ms FROM mart_refactor_actor_latency "
+        "WHERE teacher = 'program'"
+    ).fetchone()
+    assert 0 < p50 <= p90 and sandbox > 0
+    tasks = con.execute("SELECT count(*), min(matches) FROM stg_refactor_tasks").fetchone()
+    assert tasks[0] > 0 and tasks[1] >= 1
