@@ -248,6 +248,9 @@ class Template:
     difficulty: Difficulty
     build: Callable[[TableView], list[Candidate]]
     variant_of: str | None = None
+    # A variant carries every alternative of its parent, except a reading its own wording
+    # rules out: alternative-description prefix -> the words in the question that exclude it.
+    excludes: tuple[tuple[str, str], ...] = ()
 
 
 # Wordings of one computation: the base question (its alternatives accept every reading a
@@ -265,13 +268,16 @@ def variant_template(
     family: str,
     difficulty: Difficulty,
     build: Callable[[TableView], list[Candidate]],
+    excludes: tuple[tuple[str, str], ...] = (),
 ) -> Template:
+    """`excludes` applies to the `method_explicit` wording only: it names the method."""
     return Template(
         variant_name(base, variant),
         family,
         difficulty,
         build,
         variant_of=None if variant == "base" else base,
+        excludes=excludes if variant == "method_explicit" else (),
     )
 
 

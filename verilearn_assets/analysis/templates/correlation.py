@@ -109,7 +109,7 @@ def _spearman(variant: str) -> Template:
             if rho.dropna().empty:
                 continue
             readings = [(False, "strongest by absolute rho", rho.abs())]
-            if variant == "base":
+            if variant != "method_explicit":  # explicit wording: largest absolute rho
                 readings.append((True, "strongest read as the largest positive rho", rho))
             p, code = _spearman_program(target, cols, False, None)
             alts = [
@@ -145,7 +145,14 @@ def _spearman(variant: str) -> Template:
         v.require(bool(out), "no defined rank correlation with any target")
         return out
 
-    return variant_template("spearman_rank_correlation", variant, FAMILY, "medium", build)
+    return variant_template(
+        "spearman_rank_correlation",
+        variant,
+        FAMILY,
+        "medium",
+        build,
+        excludes=(("strongest read as the largest positive rho", "largest absolute rho"),),
+    )
 
 
 # --- correlation after removing outliers -------------------------------------------------
@@ -217,7 +224,7 @@ def _corr_change(variant: str) -> Template:
             if change.dropna().empty:
                 continue
             readings = [("np.log", "natural log", change.abs())]
-            if variant == "base":
+            if variant != "method_explicit":  # explicit wording: natural log, np.log
                 readings.append(
                     (
                         "np.log1p",
@@ -261,7 +268,14 @@ def _corr_change(variant: str) -> Template:
         v.require(bool(out), "no defined correlation change")
         return out
 
-    return variant_template("correlation_change_analysis", variant, FAMILY, "hard", build)
+    return variant_template(
+        "correlation_change_analysis",
+        variant,
+        FAMILY,
+        "hard",
+        build,
+        excludes=(("log read as log(1 + x)", "natural-log values (np.log"),),
+    )
 
 
 TEMPLATES = [

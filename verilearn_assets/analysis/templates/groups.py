@@ -75,7 +75,7 @@ def _ttest(variant: str) -> Template:
                 (f"groups from '{c}' (another two-valued column)", _ttest_program(c, num, False)[1])
                 for c in cols[1:]
             ]
-            if variant == "base":
+            if variant != "method_explicit":  # the explicit wording names Welch's test
                 alts += [
                     (
                         f"Student's t-test (equal variances), groups from '{c}'",
@@ -116,7 +116,14 @@ def _ttest(variant: str) -> Template:
         v.require(bool(out), "no two-valued column with enough rows per group")
         return out
 
-    return variant_template("ttest_discovered_groups", variant, FAMILY, "medium", build)
+    return variant_template(
+        "ttest_discovered_groups",
+        variant,
+        FAMILY,
+        "medium",
+        build,
+        excludes=(("Student's t-test", "Welch's t-test (unequal variances"),),
+    )
 
 
 def mann_whitney_groups(v: TableView) -> list[Candidate]:

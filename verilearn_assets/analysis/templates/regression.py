@@ -67,7 +67,7 @@ def _regression(variant: str) -> Template:
             if len(v.frame()[cols + [target]].dropna()) < v.cfg.eligibility.min_rows:
                 cols = cols[:2]
             readings = [(False, "pairwise-complete rows", _r2_scores(v, target, cols, False))]
-            if variant == "base":
+            if variant != "method_explicit":  # explicit wording: pairwise-complete rows
                 readings.append(
                     (
                         True,
@@ -109,7 +109,14 @@ def _regression(variant: str) -> Template:
             )
         return out
 
-    return variant_template("regression_most_predictive", variant, FAMILY, "medium", build)
+    return variant_template(
+        "regression_most_predictive",
+        variant,
+        FAMILY,
+        "medium",
+        build,
+        excludes=(("rows complete in every candidate column", "where both values are present"),),
+    )
 
 
 def _multi_program(
