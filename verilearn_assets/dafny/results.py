@@ -1,9 +1,10 @@
 """Reading Dafny's output into one structured verdict.
 
 `[SUCCESS]` from DafnyServer only means the request was handled; the verdict comes from the
-`file(line,col): Error …` lines. Errors with a Boogie code (`BP5003`) are verification
-errors; errors without one are parse or resolution errors (the CLI says which in its
-summary line; the server path asks again with `/noResolve`, see `server.py`). The z3
+`file(line,col): Error …` lines. Errors reported after Boogie started (`Verifying …`, the
+CLI's "verifier finished" line) are verification errors; earlier ones are parse or
+resolution errors (the CLI says which in its summary line; the server path decides from
+the parser's message forms or a parse-only CLI run, see `verifier.py`). The z3
 `model_compress` complaint and its parameter listing are noise and are dropped first.
 """
 
@@ -121,7 +122,13 @@ def classify(text: str, parse_only_failed: bool | None = None) -> tuple[Status, 
         return "parse_error", errors
     if any(_RESOLVE_SUMMARY.match(ln) for ln in lines):
         return "resolution_error", errors
-    if any(e.code is None for e in errors):
+    # Once Boogie ran (`Verifying …` in the server, the CLI's summary), every error is a
+    # verification error, with or without a BP code (termination errors have none).
+    verification_ran = any(
+        ln.startswith("Verifying ") or ln.startswith("Dafny program verifier finished")
+        for ln in lines
+    )
+    if errors and not verification_ran:
         if parse_only_failed is None:
             return "resolution_error", errors
         return ("parse_error" if parse_only_failed else "resolution_error"), errors

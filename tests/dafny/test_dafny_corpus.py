@@ -1,0 +1,145 @@
+"""The bundled corpus verifies; the loader reads DafnyBench layouts (Dafny 4 included)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from verilearn_assets.dafny.loader import BUNDLED, load_bundled, load_dafny_bench
+from verilearn_assets.dafny.mutants import mutants
+from verilearn_assets.dafny.records import CONSTRUCTS
+from verilearn_assets.dafny.splits import split_examples
+from verilearn_assets.dafny.verifier import DafnyVerifier
+
+
+def test_every_bundled_program_verifies(verifier: DafnyVerifier) -> None:
+    files = sorted(BUNDLED.glob("*.dfy"))
+    assert len(files) >= 20
+    results = verifier.verify_many([f.read_text() for f in files])
+    failed = {f.name: r.status for f, r in zip(files, results, strict=True) if not r.ok}
+    assert failed == {}
+
+
+def test_bundled_examples_cover_every_construct() -> None:
+    report = load_dafny_bench(BUNDLED)
+    assert report.skipped == Counter() and report.rewritten == 0
+    tags = {t for e in report.examples for t in e.constructs}
+    assert tags == set(CONSTRUCTS)
+    for ex in report.examples:  # the pieces reassemble to the comment-free file exactly
+        assert ex.gold_program.strip() and ex.annotated_body.startswith("{")
+        assert ex.id == type(ex).make_id(ex.prefix, ex.spec, ex.annotated_body, ex.suffix)
+        assert "invariant" not in ex.body and "assert " not in ex.body
+
+
+DAFNY4_GOLD = """ghost function Sum(n: nat): nat
+{
+  if n == 0 then 0 else n + Sum(n - 1)
+}
+
+function Twice(x: int): int { 2 * x }
+
+method SumUp(n: nat) returns (s: nat)
+  ensures s == Sum(n)
+{
+  s := 0;
+  for i := 0 to n
+    invariant s == Sum(i)
+  {
+    s := s + (i + 1);
+  }
+}
+
+method UseTwice(x: int) returns (y: int)
+  ensures y == 2 * x
+{
+  y := Twice(x);
+}
+"""
+DAFNY4_NO_HINTS = DAFNY4_GOLD.replace("    invariant s == Sum(i)\n", "")
+DAFNY2_GOLD = (BUNDLED / "multiply.dfy").read_text()
+
+
+@pytest.fixture
+def bench_dir(tmp_path: Path) -> Path:
+    """A DafnyBench-layout directory written here, with Dafny 4 files and bad ones."""
+    gt, nh = tmp_path / "ground_truth", tmp_path / "hints_removed"
+    gt.mkdir()
+    nh.mkdir()
+    (gt / "sum4.dfy").write_text(DAFNY4_GOLD)
+    (nh / "sum4_no_hints.dfy").write_text(DAFNY4_NO_HINTS)
+    (gt / "mult.dfy").write_text(DAFNY2_GOLD)
+    (nh / "mult_no_hints.dfy").write_text(DAFNY2_GOLD.replace("invariant", "// invariant"))
+    (gt / "down.dfy").write_text(
+        "method M(n: nat) {\n  for i := n downto 0 {\n  }\n}\nghost function F(): int { 0 }\n"
+    )
+    (gt / "elephant.dfy").write_text(
+        "ghost function F(): int { 0 }\nmethod M() { var x :- F(); }\n"
+    )
+    (gt / "broken.dfy").write_text("method M() {\n  if (true) {\n")
+    (gt / "only_fun.dfy").write_text("function F(x: int): int { x }\n")
+    (gt / "latin1.dfy").write_bytes(b"method M() { } // \xe9\xff\n")
+    return tmp_path
+
+
+def test_dafnybench_layout_rewrites_and_counts_skips(
+    bench_dir: Path, verifier: DafnyVerifier
+) -> None:
+    report = load_dafny_bench(bench_dir)
+    assert report.files == 7
+    assert report.rewritten == 1
+    assert dict(report.skipped) == {
+        "dafny4: downto loop has no mechanical rewrite": 1,
+        "dafny4: :- (elephant operator) has no mechanical rewrite": 1,
+        "no method with a body": 1,
+        "unreadable: UnicodeDecodeError": 1,
+        "unparseable: unbalanced braces from offset 11": 1,
+    }
+    by_name = {e.name: e for e in report.examples}
+    assert set(by_name) == {"sum4.SumUp", "sum4.UseTwice", "mult.Multiply"}
+    rewritten = by_name["sum4.SumUp"]
+    assert rewritten.dialect == "4" and rewritten.origin == "dafnybench"
+    assert any("for loop" in r for r in rewritten.rewrites)
+    assert "invariant s == Sum(i)" in rewritten.annotated_body
+    assert "invariant s == Sum(i)" not in rewritten.body  # from hints_removed/
+    programs = [by_name[n].gold_program for n in ("sum4.SumUp", "sum4.UseTwice")]
+    assert [r.status for r in verifier.verify_many(programs)] == ["verified", "verified"]
+
+
+def test_plain_directory_and_bad_input(tmp_path: Path) -> None:
+    (tmp_path / "a.dfy").write_text(DAFNY2_GOLD)
+    report = load_dafny_bench(tmp_path)
+    assert [e.origin for e in report.examples] == ["plain"]
+    with pytest.raises(ValueError, match="no .dfy files"):
+        load_dafny_bench(_empty(tmp_path))
+    with pytest.raises(ValueError, match="not a directory"):
+        load_dafny_bench(tmp_path / "a.dfy")
+
+
+def _empty(base: Path) -> Path:
+    d = base / "empty"
+    d.mkdir()
+    return d
+
+
+def test_split_is_seeded_grouped_and_spread() -> None:
+    examples = load_bundled()
+    first = split_examples(examples, seed=3)
+    assert first == split_examples(examples, seed=3)
+    assert first != split_examples(examples, seed=4)
+    per_program: dict[str, set[str]] = {}
+    for ex in examples:
+        per_program.setdefault(ex.program, set()).add(first[ex.id])
+    assert all(len(s) == 1 for s in per_program.values())
+    counts = Counter(first.values())
+    assert set(counts) == {"train", "dev", "test"} and counts["train"] > counts["dev"]
+
+
+def test_mutants_are_single_edits() -> None:
+    ex = next(e for e in load_bundled() if e.name == "array_max.ArrayMax")
+    kinds = Counter(m.kind for m in mutants(ex))
+    assert kinds == {"drop_invariant": ex.n_hints, "weaken_guard": 1, "drop_requires": 1}
+    for m in mutants(ex):
+        changed = m.annotated_body != ex.annotated_body or m.spec != ex.spec
+        assert changed
