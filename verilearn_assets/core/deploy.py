@@ -93,6 +93,21 @@ def redact(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
+def sqlalchemy_url(url: str) -> str:
+    """`url` with the psycopg2 driver named: dagster-postgres installs psycopg2, while
+    SQLAlchemy 2.1 picks psycopg (3) for a bare `postgresql://`."""
+    parts = urlsplit(url)
+    if parts.scheme in ("postgresql", "postgres"):
+        return urlunsplit(parts._replace(scheme="postgresql+psycopg2"))
+    return url
+
+
+def libpq_url(url: str) -> str:
+    """`url` as libpq reads it (no `+driver` in the scheme)."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(scheme=parts.scheme.split("+")[0]))
+
+
 def celery_app_settings(cfg: CeleryConfig) -> dict:
     """Celery settings shared by the executor (client side) and every worker.
 
@@ -145,7 +160,7 @@ def instance_yaml(cfg: DeployConfig, home: Path) -> str:
     """
     storage_dir = str(Path(home) / "dagster" / "storage")
     doc = {
-        "storage": {"postgres": {"postgres_url": cfg.postgres.url}},
+        "storage": {"postgres": {"postgres_url": sqlalchemy_url(cfg.postgres.url)}},
         "local_artifact_storage": {
             "module": "dagster._core.storage.root",
             "class": "LocalArtifactStorage",
@@ -191,7 +206,7 @@ def check_postgres(url: str, timeout_s: int = 5) -> None:
     import psycopg2  # the driver dagster-postgres installs; only the distributed mode needs it
 
     try:
-        psycopg2.connect(url, connect_timeout=timeout_s).close()
+        psycopg2.connect(libpq_url(url), connect_timeout=timeout_s).close()
     except psycopg2.Error as exc:
         reason = " ".join(str(exc).split()) or type(exc).__name__
         raise DeployError(f"Postgres at {redact(url)} is unreachable: {reason}") from exc

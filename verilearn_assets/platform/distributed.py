@@ -1,0 +1,183 @@
+"""Run a job through Dagster's Celery executor on the Postgres-backed instance.
+
+`execute_in_process` ignores executors, so a distributed run goes through
+`dagster.execute_job` with a reconstructable job: this process orchestrates (submits each
+step to its Celery queue and follows the events), the workers import the same code location
+and run the steps, and every event lands in the Postgres instance. The outcome has the
+shape `verilearn_assets/cli/orchestrate.py` returns for in-process runs.
+
+`python -m verilearn_assets.platform.distributed JOB [PARTITION]` runs one job partition
+and exits non-zero with one line when the cluster is not there (Postgres or Redis down).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from dagster import (
+    DagsterEventType,
+    DagsterInstance,
+    Definitions,
+    RetryPolicy,
+    execute_job,
+)
+from dagster._core.definitions.reconstruct import ReconstructableJob, ReconstructableRepository
+
+from verilearn_assets.cli.orchestrate import RunOutcome, _innermost, one_line, output_to
+from verilearn_assets.core import lake
+from verilearn_assets.core.deploy import (
+    DeployConfig,
+    DeployError,
+    celery_executor_config,
+    check_postgres,
+    check_redis,
+    load_deploy_config,
+    write_instance_yaml,
+)
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def celery_defs() -> Definitions:
+    """The code location with the Celery executor from deploy.yaml, whatever
+    `VERILEARN_EXECUTOR` said when `verilearn_assets.definitions` was first imported: the
+    orchestrating process and every worker reconstruct jobs from this function."""
+    from dagster_celery import celery_executor
+
+    from verilearn_assets.definitions import defs
+
+    executor = celery_executor.configured(celery_executor_config(load_deploy_config()))
+    return Definitions(
+        assets=defs.assets,
+        asset_checks=defs.asset_checks,
+        jobs=defs.jobs,
+        schedules=defs.schedules,
+        sensors=defs.sensors,
+        resources=defs.resources,
+        loggers=defs.loggers,
+        metadata=defs.metadata,
+        executor=executor,
+    )
+
+
+def step_retry_policy(cfg: DeployConfig | None = None) -> RetryPolicy:
+    """The retry policy a job's steps get in the distributed mode (`op_retry_policy=`)."""
+    cfg = cfg or load_deploy_config()
+    return RetryPolicy(max_retries=cfg.celery.step_retries, delay=1)
+
+
+def distributed_instance(
+    home: Path | None = None, dagster_home: Path | None = None, cfg: DeployConfig | None = None
+) -> DagsterInstance:
+    """The Postgres-backed instance at `$DAGSTER_HOME`, its dagster.yaml (re)generated.
+
+    Checks Postgres and the broker first, so a cluster that is not up fails in one line
+    naming the URL instead of a stack trace from deep inside a storage engine.
+    """
+    cfg = cfg or load_deploy_config()
+    home = Path(home or lake.home())
+    dagster_home = Path(dagster_home or os.environ.get("DAGSTER_HOME") or home / "dagster")
+    check_postgres(cfg.postgres.url, cfg.postgres.connect_timeout_s)
+    check_redis(cfg.celery.broker)
+    write_instance_yaml(cfg, home, dagster_home)
+    return DagsterInstance.from_config(str(dagster_home))
+
+
+def reconstructable_job(job_name: str) -> ReconstructableJob:
+    repo = ReconstructableRepository.for_module(
+        "verilearn_assets.platform.distributed", "celery_defs", working_directory=str(REPO_ROOT)
+    )
+    return repo.get_reconstructable_job(job_name)
+
+
+def run_job_distributed(
+    instance: DagsterInstance,
+    job_name: str,
+    partition: str | None = None,
+    log: TextIO | None = None,
+    run_config: dict[str, Any] | None = None,
+) -> RunOutcome:
+    """Execute one job (one partition) through the Celery workers; wait for its end."""
+    recon = reconstructable_job(job_name)
+    job_def = recon.get_definition()
+    tags: dict[str, str] = {}
+    if partition is not None:
+        if job_def.partitions_def is None:
+            raise DeployError(f"{job_name}: not partitioned, got partition {partition!r}")
+        tags = dict(job_def.partitions_def.get_tags_for_partition_key(partition))
+    with output_to(log):
+        with execute_job(recon, instance, run_config=run_config, tags=tags) as result:
+            events = list(result.all_events)
+            success, run_id = result.success, result.run_id
+    return outcome_from_events(job_name, partition, success, run_id, events, log)
+
+
+def outcome_from_events(
+    job_name: str,
+    partition: str | None,
+    success: bool,
+    run_id: str,
+    events: list,
+    log: TextIO | None = None,
+) -> RunOutcome:
+    """Failed checks, failed steps and run errors of a run, one line each."""
+    out = RunOutcome(job_name, partition, success, run_id=run_id)
+    where = f" [{partition}]" if partition else ""
+    for event in events:
+        kind = event.event_type
+        if kind == DagsterEventType.ASSET_CHECK_EVALUATION:
+            ev = event.event_specific_data
+            if not ev.passed:
+                sev = ev.severity.value if ev.severity else "ERROR"
+                out.failed_checks.append(
+                    f"[{sev}] {ev.check_name} on {ev.asset_key.to_user_string()}{where}: "
+                    f"{ev.description}"
+                )
+        elif kind == DagsterEventType.STEP_FAILURE:
+            data = event.event_specific_data
+            user = getattr(data, "user_failure_data", None)
+            text = user.description if user is not None and user.description else None
+            err = _innermost(data.error)
+            out.failed_steps.append(f"{event.step_key}: {text or one_line(err and err.message)}")
+        elif kind in (DagsterEventType.RESOURCE_INIT_FAILURE, DagsterEventType.RUN_FAILURE):
+            if kind == DagsterEventType.RUN_FAILURE and out.failed_steps:
+                continue
+            err = _innermost(getattr(event.event_specific_data, "error", None))
+            out.errors.append(
+                f"{event.event_type_value}: {one_line(err.message if err else event.message)}"
+            )
+    if log is not None:
+        print(f"=== {job_name}{where}: {'ok' if success else 'FAILED'} (run {run_id})", file=log)
+        for line in out.reasons():
+            print(f"===   {line}", file=log)
+        log.flush()
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if not 1 <= len(args) <= 2:
+        print(
+            "usage: python -m verilearn_assets.platform.distributed JOB [PARTITION]",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        instance = distributed_instance()
+    except DeployError as exc:
+        print(f"distributed: {exc}", file=sys.stderr)
+        return 2
+    with instance:
+        out = run_job_distributed(instance, args[0], args[1] if len(args) > 1 else None)
+    where = f" [{out.partition}]" if out.partition else ""
+    print(f"{out.job}{where}: {'ok' if out.success else 'FAILED'} (run {out.run_id})")
+    for line in out.reasons():
+        print(f"  {line}")
+    return 0 if out.success else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
