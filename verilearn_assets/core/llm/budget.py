@@ -15,6 +15,7 @@ messages, so training can reuse it on SFT rows.
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +27,8 @@ from pydantic import Field
 from verilearn_assets.core.config import StrictConfig
 from verilearn_assets.core.llm.tokens import TokenCounter, has_tokenizer, load_counter
 from verilearn_assets.core.records import Record, Source, Split, content_hash
+
+log = logging.getLogger(__name__)
 
 FAILURE_CLASS = "context_overflow"
 TRUNCATION_MARK = "…[{n} characters truncated]…"  # the marker tool outputs already use
@@ -479,25 +482,73 @@ class ContextBudget:
         return self.window - self.max_tokens
 
     def fit(self, messages: Sequence[BudgetMessage]) -> FitResult:
-        """Walk `STAGES` until the prompt fits; mark an overflow if it never does."""
+        """Walk `STAGES` until the prompt fits; mark an overflow if it never does.
+
+        The search counts each message's text on its own (cached by text) plus the
+        template's cost per message, measured once; the result is then counted whole, and
+        if the template joined tokens across messages the search goes on with that
+        difference taken off the target. The reported count is always the whole one.
+        """
         levels = [[0] * len(m.segments) for m in messages]
 
         def contents() -> list[str | None]:
             return _contents(messages, levels)
 
-        def tokens() -> int:
+        def exact() -> int:
             return self.counter.count_chat(_chat(messages, contents()))
 
-        original = current = tokens()
-        if current > self.limit:
-            current = self._compress(messages, levels, tokens)
+        original = current = exact()
+        approx = self._additive(messages, contents)
+        target = self.limit
+        for _ in range(4):  # each round only compresses further
+            if current <= self.limit:
+                break
+            if approx is None:
+                current = self._compress(messages, levels, exact, target)
+                break
+            self._compress(messages, levels, approx, target)
+            current = exact()
+            target -= max(current - approx(), 1)
         return self._result(messages, levels, contents(), original, current)
+
+    def _additive(
+        self, messages: Sequence[BudgetMessage], contents: Callable[[], list[str | None]]
+    ) -> Callable[[], int] | None:
+        """A fast count: the template's cost per message plus each text's own count.
+
+        None when the template cannot be probed with empty messages (then every step of
+        the search counts the whole prompt).
+        """
+        count = self.counter.count_chat
+        try:
+            per_role = {}
+            for role in {m.role for m in messages}:
+                one = [{"role": role, "content": ""}]
+                per_role[role] = count(one * 2) - count(one)
+            base = count([{"role": "user", "content": ""}]) - per_role.get("user", 0)
+        except Exception as exc:  # a template that insists on alternating roles, say
+            log.info("context budget: no additive count (%s); counting whole prompts", exc)
+            return None
+        cache: dict[str, int] = {}
+
+        def approx() -> int:
+            total = base
+            for m, text in zip(messages, contents(), strict=True):
+                if text is None:
+                    continue
+                if text not in cache:
+                    cache[text] = self.counter.count_text(text)
+                total += per_role[m.role] + cache[text]
+            return total
+
+        return approx
 
     def _compress(
         self,
         messages: Sequence[BudgetMessage],
         levels: list[list[int]],
         tokens: Callable[[], int],
+        target: int,
     ) -> int:
         newest: dict[str, tuple[int, int]] = {}
         for mi, m in enumerate(messages):
@@ -511,25 +562,31 @@ class ContextBudget:
                     reach = range(max(reach.start, levels[mi][si] + 1), reach.stop)
                     if not reach:
                         continue
-                    current = self._lowest_fitting(levels, mi, si, reach, tokens)
-                    if current <= self.limit:
+                    current = self._lowest_fitting(levels, mi, si, reach, tokens, target)
+                    if current <= target:
                         return current
         return current
 
+    @staticmethod
     def _lowest_fitting(
-        self, levels: list[list[int]], mi: int, si: int, reach: range, tokens: Callable[[], int]
+        levels: list[list[int]],
+        mi: int,
+        si: int,
+        reach: range,
+        tokens: Callable[[], int],
+        target: int,
     ) -> int:
         """Set the segment to the lowest level in `reach` that fits, else the highest."""
         lo, hi = reach.start, reach.stop - 1
         levels[mi][si] = hi
         best = tokens()
-        if best > self.limit:
+        if best > target:
             return best
         while lo < hi:  # renderings shrink with the level, so fitting is monotone
             mid = (lo + hi) // 2
             levels[mi][si] = mid
             n = tokens()
-            if n <= self.limit:
+            if n <= target:
                 hi, best = mid, n
             else:
                 lo = mid + 1
