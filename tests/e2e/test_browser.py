@@ -119,7 +119,7 @@ def test_graph_partitions_and_failed_check(webserver: str, browser, planted: Pla
     )
     text = _page_text(
         browser,
-        f"{webserver}/assets/questions?view=partitions",
+        f"{webserver}/assets/analysis/questions?view=partitions",
         ["Materialized ("],
         "questions_partitions.png",
     )
@@ -127,7 +127,7 @@ def test_graph_partitions_and_failed_check(webserver: str, browser, planted: Pla
     assert count >= 2, text[:800]  # template and procedural of at least one split
     text = _page_text(
         browser,
-        f"{webserver}/assets/episodes?view=checks&checkDetail=episodes_trace_integrity",
+        f"{webserver}/assets/analysis/episodes?view=checks&checkDetail=episodes_trace_integrity",
         [
             "Latest execution",
             "Evaluation result",
