@@ -10,9 +10,21 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from demo_support import REPO, DemoHome, Planted
+
+DEMO_TIMEOUT_S = 1800
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The first end-to-end test pays for the shared demo run (minutes on 2 busy cores):
+    give every test here room for it instead of the suite's default per-test timeout."""
+    here = Path(__file__).parent
+    for item in items:
+        if Path(str(item.fspath)).is_relative_to(here):
+            item.add_marker(pytest.mark.timeout(DEMO_TIMEOUT_S))
 
 
 @pytest.fixture(scope="session")
