@@ -15,6 +15,7 @@ cached under `<home>/cache/split-keys/` per package version.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.metadata
 import math
@@ -74,8 +75,14 @@ def assign_splits(
     return {name: unit_split[h] for name, h in sorted(content_hashes.items())}
 
 
+@functools.cache
+def _package_version(package: str) -> str:
+    """Installed version of a bundled package (looked up once: it scans sys.path)."""
+    return importlib.metadata.version(_DISTRIBUTIONS[package])
+
+
 def _cache_file(entry: BundledDataset, home: Path) -> Path:
-    version = importlib.metadata.version(_DISTRIBUTIONS[entry.package])
+    version = _package_version(entry.package)
     tag = f"{EXPORT_VERSION}\x1f{entry.package}\x1f{entry.loader}\x1f{version}"
     digest = hashlib.sha256(tag.encode()).hexdigest()[:32]
     return Path(home) / "cache" / "split-keys" / f"{entry.name}-{digest}"
