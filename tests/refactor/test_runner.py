@@ -266,3 +266,40 @@ def test_none_backend_runs_unjailed_for_debugging(tmp_path: Path, corpus: Path) 
         assert os.environ.get("VERILEARN_HOME") is None or ws.root.is_relative_to(tmp_path)
     finally:
         cleanup(ws)
+
+
+def test_file_flood_and_memory_hog_are_limited(backend: str, corpus: Path, tmp_path: Path) -> None:
+    from conftest import refactor_config
+
+    config = refactor_config(backend, tmp_path, max_files=50, memory_mb=256)
+    ws = prepare_workspace("t-limits", corpus, config)
+    try:
+        hog = "x = bytearray(1024 * 1024 * 1024)\nprint('allocated')\n"
+        result = apply_action(ws, {"kind": "command", "argv": ["python", "-c", hog]})
+        assert result.status == "failed" and "allocated" not in result.stdout, result
+        assert "MemoryError" in result.stderr or result.exit_code in (137, -9), result
+        flood = "import os\nfor i in range(200):\n    open(f'f{i}.txt', 'w').close()\n"
+        result = apply_action(ws, {"kind": "command", "argv": ["python", "-c", flood]})
+        assert result.status == "limit" and "max_files 50" in result.message, result
+    finally:
+        cleanup(ws)
+
+
+def test_sandbox_log_rotates(tmp_path: Path, corpus: Path) -> None:
+    from conftest import refactor_config
+
+    config = refactor_config("bwrap", tmp_path).model_copy(
+        update={"log_max_bytes": 1024, "log_backups": 2}
+    )
+    ws = prepare_workspace("t-log", corpus, config)
+    try:
+        for _ in range(8):
+            apply_action(ws, {"kind": "run", "pattern": "print($A)", "rewrite": "print($A)"})
+    finally:
+        cleanup(ws)
+    logs = sorted(p.name for p in Path(config.log_dir).iterdir())
+    assert logs == ["t-log.jsonl", "t-log.jsonl.1", "t-log.jsonl.2"]
+    assert all(
+        json.loads(line)["kind"] == "apply"
+        for line in (Path(config.log_dir) / "t-log.jsonl").read_text().splitlines()
+    )
