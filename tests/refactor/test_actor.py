@@ -15,12 +15,13 @@ from pathlib import Path
 from conftest import refactor_config, write_tasks
 
 from verilearn_assets.core import lake
-from verilearn_assets.refactor.actor import Actor, db_path, run_partition, state_key
+from verilearn_assets.refactor.actor import Actor, db_path, state_key
 from verilearn_assets.refactor.catalog import load_corpus
 from verilearn_assets.refactor.prompts import load_prompts
 from verilearn_assets.refactor.records import TrajectoryStep
 from verilearn_assets.refactor.rewards import PARTIAL_CAP, compute_reward
 from verilearn_assets.refactor.state import StateStore
+from verilearn_assets.refactor.teachers import ProgramTeacher
 
 REPOS = {r.name: r for r in load_corpus()}
 
@@ -34,8 +35,18 @@ def read_steps(home: Path, source: str, split: str) -> list[TrajectoryStep]:
 def test_program_teacher_verifies_every_reference_step(home: Path, small_tasks) -> None:
     tasks = small_tasks["procedural"]
     assert any(len(t.reference_actions) == 2 for t in tasks)
-    config = refactor_config("bwrap", home)
-    summary = run_partition(home, "procedural", tasks[0].split, config=config, tasks=tasks)
+    actor = Actor(
+        home=home,
+        teacher=ProgramTeacher(),
+        config=refactor_config("bwrap", home),
+        prompts=load_prompts(),
+        repos=REPOS,
+        concurrency=2,  # two tasks side by side on one queue and one state store
+    )
+    try:
+        summary = asyncio.run(actor.run(tasks, "procedural", tasks[0].split))
+    finally:
+        actor.close()
     steps = read_steps(home, "procedural", tasks[0].split)
     assert len(steps) == sum(len(t.reference_actions) for t in tasks) == summary.steps
     assert all(s.verified and s.teacher == "program" for s in steps)

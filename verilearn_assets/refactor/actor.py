@@ -92,6 +92,7 @@ class Actor:
     repos: dict[str, Repo]
     extra_steps: int = 1
     seed: int = 0
+    concurrency: int = 1
 
     def __post_init__(self) -> None:
         self.config = self.config.for_home(self.home)
@@ -111,11 +112,17 @@ class Actor:
         self.queue.enqueue(run, list(by_id))
         self.queue.recover(run)
         summary = RunSummary(run)
-        while (task_id := self.queue.claim(run)) is not None:
-            await self.run_task(run, by_id[task_id], summary)
-            self.queue.finish(run, task_id)
-            self.write_lake(source, split, set(by_id))
-            summary.tasks += 1
+
+        async def worker() -> None:
+            # the queue and the store are used from this event-loop thread only; the jail
+            # runs in worker threads, so `concurrency` tasks progress side by side
+            while (task_id := self.queue.claim(run)) is not None:
+                await self.run_task(run, by_id[task_id], summary)
+                self.queue.finish(run, task_id)
+                self.write_lake(source, split, set(by_id))
+                summary.tasks += 1
+
+        await asyncio.gather(*(worker() for _ in range(self.concurrency)))
         self.write_lake(source, split, set(by_id))
         return summary
 

@@ -97,6 +97,7 @@ def trajectories(context: AssetExecutionContext, home: HomeResource) -> Material
         repos={r.name: r for r in load_corpus()},
         extra_steps=config.actors.extra_steps,
         seed=config.actors.seed,
+        concurrency=config.actors.concurrency,
     )
 
     async def run():  # noqa: ANN202

@@ -52,6 +52,7 @@ class ActorSettings(StrictConfig):
     actor: str | None = None  # a name in configs/vllm_actors.yaml when teacher is vllm
     extra_steps: int = Field(default=1, ge=0)  # steps allowed beyond the reference length
     seed: int = 0
+    concurrency: int = Field(default=1, ge=1, le=16)  # tasks driven side by side
 
 
 class RefactorConfig(StrictConfig):
