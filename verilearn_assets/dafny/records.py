@@ -79,6 +79,7 @@ class DafnyTask(Record):
     spec: str
     body: str  # the writer's target / the annotator's input (for repairs: the mutant body)
     target: str  # what the role must produce (body or annotated body)
+    annotated_body: str  # the gold annotated body (the cascade's annotator target)
     gold_program: str
     gold_status: str
     gold_ms: float = 0.0
@@ -131,6 +132,13 @@ class DafnyTrajectory(Record):
     verifier_ms: float
     cached: bool = False
     constructs: list[str] = Field(default_factory=list)
+    # what the prompts need, copied from the task so SFT rows come from trajectories alone
+    name: str
+    mutation: str | None = None
+    prefix: str
+    suffix: str
+    spec: str
+    body: str  # the task's input body (the annotator's input for annotator tasks)
 
     @staticmethod
     def make_id(task_id: str, teacher: str, sample: int = 0) -> str:

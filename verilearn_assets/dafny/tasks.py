@@ -34,6 +34,7 @@ def _base(ex: DafnyExample, source: str, split: str, role: str, variant: str = "
         "suffix": ex.suffix,
         "spec": ex.spec,
         "gold_program": ex.gold_program,
+        "annotated_body": ex.annotated_body,
         "dialect": ex.dialect,
         "rewrites": ex.rewrites,
     }

@@ -1,0 +1,111 @@
+"""Dagster wiring for the Dafny family: `dafny/tasks` and `dafny/trajectories`, per
+source × split. Thin: the builders are in `build.py`. (No `from __future__ import
+annotations`: Dagster inspects the annotations.)"""
+
+from collections import Counter
+
+from dagster import (
+    AssetExecutionContext,
+    Failure,
+    MaterializeResult,
+    MetadataValue,
+    asset,
+)
+
+from resources.dafny import DafnyVerifierResource
+from resources.home import HomeResource
+from verilearn_assets.core import lake
+from verilearn_assets.dafny.build import (
+    SourceNotImplementedError,
+    build_tasks,
+    build_trajectories,
+    teacher_for,
+    trajectory_summary,
+)
+from verilearn_assets.dafny.family import FAMILY
+from verilearn_assets.dafny.records import DafnyTask, DafnyTrajectory
+from verilearn_assets.dafny.settings import load_dafny_config
+from verilearn_assets.platform.defs import SOURCE_SPLIT, source_split
+
+
+@asset(
+    name="tasks",
+    key_prefix=[FAMILY.name],
+    partitions_def=SOURCE_SPLIT,
+    group_name="dafny",
+    description="Dafny writer and annotator tasks for one source × split: template "
+    "(pairings from the corpus) and procedural (mutant repairs with their verdicts). Every "
+    "gold program is verified by Dafny; rejected tasks are kept with their reason. The llm "
+    "source fails with 'not implemented yet'.",
+)
+def tasks(
+    context: AssetExecutionContext, home: HomeResource, dafny: DafnyVerifierResource
+) -> MaterializeResult:
+    source, split = source_split(context.partition_key)
+    config = load_dafny_config()
+    with dafny.verifier(home.dir()) as verifier:
+        try:
+            records, report = build_tasks(source, split, config, verifier)
+        except SourceNotImplementedError as exc:
+            raise Failure(description=str(exc)) from exc
+        versions = verifier.versions
+    path = lake.write_records(
+        FAMILY.task_lake, records, DafnyTask, home.lake_root(), source=source, split=split
+    )
+    accepted = [r for r in records if r.status == "accepted"]
+    return MaterializeResult(
+        metadata={
+            "tasks": len(records),
+            "accepted": len(accepted),
+            "rejected": len(records) - len(accepted),
+            "by_role": MetadataValue.json(dict(Counter(r.role for r in accepted))),
+            "input_status": MetadataValue.json(dict(Counter(r.input_status for r in records))),
+            "rejection_reasons": MetadataValue.json(
+                dict(Counter(r.rejection_reason for r in records if r.rejection_reason))
+            ),
+            "corpus": MetadataValue.json(report.summary()),
+            "verifier": MetadataValue.json(versions),
+            "path": str(path),
+        }
+    )
+
+
+@asset(
+    name="trajectories",
+    key_prefix=[FAMILY.name],
+    partitions_def=SOURCE_SPLIT,
+    group_name="dafny",
+    deps=[tasks],
+    description="writer → annotator → verifier cascades on the accepted tasks of the same "
+    "partition, with the program teacher (replays gold bodies and annotations); rewards, "
+    "failure buckets and per-stage latency recorded.",
+)
+def trajectories(
+    context: AssetExecutionContext, home: HomeResource, dafny: DafnyVerifierResource
+) -> MaterializeResult:
+    source, split = source_split(context.partition_key)
+    config = load_dafny_config()
+    task_records = [
+        t for t in FAMILY.read_tasks(home.dir(), source, split) if isinstance(t, DafnyTask)
+    ]
+    try:
+        teacher = teacher_for(config.teacher)
+    except ValueError as exc:
+        raise Failure(description=str(exc)) from exc
+    with dafny.verifier(home.dir()) as verifier:
+        records = build_trajectories(task_records, teacher, verifier)
+    path = lake.write_records(
+        FAMILY.rollout_lake, records, DafnyTrajectory, home.lake_root(), source=source, split=split
+    )
+    summary = trajectory_summary(records)
+    return MaterializeResult(
+        metadata={
+            **{k: v for k, v in summary.items() if not isinstance(v, dict)},
+            "failure_buckets": MetadataValue.json(summary["failure_buckets"]),
+            "teacher": teacher.name,
+            "path": str(path),
+        }
+    )
+
+
+DAFNY_ASSETS = [tasks, trajectories]

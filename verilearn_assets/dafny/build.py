@@ -1,0 +1,80 @@
+"""Building one `source × split` partition of tasks and trajectories (pure; the assets
+call this). The corpus is loaded and split the same way for every partition, so a
+program's split never depends on which partition is built first."""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+from verilearn_assets.dafny.cascade import ProgramTeacher, Teacher, cascade_sample, trajectory
+from verilearn_assets.dafny.loader import BUNDLED, LoadReport, load_dafny_bench
+from verilearn_assets.dafny.records import DafnyTask, DafnyTrajectory
+from verilearn_assets.dafny.settings import DafnyConfig
+from verilearn_assets.dafny.splits import split_examples
+from verilearn_assets.dafny.tasks import procedural_tasks, template_tasks
+from verilearn_assets.dafny.verifier import DafnyVerifier
+
+
+class SourceNotImplementedError(RuntimeError):
+    """The `llm` source is not built yet."""
+
+
+def load_corpus(config: DafnyConfig) -> LoadReport:
+    report = load_dafny_bench(Path(config.corpus.path) if config.corpus.path else BUNDLED)
+    if config.corpus.limit is not None:
+        report.examples = report.examples[: config.corpus.limit]
+    return report
+
+
+def build_tasks(
+    source: str, split: str, config: DafnyConfig, verifier: DafnyVerifier
+) -> tuple[list[DafnyTask], LoadReport]:
+    report = load_corpus(config)
+    splits = split_examples(report.examples, seed=config.corpus.seed)
+    mine = [e for e in report.examples if splits[e.id] == split]
+    if source == "template":
+        return template_tasks(mine, splits, verifier), report
+    if source == "procedural":
+        return procedural_tasks(mine, splits, verifier, config.sources.mutants_per_example), report
+    raise SourceNotImplementedError(
+        f"dafny source {source!r} is not implemented yet (template and procedural are)"
+    )
+
+
+def teacher_for(name: str) -> Teacher:
+    if name == "program":
+        return ProgramTeacher()
+    raise ValueError(f"configs/dafny.yaml: teacher {name!r} is not available (only 'program')")
+
+
+def build_trajectories(
+    tasks: Sequence[DafnyTask], teacher: Teacher, verifier: DafnyVerifier
+) -> list[DafnyTrajectory]:
+    out = []
+    for task in tasks:
+        if task.status == "accepted":
+            out.append(trajectory(task, teacher, cascade_sample(task, teacher, verifier)))
+    return out
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    if not values:
+        return 0.0
+    if len(values) == 1:
+        return float(values[0])
+    return float(statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1])
+
+
+def trajectory_summary(trajs: Sequence[DafnyTrajectory]) -> dict[str, object]:
+    lat = [t.latency_ms for t in trajs]
+    return {
+        "trajectories": len(trajs),
+        "verified": sum(t.verified for t in trajs),
+        "verify_rate": round(sum(t.verified for t in trajs) / len(trajs), 4) if trajs else 0.0,
+        "failure_buckets": dict(Counter(t.failure_bucket for t in trajs if t.failure_bucket)),
+        "latency_p50_ms": round(percentile(lat, 50), 2),
+        "latency_p95_ms": round(percentile(lat, 95), 2),
+    }

@@ -1,0 +1,55 @@
+"""The Dafny family as the platform sees it (pure: no Dagster)."""
+
+from __future__ import annotations
+
+from verilearn_assets.core.family import Family, GateRule
+from verilearn_assets.dafny import rules
+from verilearn_assets.dafny.records import DafnyTask, DafnyTrajectory
+from verilearn_assets.dafny.sft import sft_rows
+
+FAMILY = Family(
+    name="dafny",
+    task_asset="tasks",
+    rollout_asset="trajectories",
+    task_model=DafnyTask,
+    rollout_model=DafnyTrajectory,
+    sft_rows=sft_rows,
+    description=(
+        "Dafny writer (spec → body) and annotator (body → proof hints) tasks, verified by "
+        "Dafny 2.3 through a jailed long-lived verifier pool"
+    ),
+    rules=(
+        GateRule(
+            "dafny_gold_reverifies",
+            "tasks",
+            rules.gold_reverifies,
+            "a seeded sample of accepted gold programs verifies again (fresh, no cache)",
+        ),
+        GateRule(
+            "dafny_one_split",
+            "tasks",
+            rules.one_split,
+            "no program has tasks in two splits (any source)",
+        ),
+        GateRule(
+            "dafny_no_cheat_in_targets",
+            "tasks",
+            rules.no_cheat_in_targets,
+            "no accepted target or gold program holds assume/{:axiom}/{:verify false}/{:extern}",
+        ),
+        GateRule(
+            "dafny_cache_agrees",
+            "tasks",
+            rules.cache_agrees,
+            "cached verdicts of sampled gold programs equal a fresh verification",
+        ),
+        GateRule(
+            "dafny_trajectories_consistent",
+            "rollouts",
+            rules.trajectories_consistent,
+            "verified flags, rewards and task links of trajectories agree",
+        ),
+    ),
+    task_columns=("role", "name", "status", "input_status", "mutation"),
+    rollout_columns=("role", "status", "failure_bucket", "reward", "latency_ms"),
+)

@@ -1,0 +1,55 @@
+"""SFT rows per role from verified trajectories, through the family contract.
+
+A writer trajectory that verified teaches both roles: the writer row (spec → body) and
+the annotator row (body → annotated body). Annotator trajectories teach the annotator.
+Trajectories carry the prompt pieces, so no task lookup is needed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from verilearn_assets.core.family import SftRow
+from verilearn_assets.core.records import Record
+from verilearn_assets.dafny import prompts
+from verilearn_assets.dafny.records import DafnyTrajectory
+
+
+def rows_for(trajectory: DafnyTrajectory, variant: prompts.Variant = "strict") -> list[SftRow]:
+    if not trajectory.verified:
+        return []
+    pairs: list[tuple[str, str | None, str]] = []
+    if trajectory.role == "writer" and trajectory.writer_output is not None:
+        pairs.append(("writer", None, trajectory.writer_output))
+        pairs.append(("annotator", trajectory.writer_output, trajectory.annotator_output))
+    else:
+        pairs.append(("annotator", trajectory.body, trajectory.annotator_output))
+    rows = []
+    for role, body, answer in pairs:
+        msgs = prompts.messages(trajectory, role, body, variant)
+        msgs.append({"role": "assistant", "content": prompts.fenced(answer)})
+        rows.append(
+            SftRow(
+                id=SftRow.make_id("dafny", trajectory.id, role),
+                family="dafny",
+                task_id=trajectory.task_id,
+                rollout_id=trajectory.id,
+                source=trajectory.source,
+                split=trajectory.split,
+                role=role,
+                teacher=trajectory.teacher,
+                messages=msgs,
+                n_messages=len(msgs),
+                template=trajectory.mutation or trajectory.name,
+            )
+        )
+    return rows
+
+
+def sft_rows(rollouts: Sequence[Record]) -> list[SftRow]:
+    out: list[SftRow] = []
+    for r in rollouts:
+        if not isinstance(r, DafnyTrajectory):
+            raise TypeError(f"dafny sft_rows: {type(r).__name__} is not a DafnyTrajectory")
+        out.extend(rows_for(r))
+    return out
