@@ -16,6 +16,7 @@ from verilearn_assets.refactor.actor import TASKS_LAKE, Actor
 from verilearn_assets.refactor.catalog import load_corpus, load_rules
 from verilearn_assets.refactor.config import load_refactor_config
 from verilearn_assets.refactor.family import FAMILY
+from verilearn_assets.refactor.llm_tasks import generate_llm_tasks, vllm_proposer
 from verilearn_assets.refactor.prompts import load_prompts
 from verilearn_assets.refactor.records import RefactorTask
 from verilearn_assets.refactor.tasks import generate_tasks
@@ -42,15 +43,13 @@ def tasks(context: AssetExecutionContext, home: HomeResource) -> MaterializeResu
         if unknown:
             raise Failure(description=f"refactor.yaml: generation.rules names unknown {unknown}")
         rules = [r for r in rules if r.id in wanted]
-    records = generate_tasks(
-        source,
-        split,
-        config,
-        rules=rules,
-        max_pairs_per_repo=config.generation.max_pairs_per_repo,
-    )
+    gen = config.generation
     if source == "llm":
-        context.log.info("refactor/llm: model-proposed tasks are not generated yet (0 tasks)")
+        records = _llm_tasks(context, split, config)
+    else:
+        records = generate_tasks(
+            source, split, config, rules=rules, max_pairs_per_repo=gen.max_pairs_per_repo
+        )
     lake.write_records(
         TASKS_LAKE, records, RefactorTask, home.lake_root(), source=source, split=split
     )
@@ -67,6 +66,27 @@ def tasks(context: AssetExecutionContext, home: HomeResource) -> MaterializeResu
             "backend": config.backend,
         }
     )
+
+
+def _llm_tasks(context: AssetExecutionContext, split: str, config) -> list[RefactorTask]:  # noqa: ANN001
+    """Model-proposed tasks, triangulated; none when no proposing actor is configured."""
+    gen = config.generation
+    if gen.llm_actor is None:
+        context.log.info("refactor/llm: generation.llm_actor is not set, so no llm tasks")
+        return []
+    propose, close = vllm_proposer(load_actors().actor(gen.llm_actor))
+    repos = [r for r in load_corpus() if r.split == split]
+
+    async def run() -> list[RefactorTask]:
+        try:
+            return await generate_llm_tasks(
+                repos, propose, load_prompts(), config, gen.llm_proposals_per_repo,
+                gen.llm_code_chars, config.actors.seed,
+            )  # fmt: skip
+        finally:
+            await close()
+
+    return asyncio.run(run())
 
 
 @asset(

@@ -45,6 +45,9 @@ class StateSettings(StrictConfig):
 class GenerationSettings(StrictConfig):
     max_pairs_per_repo: int = Field(default=30, ge=0)  # procedural two-rule sequences
     rules: list[str] | None = None  # catalog rule ids to use; None: every rule
+    llm_actor: str | None = None  # actor of vllm_actors.yaml proposing `llm` tasks
+    llm_proposals_per_repo: int = Field(default=4, ge=1)
+    llm_code_chars: int = Field(default=2000, ge=200)  # code shown to the proposer
 
 
 class ActorSettings(StrictConfig):

@@ -28,20 +28,40 @@ PLACEHOLDERS = {
 }
 
 
+def _placeholders(value: str, allowed: set[str], required: set[str]) -> str:
+    names = {f for _, f, _, _ in string.Formatter().parse(value) if f}
+    unknown = names - allowed
+    if unknown:
+        raise ValueError(f"unknown placeholder(s) {sorted(unknown)}")
+    missing = required - names
+    if missing:
+        raise ValueError(f"missing placeholder(s) {sorted(missing)}")
+    return value
+
+
 class PromptConfig(StrictConfig):
     system: str
     user: str
+    # llm task proposals: a refactoring in words plus a rule, then (triangulation) a rule
+    # for the same words written without seeing the first one
+    propose_system: str = ""
+    propose_user: str = "Repository {repo}:\n{code}"
+    rule_user: str = "Repository {repo}:\n{code}\nTask: {instruction}"
 
     @field_validator("user")
     @classmethod
-    def _known_placeholders(cls, value: str) -> str:
-        names = {f for _, f, _, _ in string.Formatter().parse(value) if f}
-        unknown = names - PLACEHOLDERS
-        if unknown:
-            raise ValueError(f"unknown placeholder(s) {sorted(unknown)}")
-        if "state" not in names:
-            raise ValueError("the user prompt must carry the {state} block")
-        return value
+    def _user(cls, value: str) -> str:
+        return _placeholders(value, PLACEHOLDERS, {"state"})
+
+    @field_validator("propose_user")
+    @classmethod
+    def _propose(cls, value: str) -> str:
+        return _placeholders(value, {"repo", "code"}, {"code"})
+
+    @field_validator("rule_user")
+    @classmethod
+    def _rule(cls, value: str) -> str:
+        return _placeholders(value, {"repo", "code", "instruction"}, {"code", "instruction"})
 
 
 def load_prompts(directory: str | Path | None = None) -> PromptConfig:

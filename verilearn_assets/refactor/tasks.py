@@ -68,7 +68,9 @@ class Candidate:
 def run_candidate(candidate: Candidate, config: RefactorConfig) -> RefactorTask:
     """Run the candidate's steps in a fresh workspace and build its (accepted/rejected) task."""
     actions = candidate.actions()
-    task_id = content_hash("refactor-task", candidate.repo.name, candidate.source, actions)
+    task_id = content_hash(
+        "refactor-task", candidate.repo.name, candidate.source, actions, candidate.instruction()
+    )
     ws = prepare_workspace(task_id, candidate.repo.path, config)
     reason = ""
     matches = 0

@@ -1,0 +1,185 @@
+"""The `llm` task source: a model proposes a refactoring in words plus an ast-grep rule.
+
+A proposal becomes an accepted task only when (1) the rule is valid and applies cleanly in
+the jail, (2) the repository's tests still pass, and (3) triangulation holds: a second,
+independent request that sees only the words writes a rule producing the very same tree.
+Everything else is kept as a rejected task naming why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from verilearn_assets.core.records import content_hash
+from verilearn_assets.refactor.actions import ActionRejected, RuleAction
+from verilearn_assets.refactor.catalog import CatalogRule, Repo, RuleExamples
+from verilearn_assets.refactor.config import RefactorConfig
+from verilearn_assets.refactor.prompts import PromptConfig
+from verilearn_assets.refactor.records import Difficulty, RefactorTask
+from verilearn_assets.refactor.tasks import TEST_COMMAND, Candidate, run_candidate
+
+Proposer = Callable[[list[dict[str, Any]], int], Awaitable[str]]
+
+
+def code_excerpt(repo: Path, limit: int) -> str:
+    """The package's modules (tests left out), each under its path, cut at `limit` chars."""
+    parts = []
+    for path in sorted(repo.rglob("*.py")):
+        rel = path.relative_to(repo).as_posix()
+        if rel.startswith("tests/") or "/__pycache__/" in rel or path.stat().st_size == 0:
+            continue
+        parts.append(f"# {rel}\n{path.read_text()}")
+    return "\n".join(parts)[:limit]
+
+
+def _block(text: str, tag: str) -> str | None:
+    match = re.search(rf"<{tag}>(.*?)</{tag}>", text, re.DOTALL)
+    return match.group(1).strip() if match else None
+
+
+def parse_rule(text: str) -> RuleAction:
+    """The `<rule>` block as a validated rule action (ActionRejected when it is not)."""
+    body = _block(text, "rule")
+    if not body:
+        raise ActionRejected("parse", "no <rule>…</rule> block")
+    body = re.sub(r"^```(?:ya?ml)?\s*|```$", "", body.strip()).strip()
+    try:
+        rule = yaml.safe_load(body)
+    except yaml.YAMLError as exc:
+        raise ActionRejected("schema", f"rule is not YAML: {str(exc).splitlines()[0]}") from exc
+    if not isinstance(rule, dict) or "fix" not in rule:
+        raise ActionRejected("schema", "rule must be a mapping with a fix")
+    try:
+        return RuleAction(rule=rule)
+    except ValueError as exc:
+        raise ActionRejected("schema", f"invalid rule: {str(exc).splitlines()[0]}") from exc
+
+
+def rejected(
+    repo: Repo, key: str, instruction: str, reason: str, rule: dict | None
+) -> RefactorTask:
+    return RefactorTask(
+        id=content_hash("refactor-llm-task", repo.name, key),
+        repo=repo.name,
+        licence=repo.licence,
+        files=[],
+        instruction=instruction[:1000],
+        target_diff="",
+        target_tree="",
+        step_trees=[],
+        test_command=TEST_COMMAND,
+        reference_actions=[RuleAction(rule=rule).model_dump(mode="json")] if rule else [],
+        rules=[],
+        source="llm",
+        split=repo.split,
+        status="rejected",
+        reason=reason[:500],
+        difficulty=Difficulty(matches=0, files_touched=0, rule_complexity=0, steps=0),
+    )
+
+
+async def propose_task(
+    repo: Repo,
+    index: int,
+    propose: Proposer,
+    prompts: PromptConfig,
+    config: RefactorConfig,
+    code_chars: int = 2000,
+    seed: int = 0,
+) -> RefactorTask:
+    code = code_excerpt(repo.path, code_chars)
+    first = await propose(
+        [
+            {"role": "system", "content": prompts.propose_system},
+            {"role": "user", "content": prompts.propose_user.format(repo=repo.name, code=code)},
+        ],
+        seed + 2 * index,
+    )
+    key = f"{index}:{first}"
+    instruction = _block(first, "instruction") or ""
+    if not instruction:
+        return rejected(repo, key, "", "proposal: no <instruction>…</instruction> block", None)
+    try:
+        action = parse_rule(first)
+    except ActionRejected as exc:
+        return rejected(repo, key, instruction, f"proposal: {exc}", None)
+    rule_id = f"llm-{content_hash(action.rule, length=10)}"
+    catalog_rule = CatalogRule(
+        id=rule_id,
+        path="<llm>",
+        rule={**action.rule, "id": rule_id},
+        examples=RuleExamples(instruction=instruction, positive="", fixed="", negative=""),
+    )
+    task = await asyncio.to_thread(
+        run_candidate, Candidate(repo, "llm", ((catalog_rule, ()),)), config
+    )
+    if task.status != "accepted":
+        return task
+    # triangulation: the same words, a fresh request that never saw the first rule
+    second = await propose(
+        [
+            {"role": "system", "content": prompts.propose_system},
+            {
+                "role": "user",
+                "content": prompts.rule_user.format(
+                    repo=repo.name, code=code, instruction=instruction
+                ),
+            },
+        ],
+        seed + 2 * index + 1,
+    )
+    try:
+        other = parse_rule(second)
+    except ActionRejected as exc:
+        return task.model_copy(update={"status": "rejected", "reason": f"triangulation: {exc}"})
+    other_rule = catalog_rule.model_copy(update={"rule": {**other.rule, "id": rule_id}})
+    check = await asyncio.to_thread(
+        run_candidate, Candidate(repo, "llm", ((other_rule, ()),)), config
+    )
+    if check.status != "accepted" or check.target_tree != task.target_tree:
+        why = check.reason or "the second rule gave another tree"
+        return task.model_copy(update={"status": "rejected", "reason": f"triangulation: {why}"})
+    return task
+
+
+async def generate_llm_tasks(
+    repos: list[Repo],
+    propose: Proposer,
+    prompts: PromptConfig,
+    config: RefactorConfig,
+    per_repo: int,
+    code_chars: int = 2000,
+    seed: int = 0,
+) -> list[RefactorTask]:
+    out: dict[str, RefactorTask] = {}
+    for repo in repos:
+        for i in range(per_repo):
+            task = await propose_task(repo, i, propose, prompts, config, code_chars, seed)
+            out.setdefault(task.id, task)  # the same proposal twice is one task
+    return list(out.values())
+
+
+def vllm_proposer(actor: Any) -> tuple[Proposer, Callable[[], Awaitable[None]]]:
+    """A proposer over one actor of `configs/vllm_actors.yaml` (and its close function)."""
+    from verilearn_assets.core.llm.client import VllmClient
+
+    client: VllmClient | None = None
+
+    async def propose(messages: list[dict[str, Any]], seed: int) -> str:
+        nonlocal client
+        if client is None:
+            client = VllmClient(actor.vllm_config(actor.model))
+            await client.start()
+        return (await client.chat(messages, seed=seed)).text
+
+    async def close() -> None:
+        if client is not None:
+            await client.close()
+
+    return propose, close
