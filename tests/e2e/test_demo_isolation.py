@@ -89,13 +89,13 @@ def test_bundled_datasets_materialize_beside_the_bad_one(bad_demo: BadDemo) -> N
 
 def test_the_bad_partition_fails_on_one_line_naming_host_and_reason(bad_demo: BadDemo) -> None:
     lines = bad_demo.stdout.splitlines()
-    (at,) = [i for i, ln in enumerate(lines) if ln.startswith(f"  platform_job [{BAD}]: FAILED")]
-    reason = lines[at + 1]
-    assert reason.strip().startswith(f"raw_datasets: dataset '{BAD}' ({BAD_ENTRY['url']})")
+    (line,) = [ln for ln in lines if ln.startswith(f"  platform_job [{BAD}]")]
+    head, _, reason = line.partition(" — ")
+    assert re.fullmatch(rf"  platform_job \[{BAD}\]: FAILED \(\d+\.\ds\)", head), line
+    assert reason.startswith(f"raw_datasets: dataset '{BAD}' ({BAD_ENTRY['url']}): "), line
     assert "download failed" in reason and f"cannot resolve host '{HOST}'" in reason
-    log = re.search(r"full log: (\S+)", lines[at + 2])
-    assert log, lines[at : at + 3]
-    assert Path(log.group(1)).is_file()
+    log = re.search(r"\(full log: (\S+)\)$", reason)
+    assert log and Path(log.group(1)).is_file(), line
     assert f"Failed: platform_job [{BAD}]" in bad_demo.stdout
     assert len(re.findall(r": FAILED", bad_demo.stdout)) == 1
 

@@ -159,12 +159,14 @@ def run(args: argparse.Namespace) -> int:
                         progress.console.print(f"    {reason}", markup=False, highlight=False)
                 else:
                     failed.append(step.label())
+                    first, *more = out.reasons() or ["no reason recorded"]
                     progress.console.print(
-                        f"  {escape(step.label())}: [red]FAILED[/] ({seconds:.1f}s)"
+                        f"  {escape(step.label())}: [red]FAILED[/] ({seconds:.1f}s) — "
+                        f"{escape(first)} (full log: {escape(str(log_file))})",
+                        highlight=False,
                     )
-                    for reason in out.reasons() or ["failed (no reason recorded)"]:
-                        progress.console.print(f"    {reason}", markup=False, highlight=False)
-                    progress.console.print(f"    full log: {log_file}", markup=False)
+                    for reason in more:
+                        progress.console.print(f"    also: {reason}", markup=False, highlight=False)
                 progress.advance(task)
         if "reports_job" in failed:
             console.print("No report: reports_job failed (see above).")
