@@ -9,6 +9,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import duckdb
 import pytest
 import yaml
 from dagster import MultiPartitionKey, materialize
@@ -17,6 +18,7 @@ from resources.dafny import DafnyVerifierResource
 from resources.home import HomeResource
 from verilearn_assets.core import lake
 from verilearn_assets.core.family import RuleContext, family
+from verilearn_assets.core.warehouse import build_model, discover_sql_models, order_models
 from verilearn_assets.dafny.assets import tasks, trajectories
 from verilearn_assets.dafny.checks import CHECKS
 from verilearn_assets.dafny.family import FAMILY
@@ -24,7 +26,7 @@ from verilearn_assets.dafny.records import DafnyTask, DafnyTrajectory
 from verilearn_assets.dafny.rules import no_cheat_in_targets, one_split
 
 REPO = Path(__file__).resolve().parents[2]
-LIMIT = 8
+LIMIT = 6
 
 
 @pytest.fixture(scope="module")
@@ -37,6 +39,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict:
     cfg = yaml.safe_load((REPO / "configs" / "dafny.yaml").read_text())
     cfg["corpus"]["limit"] = LIMIT
     cfg["gate"].update(reverify=2, cache_agreement=2)
+    cfg["sources"]["mutants_per_example"] = 1
     (configs / "dafny.yaml").write_text(yaml.safe_dump(cfg))
     mp = pytest.MonkeyPatch()
     mp.setenv("VERILEARN_CONFIG_DIR", str(configs))
@@ -141,3 +144,48 @@ def test_rules_catch_a_cheat_and_a_split_leak(built: dict, tmp_path: Path) -> No
     )
     outcome = one_split(ctx)
     assert not outcome.passed and first.program in outcome.failures[0]
+
+
+def _build_dafny_marts(lake_root: Path) -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect()
+    models = [m for m in discover_sql_models() if "dafny" in m.name]
+    assert {m.name for m in models} >= {
+        "stg_dafny_tasks",
+        "stg_dafny_trajectories",
+        "mart_dafny_verify_rate",
+        "mart_dafny_failure_buckets",
+        "mart_dafny_latency",
+        "mart_dafny_task_counts",
+    }
+    for model in order_models(models):
+        build_model(con, model, lake_root)
+    return con
+
+
+def test_marts_over_the_lake(built: dict) -> None:
+    con = _build_dafny_marts(lake.lake_root(built["home"]))
+    trajs = FAMILY.read_rollouts(built["home"], "template", "train")
+    rows = con.execute(
+        "SELECT sum(n_trajectories), sum(n_verified) FROM mart_dafny_verify_rate "
+        "WHERE source = 'template' AND construct = 'loops'"
+    ).fetchone()
+    looped = [t for t in trajs if "loops" in t.constructs]
+    assert rows == (len(looped), sum(t.verified for t in looped))
+    latency = con.execute(
+        "SELECT role, n_trajectories, cascade_p50_ms FROM mart_dafny_latency "
+        "WHERE source = 'template' ORDER BY role"
+    ).fetchall()
+    assert sum(r[1] for r in latency) == len(trajs) and all(r[2] > 0 for r in latency)
+    buckets = dict(
+        con.execute(
+            "SELECT bucket, sum(n) FROM mart_dafny_failure_buckets "
+            "WHERE what = 'task input' AND source = 'procedural' GROUP BY bucket"
+        ).fetchall()
+    )
+    procedural = FAMILY.read_tasks(built["home"], "procedural", "train")
+    assert sum(buckets.values()) == len(procedural)
+
+
+def test_marts_on_an_empty_lake(tmp_path: Path) -> None:
+    con = _build_dafny_marts(tmp_path / "lake")
+    assert con.execute("SELECT count(*) FROM mart_dafny_task_counts").fetchone() == (0,)

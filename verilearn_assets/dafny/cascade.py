@@ -112,6 +112,7 @@ def cascade_sample(task: DafnyTask, teacher: Teacher, verifier: DafnyVerifier) -
 
 
 def trajectory(task: DafnyTask, teacher: Teacher, result: CascadeResult) -> DafnyTrajectory:
+    stage_ms = {s.stage: s.latency_ms for s in result.stages}
     return DafnyTrajectory(
         id=DafnyTrajectory.make_id(task.id, teacher.name),
         source=task.source,
@@ -131,6 +132,9 @@ def trajectory(task: DafnyTask, teacher: Teacher, result: CascadeResult) -> Dafn
         reward=result.reward,
         partial_reward=result.partial_reward,
         latency_ms=result.latency_ms,
+        writer_ms=stage_ms.get("writer", 0.0),
+        annotator_ms=stage_ms.get("annotator", 0.0),
+        verify_stage_ms=stage_ms.get("verifier", 0.0),
         verifier_ms=result.verifier_ms,
         cached=result.cached,
         constructs=task.constructs,

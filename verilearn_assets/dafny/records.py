@@ -128,8 +128,11 @@ class DafnyTrajectory(Record):
     final_program: str
     reward: float
     partial_reward: float
-    latency_ms: float
-    verifier_ms: float
+    latency_ms: float  # the whole cascade
+    writer_ms: float = 0.0  # stage latencies (the verifier stage includes anti-cheat)
+    annotator_ms: float = 0.0
+    verify_stage_ms: float = 0.0
+    verifier_ms: float  # the verifier's own time (0 on a cache hit)
     cached: bool = False
     constructs: list[str] = Field(default_factory=list)
     # what the prompts need, copied from the task so SFT rows come from trajectories alone
