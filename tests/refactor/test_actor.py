@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -12,9 +13,11 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from conftest import refactor_config, write_tasks
 
 from verilearn_assets.core import lake
+from verilearn_assets.core.llm.launcher import free_port
 from verilearn_assets.refactor.actor import Actor, db_path, state_key
 from verilearn_assets.refactor.catalog import load_corpus
 from verilearn_assets.refactor.prompts import load_prompts
@@ -141,22 +144,50 @@ def test_failure_classes_and_state_kept_on_bad_update(home: Path, small_tasks) -
     assert versions[-1][1].decisions == ["is None"]
 
 
-def test_killed_run_resumes_without_losing_a_committed_step(home: Path, small_tasks) -> None:
+@pytest.fixture(scope="module")
+def redis_url(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+    """A private redis-server on a free port (the real one, for the Redis queue)."""
+    import redis
+
+    binary = shutil.which("redis-server")
+    if binary is None:
+        if os.environ.get("VERILEARN_REQUIRE_REDIS") == "1":
+            pytest.fail("redis-server is not installed (and VERILEARN_REQUIRE_REDIS=1)")
+        pytest.skip("redis-server is not installed")
+    port = free_port()
+    workdir = tmp_path_factory.mktemp("redis")
+    proc = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--dir", str(workdir)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"redis://127.0.0.1:{port}/0"
+    client = redis.Redis.from_url(url)
+    for _ in range(200):
+        try:
+            client.ping()
+            break
+        except redis.ConnectionError:
+            time.sleep(0.05)
+    try:
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.mark.parametrize("queue", ["sqlite", "redis"])
+def test_killed_run_resumes_without_losing_a_committed_step(
+    home: Path, small_tasks, queue: str, request: pytest.FixtureRequest
+) -> None:
     tasks = small_tasks["procedural"]
     split = tasks[0].split
     write_tasks(home, tasks)
     env = {**os.environ, "VERILEARN_HOME": str(home)}
-    cmd = [
-        sys.executable,
-        "-m",
-        "verilearn_assets.refactor.actor",
-        "--home",
-        str(home),
-        "--source",
-        "procedural",
-        "--split",
-        split,
-    ]
+    cmd = [sys.executable, "-m", "verilearn_assets.refactor.actor", "--home", str(home),
+           "--source", "procedural", "--split", split]  # fmt: skip
+    if queue == "redis":
+        cmd += ["--redis-url", request.getfixturevalue("redis_url")]
     proc = subprocess.Popen(
         cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
     )

@@ -93,11 +93,12 @@ class Actor:
     extra_steps: int = 1
     seed: int = 0
     concurrency: int = 1
+    redis_url: str | None = None  # dispatch tasks through Redis instead of SQLite
 
     def __post_init__(self) -> None:
         self.config = self.config.for_home(self.home)
         self.store = StateStore(db_path(self.home))
-        self.queue = StepQueue(self.store)
+        self.queue = StepQueue(self.store, self.redis_url)
 
     def close(self) -> None:
         self.store.close()
@@ -283,6 +284,7 @@ def run_partition(
     teacher: Teacher | None = None,
     config: RefactorConfig | None = None,
     tasks: list[RefactorTask] | None = None,
+    redis_url: str | None = None,
 ) -> RunSummary:
     actor = Actor(
         home=home,
@@ -290,6 +292,7 @@ def run_partition(
         config=config or load_refactor_config(),
         prompts=load_prompts(),
         repos={r.name: r for r in load_corpus()},
+        redis_url=redis_url,
     )
     try:
         return asyncio.run(actor.run(tasks or read_tasks(home, source, split), source, split))
@@ -303,11 +306,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--source", required=True)
     parser.add_argument("--split", required=True)
     parser.add_argument("--backend", choices=["bwrap", "docker", "none"])
+    parser.add_argument("--redis-url", help="dispatch tasks through this Redis (default: SQLite)")
     args = parser.parse_args(argv)
     config = load_refactor_config()
     if args.backend:
         config = config.with_backend(args.backend)
-    summary = run_partition(args.home, args.source, args.split, config=config)
+    summary = run_partition(
+        args.home, args.source, args.split, config=config, redis_url=args.redis_url
+    )
     print(json.dumps(summary.metadata()))
 
 

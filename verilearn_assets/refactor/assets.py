@@ -118,6 +118,7 @@ def trajectories(context: AssetExecutionContext, home: HomeResource) -> Material
         extra_steps=config.actors.extra_steps,
         seed=config.actors.seed,
         concurrency=config.actors.concurrency,
+        redis_url=config.actors.redis_url if config.actors.queue == "redis" else None,
     )
 
     async def run():  # noqa: ANN202

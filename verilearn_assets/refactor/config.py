@@ -56,6 +56,8 @@ class ActorSettings(StrictConfig):
     extra_steps: int = Field(default=1, ge=0)  # steps allowed beyond the reference length
     seed: int = 0
     concurrency: int = Field(default=1, ge=1, le=16)  # tasks driven side by side
+    queue: Literal["sqlite", "redis"] = "sqlite"  # where pending/running/done tasks live
+    redis_url: str = "redis://127.0.0.1:6379/0"  # with queue: redis
 
 
 class RefactorConfig(StrictConfig):
