@@ -5,6 +5,7 @@
 # which `make install` puts in .venv.
 #
 #   make dafny-deps   install the apt packages when missing, then check the toolchain
+#   make bench-dafny  the verifier benchmark (benchmarks/dafny.py)
 
 DAFNY_APT_PACKAGES := dafny z3 mono-runtime bubblewrap
 
@@ -22,3 +23,8 @@ dafny-deps: install
 	$(VPY) -c 'from verilearn_assets.dafny.toolchain import detect; print("dafny toolchain:", detect().versions)'
 
 TEST_DEPS += dafny-deps
+
+.PHONY: bench-dafny
+# Pooled long-lived verifier vs one dafny CLI process per program (same run), cache hits.
+bench-dafny: dafny-deps
+	$(VPY) benchmarks/dafny.py
