@@ -154,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
                 seconds = time.perf_counter() - t0
                 if out.success:
                     line = f"  {escape(step.label())}: [green]ok[/] ({seconds:.1f}s)"
-                    progress.console.print(line)
+                    progress.console.print(line, highlight=False)
                     for reason in out.failed_checks:  # warnings of a run that succeeded
                         progress.console.print(f"    {reason}", markup=False, highlight=False)
                 else:
