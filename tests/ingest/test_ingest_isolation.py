@@ -9,6 +9,7 @@ outcome is recorded, and `catalog_coverage` names the dataset as missing from it
 from __future__ import annotations
 
 import hashlib
+import pickle
 from pathlib import Path
 
 import pytest
@@ -57,6 +58,8 @@ def assert_one_line(failure: DatasetFailure, url: str, status: str, *needles: st
     assert failure.status == status, text
     for needle in needles:
         assert needle in text, (needle, text)
+    copy = pickle.loads(pickle.dumps(failure))  # crosses worker processes intact
+    assert (str(copy), copy.status) == (text, status)
 
 
 def assert_recorded_and_missing(cfg: DatasetsConfig, home: Path, failure: DatasetFailure) -> None:

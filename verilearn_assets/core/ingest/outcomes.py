@@ -38,6 +38,9 @@ class DatasetFailure(RuntimeError):
         self.dataset, self.source, self.status, self.detail = dataset, source, status, detail
         super().__init__(one_line(dataset, source, status, detail))
 
+    def __reduce__(self):  # picklable across worker processes, whatever __init__ takes
+        return (type(self), (self.dataset, self.source, self.status, self.detail))
+
 
 def one_line(dataset: str, source: str, status: str, detail: str) -> str:
     """`dataset 'x' (<url or package.loader>): download failed: <why>` on a single line."""
