@@ -27,6 +27,7 @@ from dagster import AssetMaterialization, materialize
 from llm_proxy import CountingProxy
 
 from resources.container_pool import ContainerPoolResource
+from resources.home import HomeResource
 from resources.vllm import VllmResource
 from verilearn_assets.analysis.assets import episodes, questions
 from verilearn_assets.analysis.records import Episode, QuestionRecord
@@ -100,7 +101,11 @@ def write_configs(conf: Path, base_url: str, model: str, *, constrained: bool) -
 
 def resources() -> dict[str, Any]:
     """Built as definitions.py builds them: everything comes from VERILEARN_CONFIG_DIR."""
-    return {"container_pool": ContainerPoolResource(), "vllm": VllmResource()}
+    return {
+        "container_pool": ContainerPoolResource(),
+        "vllm": VllmResource(),
+        "home": HomeResource(),
+    }
 
 
 def materialized(asset: Any, proxy: CountingProxy) -> tuple[AssetMaterialization, int]:
@@ -125,7 +130,8 @@ def setup_home(
     conf = tmp_path / "conf"
     write_configs(conf, proxy.url, vllm_server.model, constrained=constrained)
     monkeypatch.setenv("VERILEARN_CONFIG_DIR", str(conf))
-    assert materialize(INGEST_ASSETS).success
+    home_resource = {"home": HomeResource()}
+    assert materialize(INGEST_ASSETS, partition_key="longley", resources=home_resource).success
     (table,) = load_table_records(lake.home())
     assert (table.dataset, table.split) == ("longley", "dev")
 
