@@ -82,6 +82,7 @@ def main() -> None:
     home = Path(tempfile.mkdtemp(prefix="refactor-bench-"))
     os.environ["VERILEARN_HOME"] = str(home)
     config = load_refactor_config().with_backend(args.backend).for_home(home)
+    config = config.model_copy(update={"test_cache": None})  # every step really runs pytest
     rule_file = home / "rule.yml"
     rule_file.write_text(yaml.safe_dump(rule))
     bare_s: list[float] = []

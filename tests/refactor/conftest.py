@@ -31,6 +31,7 @@ def refactor_config(backend: str, root: Path, **limits: float) -> RefactorConfig
             "backend": backend,
             "workspace_root": str(root / "workspaces"),
             "log_dir": str(root / "logs"),
+            "test_cache": str(root / "test_cache.sqlite"),
             "limits": base.limits.model_copy(update=limits),
         }
     )

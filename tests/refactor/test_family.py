@@ -69,6 +69,8 @@ def test_partitions_hold_verified_trajectories(materialized: Path) -> None:
     steps = FAMILY.read_rollouts(materialized, "template", SPLIT)
     assert {x.rules[0] for x in t} == {"eq-none-to-is", "list-call-to-literal"}
     assert len(steps) == len(t) and all(s.verified for s in steps)
+    # the generator tested each target tree already; the actor's identical tree reused it
+    assert all(s.tests["cached"] for s in steps)
     proc = FAMILY.read_tasks(materialized, "procedural", SPLIT)
     assert any(len(x.rules) == 2 for x in proc)
     # nothing was written to another partition

@@ -303,3 +303,22 @@ def test_sandbox_log_rotates(tmp_path: Path, corpus: Path) -> None:
         json.loads(line)["kind"] == "apply"
         for line in (Path(config.log_dir) / "t-log.jsonl").read_text().splitlines()
     )
+
+
+def test_test_results_are_cached_by_tree(tmp_path: Path, corpus: Path) -> None:
+    from conftest import refactor_config
+
+    config = refactor_config("bwrap", tmp_path)
+    first = prepare_workspace("t-cache", corpus, config)
+    second = prepare_workspace("t-cache", corpus, config)
+    try:
+        ran = run_tests(first)
+        hit = run_tests(second)  # another workspace, same bytes
+        assert (ran.cached, hit.cached) == (False, True)
+        assert hit.model_dump(exclude={"cached"}) == ran.model_dump(exclude={"cached"})
+        apply_action(second, {"kind": "rule", "rule": OPTIONAL_RULE})
+        assert run_tests(second).cached is False  # a changed tree is tested again
+        assert run_tests(first, use_cache=False).cached is False
+    finally:
+        cleanup(first)
+        cleanup(second)

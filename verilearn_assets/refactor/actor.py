@@ -41,9 +41,8 @@ from verilearn_assets.refactor.runner import (
     run_tests,
 )
 from verilearn_assets.refactor.state import StateError, StateStore, merge, parse_update, render
-from verilearn_assets.refactor.tasks import tree_hash
 from verilearn_assets.refactor.teachers import ProgramTeacher, Teacher
-from verilearn_assets.refactor.workspace import Workspace, unified_diff
+from verilearn_assets.refactor.workspace import Workspace, tree_hash, unified_diff
 
 TASKS_LAKE = "refactor/tasks"
 TRAJECTORIES_LAKE = "refactor/trajectories"
@@ -152,9 +151,8 @@ class Actor:
             max_steps = len(task.reference_actions) + self.extra_steps
             step = len(done) + 1
             last = _last_result(done[-1]) if done else ""
-            test_cache: dict[str, dict[str, Any]] = {}
             while step <= max_steps:
-                record = await self._step(run, task, ws, key, step, max_steps, last, test_cache)
+                record = await self._step(run, task, ws, key, step, max_steps, last)
                 summary.steps += 1
                 summary.verified += int(record.verified)
                 summary.parse_failures += int(record.failure == "parse")
@@ -187,7 +185,6 @@ class Actor:
         step: int,
         max_steps: int,
         last: str,
-        test_cache: dict[str, dict[str, Any]],
     ) -> TrajectoryStep:
         settings = self.config.state
         state, _ = self.store.load(key)
@@ -215,7 +212,7 @@ class Actor:
             result = await asyncio.to_thread(apply_action, ws, action)
             sandbox = result.model_dump(mode="json", exclude={"diff"})
             if result.status == "ok":
-                tests = await self._tests(ws, task, test_cache)
+                tests = await self._tests(ws, task)
         snap = ws.snapshot()
         th = tree_hash(snap)
         diff = unified_diff(ws.baseline, snap)
@@ -251,16 +248,10 @@ class Actor:
         self.queue.commit_step(run, record, key, new_state)
         return record
 
-    async def _tests(
-        self, ws: Workspace, task: RefactorTask, cache: dict[str, dict[str, Any]]
-    ) -> dict[str, Any]:
-        """Tests of this tree; a tree already tested in this task is not tested twice."""
-        th = tree_hash(ws.snapshot())
-        if th not in cache:
-            result = await asyncio.to_thread(run_tests, ws, TestSpec(argv=task.test_command))
-            cache[th] = result.model_dump(mode="json", exclude={"stdout", "stderr"})
-            return cache[th]
-        return {**cache[th], "cached": True}
+    async def _tests(self, ws: Workspace, task: RefactorTask) -> dict[str, Any]:
+        """Tests of this tree (the runner's cache answers for a tree tested before)."""
+        result = await asyncio.to_thread(run_tests, ws, TestSpec(argv=task.test_command))
+        return result.model_dump(mode="json", exclude={"stdout", "stderr"})
 
 
 def _last_result(record: TrajectoryStep) -> str:

@@ -72,6 +72,9 @@ class RefactorConfig(StrictConfig):
     )
     workspace_root: str = "${VERILEARN_HOME}/refactor/workspaces"
     log_dir: str = "${VERILEARN_HOME}/logs/sandbox"
+    # test results by (tree hash, command): a tree already tested is not tested again;
+    # null turns the cache off
+    test_cache: str | None = "${VERILEARN_HOME}/refactor/test_cache.sqlite"
     log_max_bytes: int = Field(default=1_000_000, ge=1024)
     log_backups: int = Field(default=3, ge=0)
     docker: DockerSettings = Field(default_factory=DockerSettings)
@@ -85,8 +88,10 @@ class RefactorConfig(StrictConfig):
     def for_home(self, home: Path) -> RefactorConfig:
         """`${VERILEARN_HOME}` in the paths bound to an explicit home (assets pass theirs)."""
         update = {}
-        for name in ("workspace_root", "log_dir"):
+        for name in ("workspace_root", "log_dir", "test_cache"):
             value = getattr(self, name)
+            if value is None:
+                continue
             for token in ("${VERILEARN_HOME}", "$VERILEARN_HOME"):
                 value = value.replace(token, str(home))
             update[name] = value

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import sqlite3
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -35,6 +36,7 @@ from verilearn_assets.refactor.workspace import (
     copy_tree,
     new_workspace_root,
     syntax_errors,
+    tree_hash,
     unified_diff,
     write_files,
 )
@@ -74,6 +76,7 @@ class TestResult(BaseModel):
     __test__ = False
     model_config = ConfigDict(extra="forbid")
     status: Literal["passed", "failed", "timeout", "error", "disallowed"]
+    cached: bool = False  # the same tree and command were tested before (see TestCache)
     exit_code: int | None = None
     passed: int = 0
     failed: int = 0
@@ -171,8 +174,11 @@ def _ast_grep_no_match(argv: list[str], done: Completed) -> bool:
 _COUNT = re.compile(r"(\d+) (passed|failed|errors?)\b")
 
 
-def run_tests(workspace: Workspace, test_spec: TestSpec | None = None) -> TestResult:
-    """Run the test command in the same jail with a timeout; parse pytest's counts."""
+def run_tests(
+    workspace: Workspace, test_spec: TestSpec | None = None, use_cache: bool = True
+) -> TestResult:
+    """Run the test command in the same jail with a timeout; parse pytest's counts.
+    With `config.test_cache` set, a tree tested before (same command) is not re-run."""
     spec = test_spec or TestSpec()
     config = workspace.config
     try:
@@ -180,6 +186,12 @@ def run_tests(workspace: Workspace, test_spec: TestSpec | None = None) -> TestRe
         CommandAction(argv=spec.argv)  # same path rules as an action
     except (ActionRejected, ValueError) as exc:
         result = TestResult(status="disallowed", stderr=str(exc))
+        _log(workspace, "tests", spec.model_dump(), result)
+        return result
+    cache = TestCache(expand_home(config.test_cache)) if use_cache and config.test_cache else None
+    key = tree_hash(workspace.snapshot()) if cache else ""
+    if cache is not None and (hit := cache.get(key, spec.argv)) is not None:
+        result = hit.model_copy(update={"cached": True})
         _log(workspace, "tests", spec.model_dump(), result)
         return result
     timeout = spec.timeout_s or config.limits.test_timeout_s
@@ -205,8 +217,41 @@ def run_tests(workspace: Workspace, test_spec: TestSpec | None = None) -> TestRe
         duration_ms=round(done.duration_ms, 3),
         **counts,
     )
+    if cache is not None and status in ("passed", "failed"):  # deterministic outcomes only
+        cache.put(key, spec.argv, result)
     _log(workspace, "tests", spec.model_dump(), result)
     return result
+
+
+class TestCache:
+    """Test results by (tree hash, command) in SQLite: tests are a function of the tree's
+    bytes, so a tree the generator already tested is not tested again by the actor."""
+
+    __test__ = False
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        with sqlite3.connect(path, timeout=30) as conn:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS tests (tree TEXT, argv TEXT, result JSON, "
+                "PRIMARY KEY (tree, argv))"
+            )
+
+    def get(self, tree: str, argv: list[str]) -> TestResult | None:
+        with sqlite3.connect(self.path, timeout=30) as conn:
+            row = conn.execute(
+                "SELECT result FROM tests WHERE tree = ? AND argv = ?", (tree, json.dumps(argv))
+            ).fetchone()
+        return TestResult.model_validate_json(row[0]) if row else None
+
+    def put(self, tree: str, argv: list[str], result: TestResult) -> None:
+        with sqlite3.connect(self.path, timeout=30) as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO tests VALUES (?, ?, ?)",
+                (tree, json.dumps(argv), result.model_dump_json()),
+            )
 
 
 def cleanup(workspace: Workspace) -> None:

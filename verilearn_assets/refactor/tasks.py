@@ -10,7 +10,6 @@ no task) is in two splits.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import re
 from collections.abc import Iterator
@@ -28,17 +27,10 @@ from verilearn_assets.refactor.runner import (
     prepare_workspace,
     run_tests,
 )
-from verilearn_assets.refactor.workspace import Snapshot
+from verilearn_assets.refactor.workspace import tree_hash
 
 TEST_COMMAND = ["pytest", "-q"]
 _APPLIED = re.compile(r"Applied (\d+) changes?")
-
-
-def tree_hash(snap: Snapshot) -> str:
-    h = hashlib.sha256()
-    for rel in sorted(snap):
-        h.update(rel.encode() + b"\0" + hashlib.sha256(snap[rel]).digest())
-    return h.hexdigest()[:24]
 
 
 @dataclass(frozen=True)

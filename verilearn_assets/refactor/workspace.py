@@ -8,6 +8,7 @@ file), so a hostile corpus cannot smuggle a host path into the jail.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import os
 import shutil
 import uuid
@@ -148,3 +149,11 @@ def syntax_errors(tree: Path, files: list[str]) -> list[str]:
             except (SyntaxError, ValueError) as exc:
                 errors.append(f"{rel}: {exc}")
     return errors
+
+
+def tree_hash(snap: Snapshot) -> str:
+    """A short content hash of a whole tree (paths and bytes)."""
+    h = hashlib.sha256()
+    for rel in sorted(snap):
+        h.update(rel.encode() + b"\0" + hashlib.sha256(snap[rel]).digest())
+    return h.hexdigest()[:24]
