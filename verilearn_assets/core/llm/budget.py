@@ -476,6 +476,22 @@ class ContextBudget:
     max_tokens: int
     counter: TokenCounter
     window_source: str = "config"
+    additive: bool = True  # search with per-message counts (False: whole prompts; a baseline)
+    # text -> tokens, shared by the fits of one budget: a conversation grows turn by turn,
+    # so most messages of the next prompt were counted for the last one
+    _counts: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
+    _counted_chars: int = field(default=0, repr=False, compare=False)
+    _per_role: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
+
+    def count_text(self, text: str) -> int:
+        """`counter.count_text`, remembered (up to ~16M characters of text, then reset)."""
+        if text not in self._counts:
+            if self._counted_chars > 16_000_000:
+                self._counts.clear()
+                self._counted_chars = 0
+            self._counts[text] = self.counter.count_text(text)
+            self._counted_chars += len(text)
+        return self._counts[text]
 
     @property
     def limit(self) -> int:
@@ -497,8 +513,13 @@ class ContextBudget:
         def exact() -> int:
             return self.counter.count_chat(_chat(messages, contents()))
 
-        original = current = exact()
-        approx = self._additive(messages, contents)
+        approx = self._additive(messages, contents) if self.additive else None
+        # the whole count when the prompt may fit as it is; else the additive one suffices
+        # for `original_tokens`, which only reports how far over the budget it was
+        if approx is None or approx() <= self.limit + 64:
+            original = current = exact()
+        else:
+            original = current = approx()
         target = self.limit
         for _ in range(4):  # each round only compresses further
             if current <= self.limit:
@@ -520,25 +541,22 @@ class ContextBudget:
         the search counts the whole prompt).
         """
         count = self.counter.count_chat
+        per_role = self._per_role
         try:
-            per_role = {}
-            for role in {m.role for m in messages}:
-                one = [{"role": role, "content": ""}]
-                per_role[role] = count(one * 2) - count(one)
-            base = count([{"role": "user", "content": ""}]) - per_role.get("user", 0)
+            for role in {m.role for m in messages} | {"user"}:
+                if role not in per_role:
+                    one = [{"role": role, "content": ""}]
+                    per_role[role] = count(one * 2) - count(one)
+            base = count([{"role": "user", "content": ""}]) - per_role["user"]
         except Exception as exc:  # a template that insists on alternating roles, say
             log.info("context budget: no additive count (%s); counting whole prompts", exc)
             return None
-        cache: dict[str, int] = {}
 
         def approx() -> int:
             total = base
             for m, text in zip(messages, contents(), strict=True):
-                if text is None:
-                    continue
-                if text not in cache:
-                    cache[text] = self.counter.count_text(text)
-                total += per_role[m.role] + cache[text]
+                if text is not None:
+                    total += per_role[m.role] + self.count_text(text)
             return total
 
         return approx
@@ -608,9 +626,7 @@ class ContextBudget:
             kinds = set()
             for s, lv in zip(m.segments, row, strict=True):
                 if lv:
-                    cut = self.counter.count_text(s.render(0)) - self.counter.count_text(
-                        s.render(lv)
-                    )
+                    cut = self.count_text(s.render(0)) - self.count_text(s.render(lv))
                     removed[s.kind] += max(cut, 0)
                     kinds.add(s.kind)
             compressed += bool(kinds)
