@@ -27,10 +27,10 @@ def verifier(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DafnyVerifier
 
 @pytest.fixture(scope="session")
 def quick_verifier() -> Iterator[DafnyVerifier]:
-    """One process, 1 s per VC, no cache: for timeouts and the CLI mode."""
+    """1 s per VC, no cache: for timeouts and the CLI mode."""
     _require_dafny()
     with DafnyVerifier(
-        VerifierConfig(processes=1, vc_time_limit_s=1, timeout_s=30, cache=False)
+        VerifierConfig(processes=2, vc_time_limit_s=1, timeout_s=30, cache=False)
     ) as v:
         yield v
 

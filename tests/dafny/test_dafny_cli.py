@@ -10,7 +10,9 @@ from pathlib import Path
 
 import polars as pl
 import programs as P
+import pytest
 
+from verilearn_assets.cli import main
 from verilearn_assets.dafny.loader import BUNDLED
 
 
@@ -25,7 +27,16 @@ def run(args: list[str], home: Path) -> subprocess.CompletedProcess:
     )
 
 
-def test_verify_prints_one_line_per_file_and_caches(home: Path, tmp_path: Path) -> None:
+def in_process(args: list[str], capsys: pytest.CaptureFixture) -> tuple[int, str, str]:
+    """The same entry point without a new interpreter (the import costs seconds)."""
+    code = main(args)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_verify_prints_one_line_per_file_and_caches(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
     good, bad = tmp_path / "good.dfy", tmp_path / "bad.dfy"
     good.write_text(P.VERIFIED)
     bad.write_text(P.VERIFICATION_ERROR)
@@ -37,27 +48,28 @@ def test_verify_prints_one_line_per_file_and_caches(home: Path, tmp_path: Path) 
         (str(bad), "verification_error", False),
     ]
     assert lines[1]["errors"][0]["line"] == 3 and lines[0]["verifier"]["z3"] == "4.8.5"
-    again = run(["dafny", "verify", str(bad)], home)
-    assert json.loads(again.stdout)["cached"] is True
+    code, stdout, _ = in_process(["dafny", "verify", str(bad)], capsys)
+    assert code == 0 and json.loads(stdout)["cached"] is True
 
 
-def test_verify_bad_input(home: Path, tmp_path: Path) -> None:
-    out = run(["dafny", "verify", str(tmp_path / "missing.dfy")], home)
-    assert out.returncode == 2 and "missing.dfy: no such file" in out.stderr
+def test_verify_bad_input(home: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    code, _, err = in_process(["dafny", "verify", str(tmp_path / "missing.dfy")], capsys)
+    assert code == 2 and "missing.dfy: no such file" in err
     f = tmp_path / "x.dfy"
     f.write_text(P.VERIFIED)
-    out = run(["dafny", "verify", str(f), "--timeout", "0"], home)
-    assert out.returncode == 2 and "--timeout must be positive" in out.stderr
+    code, _, err = in_process(["dafny", "verify", str(f), "--timeout", "0"], capsys)
+    assert code == 2 and "--timeout must be positive" in err
 
 
-def test_load_counts_and_writes(home: Path, tmp_path: Path) -> None:
-    out = run(["dafny", "load", str(BUNDLED), "--out", str(tmp_path / "ex.parquet")], home)
-    assert out.returncode == 0, out.stderr
-    summary = json.loads(out.stdout.splitlines()[0])
+def test_load_counts_and_writes(home: Path, tmp_path: Path, capsys) -> None:
+    args = ["dafny", "load", str(BUNDLED), "--out", str(tmp_path / "ex.parquet")]
+    code, stdout, err = in_process(args, capsys)
+    assert code == 0, err
+    summary = json.loads(stdout.splitlines()[0])
     frame = pl.read_parquet(tmp_path / "ex.parquet")
     assert summary["examples"] == frame.height and summary["files"] == len(
         list(BUNDLED.glob("*.dfy"))
     )
     assert summary["skipped"] == {}
-    out = run(["dafny", "load", str(tmp_path / "nowhere")], home)
-    assert out.returncode == 2 and "not a directory" in out.stderr
+    code, _, err = in_process(["dafny", "load", str(tmp_path / "nowhere")], capsys)
+    assert code == 2 and "not a directory" in err

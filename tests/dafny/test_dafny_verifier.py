@@ -48,19 +48,20 @@ def test_verification_error_has_message_and_related_location(verifier: DafnyVeri
 
 def test_timeout_and_cli_mode(quick_verifier: DafnyVerifier) -> None:
     assert quick_verifier.verify(P.TIMEOUT).status == "timeout"
-    for program, status in (
+    cases = [
         (P.VERIFIED, "verified"),
         (P.RESOLUTION_ERROR, "resolution_error"),
         (P.PARSE_ERROR, "parse_error"),
         (P.TIMEOUT, "timeout"),
-    ):
-        result = quick_verifier.verify(program, mode="cli")
+    ]
+    results = quick_verifier.verify_many([p for p, _ in cases], mode="cli")
+    for (_, status), result in zip(cases, results, strict=True):
         assert (result.mode, result.status) == ("cli", status), result.output
 
 
 def test_wall_clock_hang_restarts_the_process() -> None:
     """A request past the wall-clock limit is `timeout` and the process is replaced."""
-    cfg = VerifierConfig(processes=1, vc_time_limit_s=60, timeout_s=8, cache=False)
+    cfg = VerifierConfig(processes=1, vc_time_limit_s=60, timeout_s=5, cache=False)
     with DafnyVerifier(cfg) as v:
         v.verify(P.VERIFIED)
         before = v.server_pool().pids()

@@ -7,7 +7,8 @@ Protocol (Dafny 2.3): a verb line (`verify`, `version`, `quit`), a base64 line o
 
 A pool hands one idle process to each request. A process that dies mid-request is started
 again and the request retried once; one that does not answer within the wall-clock
-timeout is killed and restarted, and the request is reported as `timeout`.
+timeout is killed and restarted, and the request is reported as `timeout`. A fresh
+process's first request gets `STARTUP_GRACE_S` more (mono start-up and JIT under load).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 from verilearn_assets.dafny import jail as jails
 from verilearn_assets.dafny.toolchain import Toolchain
 
+STARTUP_GRACE_S = 20.0  # added to a fresh process's first request (mono start + JIT)
 CLIENT_EOM = "[[DAFNY-CLIENT: EOM]]"
 SERVER_EOM = "[[DAFNY-SERVER: EOM]]"
 
@@ -62,7 +64,7 @@ class DafnyServerProcess:
             raise RuntimeError("DafnyServer.exe or mono not found: use mode=cli")
         self.toolchain = toolchain
         self.jail = jail
-        self.requests = 0
+        self.requests = 0  # since the last (re)start
         self.started = 0
         self._start()
 
@@ -82,6 +84,7 @@ class DafnyServerProcess:
         self.lines: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=self._read, args=(self.process, self.lines), daemon=True).start()
         self.started += 1
+        self.requests = 0
 
     @staticmethod
     def _read(process: subprocess.Popen, lines: queue.Queue) -> None:
@@ -174,8 +177,9 @@ class ServerPool:
                 if not proc.alive():
                     proc.restart()
                     self.restarts += 1
+                grace = STARTUP_GRACE_S if proc.requests == 0 else 0.0
                 try:
-                    return proc.request("verify", task, timeout_s)
+                    return proc.request("verify", task, timeout_s + grace)
                 except ServerDied:
                     proc.restart()
                     self.restarts += 1
