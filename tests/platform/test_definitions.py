@@ -42,8 +42,12 @@ def test_definitions_load_with_shared_partitioning() -> None:
         "episodes_hooks_grounded",
         "smoke_suite_passes",
     } <= checks
-    for job in ("platform_job", "analysis_job", "training_job", "reports_job"):
+    for job in ("platform_job", "smoke_job", "analysis_job", "training_job", "reports_job"):
         assert defs.resolve_job_def(job) is not None
+    from verilearn_assets.platform.defs import DATASET
+
+    for name in ("raw_datasets", "tables"):  # one partition per catalog dataset
+        assert graph.get(AssetKey(name)).partitions_def is DATASET
 
 
 def test_report_assets_depend_on_lake_assets_parsed_from_sql() -> None:

@@ -13,6 +13,7 @@ import argparse
 import importlib
 import importlib.util
 import sys
+from pathlib import Path
 
 SUBCOMMAND_MODULES = ("demo", "report", "gate", "inspect", "sandbox", "questions")
 
@@ -39,6 +40,9 @@ def family_cli_modules() -> list[str]:
     return [f"{m}.cli" for m in family_modules() if importlib.util.find_spec(f"{m}.cli")]
 
 
+INTERNAL_ERROR = 3
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -47,6 +51,28 @@ def main(argv: list[str] | None = None) -> int:
     except (CliError, ValueError, OSError) as exc:
         print(f"verilearn {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except Exception as exc:  # a bug or a broken dependency: one line here, the trace in a log
+        log = crash_log(args.command)
+        first = (str(exc).strip().splitlines() or [""])[0]
+        print(
+            f"verilearn {args.command}: internal error: {type(exc).__name__}: {first} "
+            f"(traceback in {log})",
+            file=sys.stderr,
+        )
+        return INTERNAL_ERROR
+
+
+def crash_log(command: str) -> Path:
+    """Write the current exception's traceback under `$VERILEARN_HOME/logs/`; its path."""
+    import os
+    import time
+    import traceback
+
+    home = Path(os.environ.get("VERILEARN_HOME", ".verilearn")).resolve()
+    path = home / "logs" / f"{command}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(traceback.format_exc())
+    return path
 
 
 if __name__ == "__main__":
