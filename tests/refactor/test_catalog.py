@@ -83,3 +83,48 @@ def test_generated_tasks_have_executed_targets(small_tasks, tmp_path: Path) -> N
     first = next(t for t in template if t.rules == [rules[0].id])
     assert (again[0].id, again[0].target_diff) == (first.id, first.target_diff)
     assert generate_tasks("llm", "train", config, repos, rules) == []
+
+
+def _corpus_yaml(directory: Path, entry: dict) -> None:
+    import yaml
+
+    (directory / "corpus.yaml").write_text(yaml.safe_dump({"repos": {"packed": entry}}))
+
+
+def test_archive_repo_is_pinned_extracted_once_and_usable(tmp_path: Path) -> None:
+    import hashlib
+    import tarfile
+
+    from verilearn_assets.core.config import ConfigError
+
+    source = next(r.path for r in load_corpus() if r.name == "pathconf")
+    archive = tmp_path / "pathconf.tar.gz"
+    with tarfile.open(archive, "w:gz") as tf:
+        tf.add(
+            source, arcname="pathconf-1.0", filter=lambda m: None if "__pycache__" in m.name else m
+        )
+    digest = hashlib.sha256(archive.read_bytes()).hexdigest()
+    catalog = tmp_path / "catalog"
+    catalog.mkdir()
+    entry = {
+        "split": "dev",
+        "licence": "MIT",
+        "archive": {"path": str(archive), "sha256": digest, "subdir": "pathconf-1.0"},
+    }  # noqa: E501
+    _corpus_yaml(catalog, entry)
+    (repo,) = load_corpus(catalog, home=tmp_path / "home")
+    assert repo.split == "dev" and (repo.path / "pathconf" / "loader.py").is_file()
+    again = load_corpus(catalog, home=tmp_path / "home")[0]
+    assert again.path == repo.path  # extracted once, found again
+    config = refactor_config("bwrap", tmp_path)
+    ws = prepare_workspace("packed", repo.path, config)
+    try:
+        assert run_tests(ws).status == "passed"
+    finally:
+        cleanup(ws)
+    _corpus_yaml(catalog, {**entry, "archive": {**entry["archive"], "sha256": "0" * 64}})
+    with pytest.raises(ConfigError, match=r"repo 'packed'.*sha256"):
+        load_corpus(catalog, home=tmp_path / "home2")
+    _corpus_yaml(catalog, {**entry, "path": str(source)})
+    with pytest.raises(ConfigError, match="path or archive, not both"):
+        load_corpus(catalog, home=tmp_path / "home3")

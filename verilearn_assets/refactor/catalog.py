@@ -7,11 +7,20 @@ negative example that tests check with real ast-grep.
 
 from __future__ import annotations
 
+import hashlib
+import posixpath
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from verilearn_assets.core.config import ConfigError, StrictConfig, load_yaml_model
 from verilearn_assets.core.records import Split
@@ -72,11 +81,42 @@ def load_rules(directory: Path = RULES_DIR) -> list[CatalogRule]:
     return sorted(rules, key=lambda r: r.id)
 
 
+class ArchiveSource(StrictConfig):
+    """A repository shipped as a tar/zip archive, pinned by its sha256: a local file or an
+    https URL fetched through the platform's hardened downloader."""
+
+    path: str | None = None
+    url: str | None = None
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    subdir: str = ""  # the repository's root inside the archive, if not the top
+
+    @field_validator("subdir")
+    @classmethod
+    def _inside(cls, value: str) -> str:
+        norm = posixpath.normpath(value) if value else ""
+        if norm.startswith(("/", "..")):
+            raise ValueError(f"subdir {value!r} leaves the archive")
+        return norm
+
+    @model_validator(mode="after")
+    def _one_place(self) -> ArchiveSource:
+        if (self.path is None) == (self.url is None):
+            raise ValueError("an archive needs exactly one of path or url")
+        return self
+
+
 class RepoEntry(StrictConfig):
     split: Split
     licence: str
     description: str = ""
     path: str | None = None  # default: the folder of that name beside corpus.yaml
+    archive: ArchiveSource | None = None
+
+    @model_validator(mode="after")
+    def _path_or_archive(self) -> RepoEntry:
+        if self.path is not None and self.archive is not None:
+            raise ValueError("give path or archive, not both")
+        return self
 
 
 class CorpusCatalog(StrictConfig):
@@ -91,12 +131,51 @@ class Repo(BaseModel):
     licence: str
 
 
-def load_corpus(directory: Path = CORPUS_DIR) -> list[Repo]:
-    catalog = load_yaml_model(directory / "corpus.yaml", CorpusCatalog)
+def load_corpus(directory: Path = CORPUS_DIR, home: Path | None = None) -> list[Repo]:
+    """The repositories of `<directory>/corpus.yaml`; archives are checked against their
+    sha256 and extracted (hardened) once under `<home>/refactor/corpora/`."""
+    catalog_file = directory / "corpus.yaml"
+    catalog = load_yaml_model(catalog_file, CorpusCatalog)
     repos = []
     for name, entry in sorted(catalog.repos.items()):
-        path = Path(entry.path) if entry.path else directory / name
+        if entry.archive is not None:
+            path = _unpacked(catalog_file, name, entry.archive, home)
+        else:
+            path = Path(entry.path) if entry.path else directory / name
+            if not path.is_absolute():
+                path = directory / path
         if not path.is_dir():
-            raise ConfigError(f"{directory / 'corpus.yaml'}: repo {name!r}: {path} is not a folder")
+            raise ConfigError(f"{catalog_file}: repo {name!r}: {path} is not a folder")
         repos.append(Repo(name=name, path=path, split=entry.split, licence=entry.licence))
     return repos
+
+
+def _unpacked(catalog_file: Path, name: str, source: ArchiveSource, home: Path | None) -> Path:
+    from verilearn_assets.core import lake
+    from verilearn_assets.core.ingest.archive import extract_archive
+    from verilearn_assets.core.ingest.catalog import ArchiveLimits, DownloadPolicy
+    from verilearn_assets.core.ingest.download import download
+
+    base = (home or lake.home()) / "refactor" / "corpora"
+    target = base / f"{name}-{source.sha256[:16]}"
+    if not target.is_dir():
+        base.mkdir(parents=True, exist_ok=True)
+        if source.url is not None:
+            archive = download(
+                source.url, base / f"{name}.archive", source.sha256, DownloadPolicy()
+            )
+        else:
+            archive = Path(source.path)  # type: ignore[arg-type]
+            if not archive.is_absolute():
+                archive = catalog_file.parent / archive
+            if not archive.is_file():
+                raise ConfigError(f"{catalog_file}: repo {name!r}: archive {archive} not found")
+            digest = hashlib.sha256(archive.read_bytes()).hexdigest()
+            if digest != source.sha256:
+                raise ConfigError(
+                    f"{catalog_file}: repo {name!r}: archive {archive} has sha256 {digest}, "
+                    f"the catalog pins {source.sha256}"
+                )
+        extract_archive(archive, target, ArchiveLimits(max_total_bytes=64 * 1024 * 1024))
+    root = target / source.subdir if source.subdir else target
+    return root
