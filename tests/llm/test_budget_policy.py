@@ -29,8 +29,11 @@ from verilearn_assets.core.llm.budget import (
     FAILURE_CLASS,
     BudgetConfig,
     BudgetCounts,
+    BudgetMessage,
     ContextBudget,
     ContextBudgetRecord,
+    FewShotSegment,
+    Keep,
     for_server,
     lake_asset,
 )
@@ -263,3 +266,21 @@ def test_budget_records_round_trip_through_the_lake(counter: TokenCounter, tmp_p
     assert [(r[0], r[1], r[4], r[7], r[8]) for r in mart] == sorted(
         (r.family, r.asset, r.kind, r.tokens_removed, r.overflows) for r in rows
     )
+
+
+def test_few_shot_examples_go_before_the_task_is_touched(counter: TokenCounter) -> None:
+    example = "Example question: how many rows?\n```python\nsubmit(len(df))\n```\n" * 30
+    msgs = [
+        BudgetMessage("system", [Keep("Answer with code.", "instructions")]),
+        BudgetMessage("user", [FewShotSegment(example)]),
+        BudgetMessage("assistant", [FewShotSegment(example)]),
+        BudgetMessage("user", [Keep(QUESTION, "task")]),
+    ]
+    whole = ContextBudget(window=1 << 15, max_tokens=0, counter=counter).fit(msgs)
+    assert whole.messages_compressed == 0 and len(whole.messages) == 4
+    limit = whole.prompt_tokens - 10  # one example must go, the oldest first
+    fit = ContextBudget(window=limit, max_tokens=0, counter=counter).fit(msgs)
+    assert not fit.overflow and fit.contents[1] is None and fit.contents[2] is not None
+    assert fit.contents[3] == QUESTION and "1 earlier messages omitted" in fit.contents[2]
+    assert fit.messages_by_kind == {"fewshot": 1} and fit.tokens_removed["fewshot"] > 0
+    assert [m["role"] for m in fit.messages] == ["system", "assistant", "user"]
