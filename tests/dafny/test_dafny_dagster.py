@@ -16,6 +16,7 @@ from dagster import MultiPartitionKey, materialize
 
 from resources.dafny import DafnyVerifierResource
 from resources.home import HomeResource
+from resources.vllm import VllmResource
 from verilearn_assets.core import lake
 from verilearn_assets.core.family import RuleContext, family
 from verilearn_assets.core.warehouse import build_model, discover_sql_models, order_models
@@ -50,7 +51,11 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict:
         results[source] = materialize(
             [tasks, trajectories, *CHECKS],
             partition_key=MultiPartitionKey({"source": source, "split": "train"}),
-            resources={"home": HomeResource(path=str(home)), "dafny": DafnyVerifierResource()},
+            resources={
+                "home": HomeResource(path=str(home)),
+                "dafny": DafnyVerifierResource(),
+                "vllm": VllmResource(),
+            },
             raise_on_error=False,
         )
     yield {"home": home, "results": results}

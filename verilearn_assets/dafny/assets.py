@@ -14,6 +14,7 @@ from dagster import (
 
 from resources.dafny import DafnyVerifierResource
 from resources.home import HomeResource
+from resources.vllm import VllmResource
 from verilearn_assets.core import lake
 from verilearn_assets.dafny.build import (
     SourceNotImplementedError,
@@ -25,6 +26,7 @@ from verilearn_assets.dafny.build import (
 from verilearn_assets.dafny.family import FAMILY
 from verilearn_assets.dafny.records import DafnyTask, DafnyTrajectory
 from verilearn_assets.dafny.settings import load_dafny_config
+from verilearn_assets.dafny.vllm_teacher import VllmTeacher
 from verilearn_assets.platform.defs import SOURCE_SPLIT, source_split
 
 
@@ -77,11 +79,15 @@ def tasks(
     group_name="dafny",
     deps=[tasks],
     description="writer → annotator → verifier cascades on the accepted tasks of the same "
-    "partition, with the program teacher (replays gold bodies and annotations); rewards, "
+    "partition, with the program teacher (replays gold bodies and annotations) or a vLLM-"
+    "served model (teacher: vllm in configs/dafny.yaml); rewards, "
     "failure buckets and per-stage latency recorded.",
 )
 def trajectories(
-    context: AssetExecutionContext, home: HomeResource, dafny: DafnyVerifierResource
+    context: AssetExecutionContext,
+    home: HomeResource,
+    dafny: DafnyVerifierResource,
+    vllm: VllmResource,
 ) -> MaterializeResult:
     source, split = source_split(context.partition_key)
     config = load_dafny_config()
@@ -89,11 +95,17 @@ def trajectories(
         t for t in FAMILY.read_tasks(home.dir(), source, split) if isinstance(t, DafnyTask)
     ]
     try:
-        teacher = teacher_for(config.teacher)
+        teacher = teacher_for(
+            config.teacher, vllm.vllm_config if config.teacher == "vllm" else None
+        )
     except ValueError as exc:
         raise Failure(description=str(exc)) from exc
-    with dafny.verifier(home.dir()) as verifier:
-        records = build_trajectories(task_records, teacher, verifier)
+    try:
+        with dafny.verifier(home.dir()) as verifier:
+            records = build_trajectories(task_records, teacher, verifier)
+    finally:
+        if isinstance(teacher, VllmTeacher):
+            teacher.close()
     path = lake.write_records(
         FAMILY.rollout_lake, records, DafnyTrajectory, home.lake_root(), source=source, split=split
     )

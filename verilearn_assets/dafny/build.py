@@ -9,6 +9,7 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
+from verilearn_assets.core.llm.config import VllmConfig
 from verilearn_assets.dafny.cascade import ProgramTeacher, Teacher, cascade_sample, trajectory
 from verilearn_assets.dafny.loader import BUNDLED, LoadReport, load_dafny_bench
 from verilearn_assets.dafny.records import DafnyTask, DafnyTrajectory
@@ -16,6 +17,7 @@ from verilearn_assets.dafny.settings import DafnyConfig
 from verilearn_assets.dafny.splits import split_examples
 from verilearn_assets.dafny.tasks import procedural_tasks, template_tasks
 from verilearn_assets.dafny.verifier import DafnyVerifier
+from verilearn_assets.dafny.vllm_teacher import VllmTeacher
 
 
 class SourceNotImplementedError(RuntimeError):
@@ -44,10 +46,17 @@ def build_tasks(
     )
 
 
-def teacher_for(name: str) -> Teacher:
+def teacher_for(name: str, vllm_config: VllmConfig | None = None) -> Teacher:
+    """`program` (replays gold) or `vllm` (the served model of configs/vllm.yaml)."""
     if name == "program":
         return ProgramTeacher()
-    raise ValueError(f"configs/dafny.yaml: teacher {name!r} is not available (only 'program')")
+    if name == "vllm":
+        if vllm_config is None or not vllm_config.has_server:
+            raise ValueError(
+                "configs/dafny.yaml: teacher 'vllm' needs a server (configs/vllm.yaml base_urls)"
+            )
+        return VllmTeacher(vllm_config)
+    raise ValueError(f"configs/dafny.yaml: unknown teacher {name!r} (program or vllm)")
 
 
 def build_trajectories(
