@@ -13,17 +13,24 @@ from typing import Any
 from verilearn_assets.analysis.generate import generate
 from verilearn_assets.analysis.questions_config import QuestionsConfig
 from verilearn_assets.analysis.records import QuestionRecord
-from verilearn_assets.analysis.verify import Verifier
+from verilearn_assets.analysis.verify import Verifier, screened_out
 from verilearn_assets.core.records import Split, TableRecord
 from verilearn_assets.core.sandbox.pool import SandboxPool
 
 
 @dataclass
 class PartitionQuestions:
+    """One partition's records (accepted and rejected, screened-out included) and the
+    diagnostics the questions asset puts in its metadata."""
+
     records: list[QuestionRecord] = field(default_factory=list)
     not_applicable: Counter[str] = field(default_factory=Counter)  # template → tables
-    candidates: int = 0
+    candidates: int = 0  # candidates generated (screened out ones included)
     sandbox_ms: float = 0.0
+    # procedural search-stage rejections by reason (programs never compiled to candidates)
+    search_rejected: Counter[str] = field(default_factory=Counter)
+    # programs.coverage_report over the accepted procedural candidates (empty for templates)
+    coverage: dict[str, int] = field(default_factory=dict)
 
     @property
     def accepted(self) -> list[QuestionRecord]:
@@ -36,14 +43,28 @@ async def build_generated(
     """Template or procedural questions for every table of the split, verified."""
     out = PartitionQuestions()
     jobs = []
+    screened: dict[str, QuestionRecord] = {}
     for table in tables:
         gen = generate(table, source, cfg)
         out.not_applicable.update(gen.not_applicable.keys())
+        out.search_rejected.update(gen.search_rejected)
         jobs.extend((table, cand) for cand in gen.candidates)
-    out.candidates = len(jobs)
+        for cand in gen.rejected:
+            rec = screened_out(table, cand, split=split)
+            screened.setdefault(rec.id, rec)
+    out.candidates = len(jobs) + len(screened)
     verifier = Verifier(pool, cfg)
-    out.records = sorted(await verifier.verify_all(jobs, split=split), key=lambda r: r.id)
+    verified = await verifier.verify_all(jobs, split=split)
+    out.records = sorted([*verified, *screened.values()], key=lambda r: r.id)
     out.sandbox_ms = verifier.stats.sandbox_ms
+    if source == "procedural":
+        from verilearn_assets.analysis.programs import coverage_report
+
+        ok = {r.id for r in out.accepted}
+        accepted = [
+            c for t, c in jobs if QuestionRecord.make_id(source, t.dataset, t.id, c.code) in ok
+        ]
+        out.coverage = coverage_report(accepted)
     return out
 
 
@@ -59,6 +80,9 @@ def summarize(records: list[QuestionRecord]) -> dict[str, Any]:
         "by_template": dict(Counter(r.template for r in accepted if r.template)),
         "by_operator_family": dict(Counter(f for r in accepted for f in set(r.op_families))),
         "rejection_reasons": dict(reasons),
+        "readability_mean": round(sum(r.readability for r in accepted) / len(accepted), 3)
+        if accepted
+        else 0.0,
         "alternatives_rate": round(with_alts / len(accepted), 4) if accepted else 0.0,
         "datasets": len({r.dataset for r in accepted}),
     }

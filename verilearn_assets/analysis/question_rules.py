@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping
 import polars as pl
 
 from verilearn_assets.analysis.records import QuestionRecord
+from verilearn_assets.gate.config import QuestionFloors
 from verilearn_assets.gate.outcome import RuleOutcome
 
 
@@ -72,23 +73,65 @@ def floors(
     template_floor: Mapping[str, int],
     family_floor: Mapping[str, int],
     total_floor: int,
+    *,
+    template_family_floor: Mapping[str, int] | None = None,
+    dataset_floor: int = 0,
+    datasets: Iterable[str] | None = None,
 ) -> RuleOutcome:
-    """Accepted questions per template / operator family must reach the configured floors."""
-    qs = [q for q in questions if q.status == "accepted"]
+    """Accepted questions in total, per template, per template family (templates only),
+    per operator family and per dataset must reach the configured floors.
+
+    `datasets` are the split's datasets (default: every dataset with a record, accepted or
+    not), so a dataset that yields too few accepted questions is named, even with none.
+    """
+    records = list(questions)
+    qs = [q for q in records if q.status == "accepted"]
     by_template = Counter(q.template for q in qs if q.template)
+    by_tpl_family = Counter(f for q in qs if q.template for f in set(q.op_families))
     by_family = Counter(f for q in qs for f in set(q.op_families))
+    by_dataset = Counter(q.dataset for q in qs)
+    names = sorted(set(datasets) if datasets is not None else {q.dataset for q in records})
     failures = []
     if len(qs) < total_floor:
         failures.append(f"{len(qs)} accepted question(s), floor is {total_floor}")
     for name, floor in sorted(template_floor.items()):
         if by_template[name] < floor:
             failures.append(f"template {name}: {by_template[name]} < floor {floor}")
+    for name, floor in sorted((template_family_floor or {}).items()):
+        if by_tpl_family[name] < floor:
+            failures.append(f"template family {name}: {by_tpl_family[name]} < floor {floor}")
     for name, floor in sorted(family_floor.items()):
         if by_family[name] < floor:
             failures.append(f"operator family {name}: {by_family[name]} < floor {floor}")
+    if dataset_floor:
+        for name in names:
+            if by_dataset[name] < dataset_floor:
+                failures.append(
+                    f"dataset {name}: {by_dataset[name]} accepted < floor {dataset_floor}"
+                )
     return RuleOutcome(
         rule="floors",
         checked=len(qs),
         failures=failures,
-        stats={"accepted": len(qs), "templates": len(by_template), "families": len(by_family)},
+        stats={
+            "accepted": len(qs),
+            "templates": len(by_template),
+            "families": len(by_family),
+            "datasets": len(names),
+        },
+    )
+
+
+def floors_for(
+    questions: Iterable[QuestionRecord], cfg: QuestionFloors, datasets: Iterable[str] | None
+) -> RuleOutcome:
+    """`floors` with every floor of one source's `configs/gate.yaml` entry."""
+    return floors(
+        questions,
+        cfg.per_template,
+        cfg.per_operator_family,
+        max(1, cfg.total),
+        template_family_floor=cfg.per_template_family,
+        dataset_floor=cfg.per_dataset,
+        datasets=datasets,
     )

@@ -7,6 +7,7 @@ from pathlib import Path
 from pydantic import Field
 
 from verilearn_assets.analysis.programs import ProgramSearchConfig
+from verilearn_assets.analysis.screen import ScreenConfig
 from verilearn_assets.core.config import StrictConfig, load_config
 
 
@@ -41,6 +42,8 @@ class QuestionsConfig(StrictConfig):
     verify: VerifyConfig = Field(default_factory=VerifyConfig)
     # the procedural search, validated at load like every other key
     procedural: ProgramSearchConfig = Field(default_factory=ProgramSearchConfig)
+    # degenerate answers and unstated conventions, judged before verification
+    screen: ScreenConfig = Field(default_factory=ScreenConfig)
 
 
 def load_questions_config(directory: str | Path | None = None) -> QuestionsConfig:

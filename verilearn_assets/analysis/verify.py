@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from verilearn_assets.analysis.candidate import Candidate
 from verilearn_assets.analysis.questions_config import QuestionsConfig
+from verilearn_assets.analysis.readability import readability
 from verilearn_assets.analysis.records import Alternative, QuestionRecord
 from verilearn_assets.core.answers import (
     AnswerError,
@@ -76,6 +77,47 @@ def check_run(result: TaskResult, schema: AnswerSchema) -> tuple[str, str]:
         raise RunFailed(str(exc)) from exc
 
 
+def record_fields(
+    table: TableRecord, cand: Candidate, *, dataset: str | None = None, split: Split | None = None
+) -> dict:
+    """What a question record takes from its table and candidate, whatever the verdict."""
+    dataset = dataset or table.dataset
+    return dict(
+        id=QuestionRecord.make_id(cand.source, dataset, table.id, cand.code),
+        source=cand.source,
+        split=split or table.split,
+        dataset=dataset,
+        table=table.id,
+        question=cand.question,
+        question_mechanical=cand.question_mechanical,
+        answer_schema=cand.answer_schema,
+        code=cand.code,
+        n_steps=cand.n_steps,
+        difficulty=cand.difficulty,
+        template=cand.template,
+        program_ops=cand.program_ops,
+        op_families=cand.op_families,
+        conventions=cand.conventions,
+        readability=readability(cand.question),
+    )
+
+
+def screened_out(
+    table: TableRecord, cand: Candidate, *, dataset: str | None = None, split: Split | None = None
+) -> QuestionRecord:
+    """The rejected record of a candidate the screen turned away (never run in the sandbox):
+    kept so the diagnostics count it under its reason."""
+    if not cand.rejection_reason:
+        raise ValueError(f"candidate {cand.template or cand.program_ops}: no rejection reason")
+    return QuestionRecord(
+        **record_fields(table, cand, dataset=dataset, split=split),
+        answer="null",
+        answer_hashes=[],
+        status="rejected",
+        rejection_reason=cand.rejection_reason,
+    )
+
+
 class Verifier:
     """Runs candidates in a started SandboxPool and turns them into QuestionRecords."""
 
@@ -101,28 +143,12 @@ class Verifier:
         dataset: str | None = None,
         split: Split | None = None,
     ) -> QuestionRecord:
-        dataset = dataset or table.dataset
         runs = self.cfg.verify.runs
         results = await asyncio.gather(
             *[self._run(cand.code, table.path) for _ in range(runs)],
             *[self._run(a.code, table.path) for a in cand.alternatives],
         )
-        base = dict(
-            id=QuestionRecord.make_id(cand.source, dataset, table.id, cand.code),
-            source=cand.source,
-            split=split or table.split,
-            dataset=dataset,
-            table=table.id,
-            question=cand.question,
-            question_mechanical=cand.question_mechanical,
-            answer_schema=cand.answer_schema,
-            code=cand.code,
-            n_steps=cand.n_steps,
-            difficulty=cand.difficulty,
-            template=cand.template,
-            program_ops=cand.program_ops,
-            op_families=cand.op_families,
-        )
+        base = record_fields(table, cand, dataset=dataset, split=split)
         try:
             record = QuestionRecord(**base, **self._judge(cand, results[:runs], results[runs:]))
         except RunFailed as exc:

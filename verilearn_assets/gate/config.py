@@ -8,15 +8,18 @@ from verilearn_assets.core.config import StrictConfig, load_config
 
 
 class QuestionFloors(StrictConfig):
-    """Minimum accepted questions per partition, per template and per operator family.
-
-    Floors apply only to partitions whose source produces that key (template floors to
-    `template`, family floors to `procedural`), and only when the split has tables.
+    """Minimum accepted questions per partition: in total, per template, per template
+    family, per operator family, and per dataset of the split (each dataset below it is
+    named). Floors apply only to partitions whose source produces that key (template and
+    template-family floors to `template`, operator-family floors to `procedural`), and
+    only when the split has tables.
     """
 
     total: int = Field(1, ge=0)
     per_template: dict[str, int] = Field(default_factory=dict)
+    per_template_family: dict[str, int] = Field(default_factory=dict)
     per_operator_family: dict[str, int] = Field(default_factory=dict)
+    per_dataset: int = Field(0, ge=0)
 
 
 class DriftThresholds(StrictConfig):

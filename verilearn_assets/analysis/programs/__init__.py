@@ -7,6 +7,7 @@ canonical form and de-duplicated, then compiled to hooked pandas code and worded
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import partial
 
 import pandas as pd
@@ -14,9 +15,15 @@ import pandas as pd
 from verilearn_assets.analysis.candidate import Candidate
 from verilearn_assets.analysis.programs.compile import compile_program
 from verilearn_assets.analysis.programs.coverage import coverage_report, is_evidence_decision_chain
-from verilearn_assets.analysis.programs.dryrun import AnswerUnusable, load_table, run_in_process
-from verilearn_assets.analysis.programs.operators import FAMILIES, OPERATORS, OpSpec
+from verilearn_assets.analysis.programs.dryrun import (
+    AnswerUnusable,
+    load_table,
+    noop_steps,
+    run_in_process,
+)
+from verilearn_assets.analysis.programs.operators import BY_NAME, FAMILIES, OPERATORS, OpSpec
 from verilearn_assets.analysis.programs.program import (
+    SOURCE,
     DeadCodeError,
     Node,
     Program,
@@ -84,8 +91,9 @@ def to_candidate(program: Program, digits: int = 4) -> Candidate:
 
 
 def _dry_run(df: pd.DataFrame, digits: int, program: Program) -> str | None:
+    seen: dict[str, object] = {}
     try:
-        run_in_process(compile_program(program, digits), df)
+        run_in_process(compile_program(program, digits), df, seen)
     except AnswerUnusable:
         return "unusable_answer"
     except (
@@ -97,12 +105,30 @@ def _dry_run(df: pd.DataFrame, digits: int, program: Program) -> str | None:
         FloatingPointError,
     ) as exc:
         return f"dry_run_{type(exc).__name__}"
-    return None
+    steps = [
+        (
+            f"x{i + 1}",
+            BY_NAME[s.op].family,
+            [None if r == SOURCE else f"x{r + 1}" for r in s.inputs],
+        )
+        for i, s in enumerate(program.steps)
+    ]
+    return noop_steps(steps, seen, len(df))
 
 
-def generate_programs(
+@dataclass
+class ProgramGeneration:
+    """Accepted candidates, candidates kept as rejected records (meaningless chains and
+    degenerate steps, with `rejection_reason`), and the search's counts."""
+
+    candidates: list[Candidate]
+    rejected: list[Candidate]
+    stats: SearchStats
+
+
+def generate_program_candidates(
     columns: list[ColumnProfile], table_path: str | None, cfg: ProgramSearchConfig | None = None
-) -> list[Candidate]:
+) -> ProgramGeneration:
     """Procedural candidates for one table, deterministic for a given profile and seed.
 
     Bindings use the profile only; when `table_path` is given (and `cfg.dry_run`), each
@@ -113,4 +139,17 @@ def generate_programs(
     if table_path is not None and cfg.dry_run:
         accept = partial(_dry_run, load_table(table_path), cfg.digits)
     result = search_programs(columns, cfg, accept=accept)
-    return [to_candidate(p, cfg.digits) for p in result.programs]
+    rejected = [
+        to_candidate(p, cfg.digits).model_copy(update={"rejection_reason": why})
+        for p, why in result.kept_rejections
+    ]
+    return ProgramGeneration(
+        [to_candidate(p, cfg.digits) for p in result.programs], rejected, result.stats
+    )
+
+
+def generate_programs(
+    columns: list[ColumnProfile], table_path: str | None, cfg: ProgramSearchConfig | None = None
+) -> list[Candidate]:
+    """The accepted candidates of `generate_program_candidates`."""
+    return generate_program_candidates(columns, table_path, cfg).candidates

@@ -53,11 +53,14 @@ def check_answer(value: Any) -> None:
     raise AnswerUnusable(f"answer of unsupported type {type(value).__name__}")
 
 
-def run_in_process(code: str, df: pd.DataFrame) -> Any:
-    """Execute compiled code with a no-op hook and return the single submitted value."""
+def run_in_process(code: str, df: pd.DataFrame, seen: dict[str, Any] | None = None) -> Any:
+    """Execute compiled code and return the single submitted value; `seen`, when given,
+    receives every hooked value by hook name."""
     submitted: list[Any] = []
 
     def hook(value: Any, code_line: str, name: str = "", depends_on: list[str] | None = None):
+        if seen is not None:
+            seen[name] = value
         return value
 
     env = {
@@ -76,3 +79,33 @@ def run_in_process(code: str, df: pd.DataFrame) -> Any:
         raise AnswerUnusable(f"expected one submission, got {len(submitted)}")
     check_answer(submitted[0])
     return submitted[0]
+
+
+def _same_values(a: Any, b: Any) -> bool:
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return not isinstance(a, bool) and not isinstance(b, bool) and float(a) == float(b)
+    if not isinstance(a, pd.Series) or not isinstance(b, pd.Series) or len(a) != len(b):
+        return False
+    if not (pd.api.types.is_numeric_dtype(a) and pd.api.types.is_numeric_dtype(b)):
+        return False
+    x, y = a.to_numpy(dtype=float, na_value=np.nan), b.to_numpy(dtype=float, na_value=np.nan)
+    return bool(np.allclose(x, y, rtol=1e-12, atol=1e-12, equal_nan=True))
+
+
+def noop_steps(
+    steps: list[tuple[str, str, list[str | None]]], seen: dict[str, Any], n_rows: int
+) -> str | None:
+    """Why a step did nothing on this table, given `(name, family, input names)` per step
+    (None names the table itself) and the hooked values by name. A one-input step whose
+    output equals its input (a series or a number) is a `meaningless_chain`; a filter
+    that keeps every row of its input is `degenerate`."""
+    for name, family, inputs in steps:
+        out = seen.get(name)
+        src = seen.get(inputs[0]) if inputs and inputs[0] is not None else None
+        if family == "filter" and isinstance(out, pd.DataFrame):
+            before = n_rows if src is None else len(src)
+            if len(out) == before:
+                return f"degenerate: filter step {name} keeps every one of its {before} rows"
+        if len(inputs) == 1 and family != "filter" and src is not None and _same_values(out, src):
+            return f"meaningless_chain: step {name} leaves its input unchanged"
+    return None

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from pydantic import Field
 
+from verilearn_assets.analysis.programs.chains import chain_problem
 from verilearn_assets.analysis.programs.grammar import ROOT_OPS, Expander, SkeletonFailed
 from verilearn_assets.analysis.programs.operators import OpSpec
 from verilearn_assets.analysis.programs.program import (
@@ -45,6 +46,9 @@ class ProgramSearchConfig(StrictConfig):
     max_missing_pct: float = Field(default=50.0, ge=0)
     digits: int = Field(default=4, ge=0, le=10)
     dry_run: bool = True  # execute on the table (when a path is given) and drop bad answers
+    # reject meaningless chains and no-op steps; False only counts them (`would_<reason>`),
+    # which is how the quality report measures what the rule removes
+    reject_meaningless: bool = True
 
 
 @dataclass
@@ -175,10 +179,16 @@ def _has_same_column_twice(node: Node) -> bool:
     return any(len(set(n.cols)) != len(n.cols) for n in node.walk())
 
 
+# Rejections worth a record in the lake (the diagnostics mart counts them by reason);
+# other reasons (duplicates, type errors, ...) are only counted in `SearchStats`.
+KEPT_REASONS = ("meaningless_chain", "degenerate")
+
+
 @dataclass
 class SearchResult:
     programs: list[Program]
     stats: SearchStats
+    kept_rejections: list[tuple[Program, str]] = field(default_factory=list)
 
 
 def search_programs(
@@ -200,6 +210,7 @@ def search_programs(
     usage: Counter[str] = Counter()
     seen: set[str] = set()
     accepted: list[Program] = []
+    kept: list[tuple[Program, str]] = []
     for attempt in range(cfg.max_skeletons):
         if len(accepted) >= cfg.max_programs:
             break
@@ -231,12 +242,20 @@ def search_programs(
                 stats.rejected["duplicate"] += 1
                 continue
             seen.add(program.key)
-            reason = accept(program) if accept is not None else None
+            reason = chain_problem(program)
+            if reason is None and accept is not None:
+                reason = accept(program)
+            if reason and not cfg.reject_meaningless and reason.startswith(KEPT_REASONS):
+                stats.rejected[f"would_{reason.split(':', 1)[0]}"] += 1
+                reason = None
             if reason:
-                stats.rejected[reason] += 1
+                key = reason.split(":", 1)[0]
+                stats.rejected[key] += 1
+                if key in KEPT_REASONS:
+                    kept.append((program, reason))
                 continue
             accepted.append(program)
             stats.accepted += 1
             if len(accepted) >= cfg.max_programs:
                 break
-    return SearchResult(accepted, stats)
+    return SearchResult(accepted, stats, kept)

@@ -20,6 +20,37 @@ def _conditions(node: Node | None) -> list[str]:
     return list(reversed(out))
 
 
+# How an analyst names a transformed series: the transform as a noun phrase over `{x}`.
+NOUNS: dict[str, str] = {
+    "absolute": "the absolute values of {x}",
+    "signed_log": "the signed logs, sign(v)*log(1+|v|), of {x}",
+    "square": "the squares of {x}",
+    "cube_root": "the cube roots of {x}",
+    "zscore": "the z-scores (sample standard deviation) of {x}",
+    "minmax_scale": "the 0-to-1 min-max rescaling of {x}",
+    "percent_rank": "the percentile ranks (ties averaged) of {x}",
+    "center": "the deviations from the mean of {x}",
+    "clip_tukey": "{x}, clipped to the Tukey fences (1.5 IQR beyond the quartiles)",
+    "drop_tukey_outliers": "{x} inside the Tukey fences (1.5 IQR beyond the quartiles)",
+    "upper_half": "the part of {x} above its median",
+    "sort_ascending": "{x} sorted ascending",
+    "first_difference": "the successive differences, in table order, of {x}",
+    "running_total": "the running total, in table order, of {x}",
+}
+NESTED_TRANSFORMS = 2  # longer chains are listed as steps instead of nested
+
+
+def _transformed(base: str, ops: list[str]) -> str:
+    """`ops` (first applied first) over the phrase `base`, as an analyst would say it."""
+    if len(ops) <= NESTED_TRANSFORMS:
+        out = base
+        for op in ops:
+            out = NOUNS[op].format(x=out)
+        return out
+    steps = ", then ".join(BY_NAME[op].phrase for op in ops)
+    return f"{base} after these steps: {steps}"
+
+
 class _Phraser:
     def __init__(self) -> None:
         self.defines: list[str] = []
@@ -39,16 +70,13 @@ class _Phraser:
 
     def phrase(self, node: Node) -> str:
         if node.key not in self.memo and BY_NAME[node.op].family == "transform":
-            steps: list[str] = []
+            ops: list[str] = []
             base: Node = node
             while BY_NAME[base.op].family == "transform":
-                steps.append(BY_NAME[base.op].phrase)
+                ops.append(base.op)
                 assert base.args[0] is not None
                 base = base.args[0]
-            self.memo[node.key] = (
-                f"the series obtained from {self.phrase(base)} by these "
-                f"steps in order: {'; '.join(reversed(steps))}"
-            )
+            self.memo[node.key] = _transformed(self.phrase(base), list(reversed(ops)))
         if node.key not in self.memo:
             spec = BY_NAME[node.op]
             f = self.fields(node)

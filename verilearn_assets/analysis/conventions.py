@@ -1,0 +1,185 @@
+"""Named convention variants: the readings a careful analyst may take where a question is
+silent (which tied mode, sample or population spread, Mann-Whitney continuity, ...).
+
+Each variant is a rewrite of the reference code. Re-running the reference under every
+variant that applies shows whether the answer depends on an unstated choice: an answer that
+moves beyond the schema's tolerance must be stated in the wording or accepted through an
+alternative, otherwise the question is rejected (`tie_unstated` for a tie-break,
+`ambiguous_convention` for any other convention). Pure: no sandbox, no dagster; the code
+runs in-process on our own generated programs, as the procedural dry run does.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import pandas as pd
+
+from verilearn_assets.analysis.candidate import Candidate
+from verilearn_assets.analysis.programs.dryrun import run_in_process
+from verilearn_assets.core.answers import answers_match, parse_answer
+
+Kind = Literal["tie", "convention"]
+Outcome = Literal["same", "alternative", "stated", "moved", "failed"]
+REASON = {"tie": "tie_unstated", "convention": "ambiguous_convention"}
+
+
+@dataclass(frozen=True)
+class Convention:
+    """One named reading: `pattern` in the reference code becomes `replacement`.
+
+    `stated` are phrases whose presence in the question pins the reference's reading, so an
+    answer that moves under this variant is nonetheless what the words ask for.
+    """
+
+    name: str
+    kind: Kind
+    pattern: str
+    replacement: str
+    stated: tuple[str, ...]
+    max_rows: int | None = None  # beyond this many table rows nobody takes this reading
+
+    def applies(self, code: str, n_rows: int = 0) -> bool:
+        if self.max_rows is not None and n_rows > self.max_rows:
+            return False
+        return re.search(self.pattern, code) is not None
+
+    def rewrite(self, code: str) -> str:
+        return re.sub(self.pattern, self.replacement, code)
+
+
+_TIE_WORDS = ("if tied", "if several tie", "ties broken", "tie-break")
+CONVENTIONS: tuple[Convention, ...] = (
+    Convention(
+        "mode_largest_tied", "tie", r"\.mode\(\)\.iloc\[0\]", ".mode().iloc[-1]", _TIE_WORDS
+    ),
+    Convention("argmax_last_tied", "tie", r"\.idxmax\(\)", ".iloc[::-1].idxmax()", _TIE_WORDS),
+    Convention("argmin_last_tied", "tie", r"\.idxmin\(\)", ".iloc[::-1].idxmin()", _TIE_WORDS),
+    Convention(
+        "std_population",
+        "convention",
+        r"\.std\(\)",
+        ".std(ddof=0)",
+        ("sample standard deviation", "ddof", "n - 1", "n-1"),
+    ),
+    Convention(
+        "var_population",
+        "convention",
+        r"\.var\(\)",
+        ".var(ddof=0)",
+        ("sample variance", "ddof", "n - 1", "n-1"),
+    ),
+    Convention(
+        "mannwhitney_no_continuity",
+        "convention",
+        r"mannwhitneyu\(([^()]*)\)",
+        r"mannwhitneyu(\1, use_continuity=False)",
+        ("continuity",),
+    ),
+    Convention(
+        "mannwhitney_exact",
+        "convention",
+        r"mannwhitneyu\(([^()]*)\)",
+        r"mannwhitneyu(\1, method='exact')",
+        ("exact", "asymptotic", "normal approximation"),
+        max_rows=60,  # exact U distributions are for small samples (and cost O(n^3))
+    ),
+    Convention("ttest_student", "convention", r"equal_var=False", "equal_var=True", ("welch",)),
+    Convention(
+        "ttest_welch",
+        "convention",
+        r"equal_var=True\)",
+        "equal_var=False)",
+        ("student", "equal variances", "pooled"),
+    ),
+    Convention(
+        "chi2_no_yates",
+        "convention",
+        r"chi2_contingency\(table\)",
+        "chi2_contingency(table, correction=False)",
+        ("yates", "continuity"),
+    ),
+    Convention(
+        "median_complete_rows",
+        "convention",
+        r"\bdf\[([^\[\]]+)\]\.median\(\)",
+        r"df.dropna()[\1].median()",
+        ("overall median", "whole table", "all rows", "where it is present"),
+    ),
+)
+BY_NAME = {c.name: c for c in CONVENTIONS}
+
+
+def _canonical(value: Any) -> Any:
+    """The answer as the sandbox would submit it (JSON), parsed back."""
+    return parse_answer(json.dumps(value))
+
+
+def states(question: str, convention: Convention) -> bool:
+    text = question.lower()
+    return any(p in text for p in convention.stated)
+
+
+@dataclass
+class ConventionReport:
+    """Outcome of every variant tried (`name:outcome`), and the reason to reject, if any."""
+
+    tried: list[str]
+    rejection: str | None = None
+
+
+Runner = Callable[[str], Any]
+
+
+def check_conventions(
+    cand: Candidate,
+    df: pd.DataFrame,
+    reference: Any | None = None,
+    conventions: tuple[Convention, ...] = CONVENTIONS,
+) -> ConventionReport:
+    """Re-run `cand` under every convention its code uses and judge each moved answer."""
+    run: Runner = lambda code: _canonical(run_in_process(code, df))  # noqa: E731
+    expected = _canonical(reference) if reference is not None else run(cand.code)
+    alt_answers: list[Any] | None = None
+    tried: list[str] = []
+    rejection: str | None = None
+    for conv in conventions:
+        if not conv.applies(cand.code, len(df)):
+            continue
+        try:
+            got = run(conv.rewrite(cand.code))
+        except Exception:  # the variant itself is not a valid program here: nothing to judge
+            tried.append(f"{conv.name}:failed")
+            continue
+        outcome: Outcome
+        if answers_match(expected, got, cand.answer_schema):
+            outcome = "same"
+        else:
+            if alt_answers is None:
+                alt_answers = [_try(run, a.code) for a in cand.alternatives]
+            if any(
+                a is not None and answers_match(a, got, cand.answer_schema) for a in alt_answers
+            ):
+                outcome = "alternative"
+            elif states(cand.question, conv):
+                outcome = "stated"
+            else:
+                outcome = "moved"
+                rejection = rejection or (
+                    f"{REASON[conv.kind]}: under {conv.name} the answer moves to "
+                    f"{json.dumps(got)[:120]} (reference {json.dumps(expected)[:120]}), and "
+                    "neither the wording nor an alternative covers it"
+                )
+        tried.append(f"{conv.name}:{outcome}")
+    return ConventionReport(tried, rejection)
+
+
+def _try(run: Runner, code: str) -> Any | None:
+    try:
+        return run(code)
+    except Exception:  # an alternative that fails here is judged by verification, not us
+        return None

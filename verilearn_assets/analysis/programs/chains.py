@@ -1,0 +1,84 @@
+"""Meaningless chains: programs whose steps a careful analyst would never write together.
+
+The reducer already rewrites chains that are *equal* to a shorter one (an idempotent step
+repeated, a shift before a z-score, ...). What it cannot rewrite away is rejected here with
+reason `meaningless_chain`, so it never becomes a question:
+- a one-input step applied twice in a row (cube root of a cube root, shares of shares),
+- a step that undoes or is absorbed by its neighbour (centring a z-score; percentile ranks
+  of a monotone rescaling; counting the values of a length-preserving transform),
+- an order-dependent step (table-order differences, running totals) after an
+  order-destroying one (a sort).
+Data-dependent no-ops (a clip that clips nothing, a filter that keeps every row) are found
+by the dry run on the table (`programs.dryrun.noop_steps`).
+"""
+
+from __future__ import annotations
+
+from verilearn_assets.analysis.programs.operators import BY_NAME
+from verilearn_assets.analysis.programs.program import SOURCE, Program
+
+ORDER_DEPENDENT = frozenset({"first_difference", "running_total"})
+ORDER_DESTROYING = frozenset({"sort_ascending"})
+# strictly increasing maps: ranks, orderings and distinct counts ignore them
+MONOTONE = frozenset(
+    {"cube_root", "zscore", "minmax_scale", "center", "signed_log", "sort_ascending"}
+)
+# length-preserving transforms: a plain count of their output counts their input
+SAME_LENGTH = frozenset(
+    {
+        "absolute",
+        "signed_log",
+        "square",
+        "cube_root",
+        "zscore",
+        "minmax_scale",
+        "percent_rank",
+        "center",
+        "clip_tukey",
+        "sort_ascending",
+        "running_total",
+    }
+)
+# consumer -> producers it makes pointless (its result equals the result without them)
+ABSORBED_BY: dict[str, frozenset[str]] = {
+    "center": frozenset({"zscore"}),  # a z-score already has mean 0
+    "percent_rank": MONOTONE | {"percent_rank"},
+    "count_values": SAME_LENGTH,
+    "count_distinct": MONOTONE,
+}
+
+
+def chain_problem(program: Program) -> str | None:
+    """`meaningless_chain: ...` naming the offending steps, or None."""
+    steps = program.steps
+    for i, step in enumerate(steps):
+        series_inputs = [r for r in step.inputs if r != SOURCE]
+        if not series_inputs or BY_NAME[step.op].family == "filter":
+            continue
+        prev = steps[series_inputs[0]]
+        if step.op == prev.op and step.cols == prev.cols and len(step.inputs) == 1:
+            return f"meaningless_chain: step {i + 1} applies {step.op} twice in a row"
+        if prev.op in ABSORBED_BY.get(step.op, frozenset()):
+            return (
+                f"meaningless_chain: step {i + 1} ({step.op}) makes step "
+                f"{series_inputs[0] + 1} ({prev.op}) pointless"
+            )
+        if step.op in ORDER_DEPENDENT:
+            upstream = _lineage(program, series_inputs[0])
+            destroyed = [j for j in upstream if steps[j].op in ORDER_DESTROYING]
+            if destroyed:
+                return (
+                    f"meaningless_chain: step {i + 1} ({step.op}) needs table order, but step "
+                    f"{destroyed[0] + 1} ({steps[destroyed[0]].op}) has reordered the values"
+                )
+    return None
+
+
+def _lineage(program: Program, start: int) -> list[int]:
+    """`start` and the transform steps feeding it, following first inputs."""
+    out = []
+    j = start
+    while j != SOURCE and BY_NAME[program.steps[j].op].family == "transform":
+        out.append(j)
+        j = program.steps[j].inputs[0]
+    return out

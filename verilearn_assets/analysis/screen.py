@@ -1,0 +1,61 @@
+"""The pre-verification screen: degenerate answers and unstated conventions.
+
+Runs each candidate in-process on its table (our own generated code, as the procedural dry
+run does), then turns away the ones whose answer is degenerate or moves under a named
+convention the question leaves open. Turned-away candidates keep their reason and become
+rejected records, so the diagnostics mart counts them; the sandbox still decides the rest.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pandas as pd
+from pydantic import Field
+
+from verilearn_assets.analysis.candidate import Candidate
+from verilearn_assets.analysis.conventions import check_conventions
+from verilearn_assets.analysis.degenerate import constant_reason, zero_reason
+from verilearn_assets.analysis.programs.dryrun import run_in_process
+from verilearn_assets.core.answers import parse_answer
+from verilearn_assets.core.config import StrictConfig
+
+
+class ScreenConfig(StrictConfig):
+    """`screen:` in configs/questions.yaml."""
+
+    enabled: bool = True
+    perturbations: int = Field(3, ge=1)  # row subsamples for the constant-answer test
+    perturb_fraction: float = Field(0.8, gt=0, lt=1)
+    seed: int = 0
+
+
+def _reference(cand: Candidate, df: pd.DataFrame) -> Any:
+    return parse_answer(json.dumps(run_in_process(cand.code, df)))
+
+
+def screen_one(cand: Candidate, df: pd.DataFrame, cfg: ScreenConfig) -> Candidate:
+    """A copy of `cand` with `conventions` and, if it fails the screen, `rejection_reason`."""
+    try:
+        answer = _reference(cand, df)
+    except Exception as exc:  # verification in the sandbox rejects it with the full reason
+        return cand.model_copy(update={"conventions": [f"reference:{type(exc).__name__}"]})
+    reason = zero_reason(answer)
+    report = check_conventions(cand, df, answer)
+    reason = reason or report.rejection
+    if reason is None:
+        reason = constant_reason(
+            cand, df, answer, cfg.perturbations, cfg.perturb_fraction, cfg.seed
+        )
+    return cand.model_copy(update={"conventions": report.tried, "rejection_reason": reason})
+
+
+def screen(
+    candidates: list[Candidate], df: pd.DataFrame, cfg: ScreenConfig
+) -> tuple[list[Candidate], list[Candidate]]:
+    """(passed, turned away) — every candidate lands in exactly one list."""
+    if not cfg.enabled:
+        return candidates, []
+    done = [screen_one(c, df, cfg) for c in candidates]
+    return [c for c in done if c.rejection_reason is None], [c for c in done if c.rejection_reason]
