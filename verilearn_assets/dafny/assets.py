@@ -95,9 +95,15 @@ def trajectories(
         t for t in FAMILY.read_tasks(home.dir(), source, split) if isinstance(t, DafnyTask)
     ]
     try:
-        teacher = teacher_for(
-            config.teacher, vllm.vllm_config if config.teacher == "vllm" else None
-        )
+        if config.teacher == "vllm":
+            train = [
+                t
+                for t in FAMILY.read_tasks(home.dir(), "template", "train")
+                if isinstance(t, DafnyTask)
+            ]
+            teacher = teacher_for("vllm", vllm.vllm_config, train)
+        else:
+            teacher = teacher_for(config.teacher)
     except ValueError as exc:
         raise Failure(description=str(exc)) from exc
     try:

@@ -12,6 +12,7 @@ from pathlib import Path
 from verilearn_assets.core.llm.config import VllmConfig
 from verilearn_assets.dafny.cascade import ProgramTeacher, Teacher, cascade_sample, trajectory
 from verilearn_assets.dafny.loader import BUNDLED, LoadReport, load_dafny_bench
+from verilearn_assets.dafny.prompts import few_shot_pairs, load_prompt_config
 from verilearn_assets.dafny.records import DafnyTask, DafnyTrajectory
 from verilearn_assets.dafny.settings import DafnyConfig
 from verilearn_assets.dafny.splits import split_examples
@@ -46,8 +47,13 @@ def build_tasks(
     )
 
 
-def teacher_for(name: str, vllm_config: VllmConfig | None = None) -> Teacher:
-    """`program` (replays gold) or `vllm` (the served model of configs/vllm.yaml)."""
+def teacher_for(
+    name: str,
+    vllm_config: VllmConfig | None = None,
+    train_tasks: Sequence[DafnyTask] = (),
+) -> Teacher:
+    """`program` (replays gold) or `vllm` (the served model of configs/vllm.yaml, prompted
+    per configs/dafny_prompts.yaml with few-shot pairs from `train_tasks`)."""
     if name == "program":
         return ProgramTeacher()
     if name == "vllm":
@@ -55,7 +61,14 @@ def teacher_for(name: str, vllm_config: VllmConfig | None = None) -> Teacher:
             raise ValueError(
                 "configs/dafny.yaml: teacher 'vllm' needs a server (configs/vllm.yaml base_urls)"
             )
-        return VllmTeacher(vllm_config)
+        cfg = load_prompt_config()
+        shots = {
+            role: few_shot_pairs(
+                [t for t in train_tasks if t.role == role], role, cfg.few_shot, cfg.few_shot_seed
+            )
+            for role in ("writer", "annotator")
+        }
+        return VllmTeacher(vllm_config, cfg, shots)
     raise ValueError(f"configs/dafny.yaml: unknown teacher {name!r} (program or vllm)")
 
 

@@ -4,12 +4,51 @@ the model think first but still takes only the last fenced block."""
 
 from __future__ import annotations
 
+import random
 import re
-from typing import Literal, Protocol
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from pydantic import Field
+
+from verilearn_assets.core.config import StrictConfig, load_config
 
 Variant = Literal["strict", "permissive"]
+Role = Literal["writer", "annotator"]
+
+
+class Generation(StrictConfig):
+    temperature: float = Field(0.8, ge=0.0)
+    top_p: float = Field(0.95, gt=0.0, le=1.0)
+    min_p: float = Field(0.0, ge=0.0, le=1.0)
+    max_tokens: int = Field(512, ge=1)
+
+    def as_request(self) -> dict[str, Any]:
+        return {
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "max_tokens": self.max_tokens,
+            "min_p": self.min_p,  # a vLLM sampling parameter beside the OpenAI ones
+        }
+
+
+class PromptConfig(StrictConfig):
+    variant: Variant = "strict"
+    few_shot: int = Field(0, ge=0)
+    few_shot_seed: int = 0
+    stop: list[str] = Field(default_factory=lambda: list(STOP))
+    system: dict[Role, str] = Field(default_factory=lambda: dict(SYSTEM))
+    permissive_suffix: str = " You may reason briefly before the block."
+    generation: Generation = Field(default_factory=Generation)
+
+
+def load_prompt_config(directory: str | Path | None = None) -> PromptConfig:
+    return load_config("dafny_prompts", PromptConfig, directory)
+
+
 STOP = ["\n```\n", "\nmethod ", "\nlemma ", "\nfunction "]
-SYSTEM = {
+SYSTEM: dict[Role, str] = {
     "writer": (
         "You write Dafny 2.3 method bodies. Keep the given signature and specification "
         "exactly; answer with the body only, from its opening '{' to its closing '}', in "
@@ -50,11 +89,13 @@ def messages(
     body: str | None = None,
     variant: Variant = "strict",
     shots: list[tuple[str, str]] | None = None,
+    config: PromptConfig | None = None,
 ) -> list[dict[str, str]]:
-    """Chat messages; `shots` are (user, assistant) pairs drawn from the train split only."""
-    system = SYSTEM[role]
-    if variant == "permissive":
-        system += " You may reason briefly before the block."
+    """Chat messages; `shots` are (user, assistant) pairs from `few_shot_pairs`."""
+    cfg = config or PromptConfig(variant=variant)
+    system = cfg.system[role]  # type: ignore[index]
+    if cfg.variant == "permissive":
+        system += cfg.permissive_suffix
     out = [{"role": "system", "content": system}]
     for user, assistant in shots or []:
         out += [{"role": "user", "content": user}, {"role": "assistant", "content": assistant}]
@@ -70,3 +111,28 @@ def answer(text: str) -> str:
 
 def fenced(body: str) -> str:
     return f"```dafny\n{body.strip()}\n```"
+
+
+class TrainTask(Protocol):
+    split: str
+    role: str
+    status: str
+    id: str
+    prefix: str
+    suffix: str
+    spec: str
+    body: str
+    target: str
+    annotated_body: str
+
+
+def few_shot_pairs(tasks: Sequence[TrainTask], role: str, n: int, seed: int = 0) -> list:
+    """`n` worked (user, assistant) pairs of `role` from accepted *train* tasks; a task from
+    another split is an error (it would leak evaluation programs into prompts)."""
+    leaked = sorted({t.split for t in tasks if t.split != "train"})
+    if leaked:
+        raise ValueError(f"few-shot examples must come from the train split, got {leaked}")
+    pool = sorted((t for t in tasks if t.status == "accepted"), key=lambda t: t.id)
+    chosen = random.Random(seed).sample(pool, min(n, len(pool)))
+    answer_of = {"writer": lambda t: t.body, "annotator": lambda t: t.annotated_body}[role]
+    return [(user_prompt(t, role), fenced(answer_of(t))) for t in chosen]

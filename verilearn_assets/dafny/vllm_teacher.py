@@ -20,12 +20,21 @@ class VllmTeacher:
     name = "vllm"
 
     def __init__(
-        self, config: VllmConfig, variant: prompts.Variant = "strict", seed: int = 0
+        self,
+        config: VllmConfig,
+        prompt_config: prompts.PromptConfig | None = None,
+        shots: dict[str, list[tuple[str, str]]] | None = None,
+        seed: int = 0,
     ) -> None:
+        """`prompt_config` (configs/dafny_prompts.yaml) sets the variant, stop sequences and
+        sampling; without it the client's own sampling defaults apply. `shots` per role come
+        from `prompts.few_shot_pairs` (train split only)."""
         if not config.has_server:
             raise ValueError("vllm teacher: no server configured (configs/vllm.yaml base_urls)")
         self.config = config
-        self.variant = variant
+        self.prompts = prompt_config or prompts.PromptConfig()
+        self.sampling = prompt_config.generation.as_request() if prompt_config else {}
+        self.shots = shots or {}
         self.seed = seed
         self.loop = asyncio.new_event_loop()
         self.client = VllmClient(config)
@@ -34,7 +43,7 @@ class VllmTeacher:
 
     def _chat(self, messages: list[dict[str, str]]) -> str:
         result = self.loop.run_until_complete(
-            self.client.chat(messages, seed=self.seed, stop=prompts.STOP)
+            self.client.chat(messages, seed=self.seed, stop=self.prompts.stop, **self.sampling)
         )
         self.usage.append(
             {"prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens}
@@ -42,10 +51,14 @@ class VllmTeacher:
         return result.text
 
     def write(self, task: DafnyTask) -> str:
-        return self._chat(prompts.messages(task, "writer", variant=self.variant))
+        shots = self.shots.get("writer")
+        return self._chat(prompts.messages(task, "writer", shots=shots, config=self.prompts))
 
     def annotate(self, task: DafnyTask, body: str) -> str:
-        return self._chat(prompts.messages(task, "annotator", body, variant=self.variant))
+        shots = self.shots.get("annotator")
+        return self._chat(
+            prompts.messages(task, "annotator", body, shots=shots, config=self.prompts)
+        )
 
     def close(self) -> None:
         self.loop.run_until_complete(self.client.close())
