@@ -138,6 +138,14 @@ def test_worker_killed_mid_step_is_retried_on_the_other_worker(cluster: Cluster,
         victim = wait_for(
             lambda: _executing_worker(instance, run_id, step), 120, f"{step} to reach a worker"
         )
+        wait_for(
+            lambda: any(
+                s.dagster_event.step_key == step
+                for s in instance.all_logs(run_id, of_type=DagsterEventType.STEP_START)
+            ),
+            120,
+            f"{step} to start",
+        )
         index = int(victim.split("@")[0].removeprefix("worker"))
         parent = cluster.worker_pid(index)
         pool = children(parent)
@@ -162,8 +170,9 @@ def test_worker_killed_mid_step_is_retried_on_the_other_worker(cluster: Cluster,
     assert questions_view(celery_home, partition)
     assert episodes_view(celery_home, partition)
     assert stray_files(celery_home) == []
+    wait_for(lambda: not Path(f"/proc/{parent}").exists(), 60, f"{victim} to exit")
     cluster.make("cluster-up")  # idempotent: restarts only the killed worker
-    assert children(cluster.worker_pid(index))
+    wait_for(lambda: children(cluster.worker_pid(index)), 60, f"worker{index} to come back")
 
 
 def _latest_run(instance: DagsterInstance) -> str | None:
