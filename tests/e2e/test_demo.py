@@ -11,12 +11,15 @@ from demo_support import DemoHome, Planted, catalog_datasets
 
 from verilearn_assets.analysis.records import Episode, QuestionRecord
 from verilearn_assets.core import lake
+from verilearn_assets.core.ingest.tables import load_table_records
 from verilearn_assets.core.records import SPLITS, TableRecord
 
 
 def test_demo_materializes_tables_questions_episodes(demo: DemoHome) -> None:
     with demo.environ():
-        tables = [t for s in SPLITS for t in lake.read_records("tables", TableRecord, split=s)]
+        stored = [t for s in SPLITS for t in lake.read_records("tables", TableRecord, split=s)]
+        assert all(not Path(t.path).is_absolute() for t in stored)  # relative to the home
+        tables = load_table_records(lake.home())
         assert {t.dataset for t in tables} == catalog_datasets()
         assert all(Path(t.path).is_file() and t.n_rows > 0 and t.columns for t in tables)
         by_split: dict[str, str] = {}

@@ -133,8 +133,9 @@ def write_dataset_tables(home: Path, dataset: str, split: str, records: list[Tab
     if wrong:
         raise ValueError(f"dataset {dataset!r}: records {wrong} belong elsewhere")
     root = lake.lake_root(Path(home))
+    stored = [r.model_copy(update={"path": home_relative(r.path, home)}) for r in records]
     target = lake.atomic_write_parquet(
-        TableRecord.to_frame(records), dataset_part(root, split, dataset)
+        TableRecord.to_frame(stored), dataset_part(root, split, dataset)
     )
     for other in SPLITS:
         pdir = lake.partition_dir(ASSET, root, split=other)
@@ -160,14 +161,27 @@ def write_table_records(home: Path, records: list[TableRecord]) -> list[Path]:
     ]
 
 
+def home_relative(path: str, home: Path) -> str:
+    """A table file's path as stored: relative to the home when it lies inside it, so a
+    home that is moved, copied or mounted elsewhere by another worker still finds it."""
+    p = Path(path)
+    try:
+        return str(p.resolve().relative_to(Path(home).resolve()))
+    except ValueError:
+        return str(p)  # outside the home (a table a user pointed at): kept as given
+
+
 def load_table_records(home: Path, split: str | None = None) -> list[TableRecord]:
-    """TableRecords from the lake asset `tables`, for one split or all of them."""
+    """TableRecords from the lake asset `tables`, for one split or all of them, with each
+    stored home-relative path resolved against *this* home."""
     if split is not None and split not in SPLITS:
         raise ValueError(f"unknown split {split!r} (expected one of {', '.join(SPLITS)})")
-    root = lake.lake_root(Path(home))
+    home = Path(home).resolve()
+    root = lake.lake_root(home)
     out: list[TableRecord] = []
     for s in [split] if split else SPLITS:
-        out.extend(lake.read_records(ASSET, TableRecord, root, split=s))  # type: ignore[arg-type]
+        for rec in lake.read_records(ASSET, TableRecord, root, split=s):  # type: ignore[arg-type]
+            out.append(rec.model_copy(update={"path": str(home / rec.path)}))
     return out
 
 
