@@ -21,10 +21,13 @@ from verilearn_assets.core import lake
 from verilearn_assets.core.family import RuleContext, family
 from verilearn_assets.core.warehouse import build_model, discover_sql_models, order_models
 from verilearn_assets.dafny.assets import tasks, trajectories
+from verilearn_assets.dafny.build import run_partition
+from verilearn_assets.dafny.cascade import ProgramTeacher
 from verilearn_assets.dafny.checks import CHECKS
 from verilearn_assets.dafny.family import FAMILY
 from verilearn_assets.dafny.records import DafnyTask, DafnyTrajectory
 from verilearn_assets.dafny.rules import no_cheat_in_targets, one_split
+from verilearn_assets.dafny.verifier import DafnyVerifier
 
 REPO = Path(__file__).resolve().parents[2]
 LIMIT = 6
@@ -194,3 +197,42 @@ def test_marts_over_the_lake(built: dict) -> None:
 def test_marts_on_an_empty_lake(tmp_path: Path) -> None:
     con = _build_dafny_marts(tmp_path / "lake")
     assert con.execute("SELECT count(*) FROM mart_dafny_task_counts").fetchone() == (0,)
+
+
+class CrashingTeacher(ProgramTeacher):
+    """The program teacher's answers, but the run dies after `limit` tasks."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.calls = limit, 0
+
+    def annotate(self, task: DafnyTask, body: str) -> str:
+        self.calls += 1
+        if self.calls > self.limit:
+            raise RuntimeError("teacher process died")
+        return super().annotate(task, body)
+
+
+def test_trajectories_resume_after_a_crash(
+    built: dict, tmp_path: Path, verifier: DafnyVerifier
+) -> None:
+    home = tmp_path / "home"
+    shutil.copytree(built["home"] / "lake" / "dafny" / "tasks", home / "lake" / "dafny" / "tasks")
+    task_records = [
+        t for t in FAMILY.read_tasks(home, "template", "train") if isinstance(t, DafnyTask)
+    ]
+    accepted = [t for t in task_records if t.status == "accepted"]
+    assert len(accepted) >= 4
+    with pytest.raises(RuntimeError, match="died"):
+        run_partition(task_records, CrashingTeacher(3), verifier, home, "template", "train", 2)
+    kept = FAMILY.read_rollouts(home, "template", "train")
+    assert len(kept) == 2  # the first chunk of two was written before the crash
+    records, resumed = run_partition(
+        task_records, ProgramTeacher(), verifier, home, "template", "train", 2
+    )
+    assert resumed == 2 and len(records) == len(accepted)
+    parts = list(
+        lake.partition_dir(
+            FAMILY.rollout_lake, lake.lake_root(home), source="template", split="train"
+        ).glob("*.parquet")
+    )
+    assert len(parts) == 1 and len(FAMILY.read_rollouts(home, "template", "train")) == len(accepted)

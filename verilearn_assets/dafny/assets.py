@@ -19,12 +19,12 @@ from verilearn_assets.core import lake
 from verilearn_assets.dafny.build import (
     SourceNotImplementedError,
     build_tasks,
-    build_trajectories,
+    run_partition,
     teacher_for,
     trajectory_summary,
 )
 from verilearn_assets.dafny.family import FAMILY
-from verilearn_assets.dafny.records import DafnyTask, DafnyTrajectory
+from verilearn_assets.dafny.records import DafnyTask
 from verilearn_assets.dafny.settings import load_dafny_config
 from verilearn_assets.dafny.vllm_teacher import VllmTeacher
 from verilearn_assets.platform.defs import SOURCE_SPLIT, source_split
@@ -108,19 +108,20 @@ def trajectories(
         raise Failure(description=str(exc)) from exc
     try:
         with dafny.verifier(home.dir()) as verifier:
-            records = build_trajectories(task_records, teacher, verifier)
+            records, resumed = run_partition(
+                task_records, teacher, verifier, home.dir(), source, split
+            )
     finally:
         if isinstance(teacher, VllmTeacher):
             teacher.close()
-    path = lake.write_records(
-        FAMILY.rollout_lake, records, DafnyTrajectory, home.lake_root(), source=source, split=split
-    )
+    path = lake.partition_dir(FAMILY.rollout_lake, home.lake_root(), source=source, split=split)
     summary = trajectory_summary(records)
     return MaterializeResult(
         metadata={
             **{k: v for k, v in summary.items() if not isinstance(v, dict)},
             "failure_buckets": MetadataValue.json(summary["failure_buckets"]),
             "teacher": teacher.name,
+            "resumed": resumed,
             "path": str(path),
         }
     )

@@ -9,8 +9,10 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
+from verilearn_assets.core import lake
 from verilearn_assets.core.llm.config import VllmConfig
 from verilearn_assets.dafny.cascade import ProgramTeacher, Teacher, cascade_sample, trajectory
+from verilearn_assets.dafny.family import FAMILY
 from verilearn_assets.dafny.loader import BUNDLED, LoadReport, load_dafny_bench
 from verilearn_assets.dafny.prompts import few_shot_pairs, load_prompt_config
 from verilearn_assets.dafny.records import DafnyTask, DafnyTrajectory
@@ -80,6 +82,45 @@ def build_trajectories(
         if task.status == "accepted":
             out.append(trajectory(task, teacher, cascade_sample(task, teacher, verifier)))
     return out
+
+
+def run_partition(
+    tasks: Sequence[DafnyTask],
+    teacher: Teacher,
+    verifier: DafnyVerifier,
+    home: Path,
+    source: str,
+    split: str,
+    chunk: int = 8,
+) -> tuple[list[DafnyTrajectory], int]:
+    """Trajectories of a partition, written incrementally and resumable.
+
+    Trajectories already in the partition (same task, same teacher) are kept; the rest are
+    run `chunk` tasks at a time, each chunk appended as one part, so a crash loses at most
+    one chunk and the next run resumes. The partition is then compacted to one part holding
+    exactly the current accepted tasks' trajectories (stale ones dropped). Returns the
+    records and how many were resumed.
+    """
+    root = lake.lake_root(home)
+    wanted = {
+        DafnyTrajectory.make_id(t.id, teacher.name): t for t in tasks if t.status == "accepted"
+    }
+    existing = lake.read_records(
+        FAMILY.rollout_lake, DafnyTrajectory, root, source=source, split=split
+    )
+    done = {r.id: r for r in existing if r.id in wanted and isinstance(r, DafnyTrajectory)}
+    todo = [t for tid, t in wanted.items() if tid not in done]
+    for start in range(0, len(todo), chunk):
+        part = build_trajectories(todo[start : start + chunk], teacher, verifier)
+        lake.append_part(
+            FAMILY.rollout_lake, DafnyTrajectory.to_frame(part), root, source=source, split=split
+        )
+        done.update({r.id: r for r in part})
+    records = [done[tid] for tid in wanted]
+    lake.write_records(
+        FAMILY.rollout_lake, records, DafnyTrajectory, root, source=source, split=split
+    )
+    return records, len(wanted) - len(todo)
 
 
 def percentile(values: Sequence[float], q: float) -> float:
