@@ -146,3 +146,11 @@ def test_server_runs_in_the_jail(verifier: DafnyVerifier) -> None:
 def test_more_processes_than_cores_refused() -> None:
     with pytest.raises(ValueError, match="exceeds"):
         VerifierConfig(processes=(os.cpu_count() or 1) + 1).pool_size()
+
+
+def test_process_recycled_after_max_requests() -> None:
+    cfg = VerifierConfig(processes=1, cache=False, max_requests_per_process=2)
+    with DafnyVerifier(cfg) as v:
+        statuses = [v.verify(P.PARSE_ERROR).status for _ in range(3)]  # ~10 ms each
+        assert statuses == ["parse_error"] * 3
+        assert v.server_pool().recycled == 1 and v.server_pool().restarts == 0

@@ -155,12 +155,14 @@ class DafnyServerProcess:
 class ServerPool:
     """N long-lived servers; `run` borrows one, restarts it on death or hang."""
 
-    def __init__(self, toolchain: Toolchain, jail: str, size: int) -> None:
+    def __init__(self, toolchain: Toolchain, jail: str, size: int, max_requests: int = 500) -> None:
         if size < 1:
             raise ValueError(f"dafny server pool: size must be >= 1, got {size}")
         self.toolchain = toolchain
         self.jail = jail
         self.size = size
+        self.max_requests = max_requests
+        self.recycled = 0
         self.idle: queue.Queue[DafnyServerProcess] = queue.Queue()
         self.all = [DafnyServerProcess(toolchain, jail) for _ in range(size)]
         for proc in self.all:
@@ -172,6 +174,9 @@ class ServerPool:
     def run(self, task: dict, timeout_s: float) -> Reply:
         """Verify one task; raises ServerHung (process restarted) or ServerDied (twice)."""
         proc = self.idle.get()
+        if proc.requests >= self.max_requests:  # bound a long-lived process's memory
+            proc.restart()
+            self.recycled += 1
         try:
             for attempt in (1, 2):
                 if not proc.alive():

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -44,6 +45,7 @@ class VerifierConfig(StrictConfig):
     jail: jails.JailMode = "auto"
     cache: bool = True
     allow_more_processes_than_cores: bool = False
+    max_requests_per_process: int = Field(default=500, ge=1)  # then recycled (mono heap)
 
     def pool_size(self) -> int:
         cores = os.cpu_count() or 1
@@ -71,6 +73,7 @@ class DafnyVerifier:
         self.size = self.config.pool_size()
         self.cache = VerdictCache(cache_dir) if (cache_dir and self.config.cache) else None
         self._pool: ServerPool | None = None
+        self._pool_lock = threading.Lock()  # verify() runs on many threads
 
     # --- public API ---------------------------------------------------------------------
     @property
@@ -137,14 +140,18 @@ class DafnyVerifier:
             return [f.result() for f in futures]
 
     def server_pool(self) -> ServerPool:
-        if self._pool is None:
-            self._pool = ServerPool(self.toolchain, self.jail, self.size)
-        return self._pool
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ServerPool(
+                    self.toolchain, self.jail, self.size, self.config.max_requests_per_process
+                )
+            return self._pool
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.close()
-            self._pool = None
+        with self._pool_lock:
+            if self._pool is not None:
+                self._pool.close()
+                self._pool = None
 
     def __enter__(self) -> DafnyVerifier:
         return self
