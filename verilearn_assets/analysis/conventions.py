@@ -140,11 +140,16 @@ def check_conventions(
     df: pd.DataFrame,
     reference: Any | None = None,
     conventions: tuple[Convention, ...] = CONVENTIONS,
+    alternative_answers: list[Any] | None = None,
 ) -> ConventionReport:
-    """Re-run `cand` under every convention its code uses and judge each moved answer."""
+    """Re-run `cand` under every convention its code uses and judge each moved answer.
+
+    `reference` and `alternative_answers` (parsed JSON) may be given when already known,
+    e.g. from a verified record; otherwise they are computed here.
+    """
     run: Runner = lambda code: _canonical(run_in_process(code, df))  # noqa: E731
     expected = _canonical(reference) if reference is not None else run(cand.code)
-    alt_answers: list[Any] | None = None
+    alt_answers = alternative_answers
     tried: list[str] = []
     rejection: str | None = None
     for conv in conventions:

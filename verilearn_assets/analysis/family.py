@@ -163,6 +163,14 @@ RULES = (
         "reach the floors of configs/gate.yaml (total, per template, per operator family).",
     ),
     GateRule(
+        "questions_conventions_stated",
+        "tasks",
+        question_rules.conventions_stated_rule,
+        "On a sample of accepted questions, no answer moves beyond tolerance under a named "
+        "convention variant (tied mode, population std, Mann-Whitney continuity, ...) unless "
+        "the wording states it or an alternative accepts it.",
+    ),
+    GateRule(
         "questions_catalog_coverage",
         "tasks",
         catalog_coverage,

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping
 import polars as pl
 
 from verilearn_assets.analysis.records import QuestionRecord
+from verilearn_assets.core.family import RuleContext
 from verilearn_assets.gate.config import QuestionFloors
 from verilearn_assets.gate.outcome import RuleOutcome
 
@@ -135,3 +136,67 @@ def floors_for(
         dataset_floor=cfg.per_dataset,
         datasets=datasets,
     )
+
+
+def conventions_stated(
+    questions: Iterable[QuestionRecord], table_paths: Mapping[str, str], sample: int
+) -> RuleOutcome:
+    """Re-run every named convention variant on a sample of accepted questions (spread by
+    id): an answer that moves beyond tolerance must be stated in the wording or be one of
+    the recorded alternatives' answers. Each failure names the question and variant."""
+    from verilearn_assets.analysis.candidate import AlternativeCode, Candidate
+    from verilearn_assets.analysis.conventions import check_conventions
+    from verilearn_assets.analysis.programs.dryrun import load_table
+    from verilearn_assets.core.answers import parse_answer
+
+    accepted = sorted((q for q in questions if q.status == "accepted"), key=lambda q: q.id)
+    step = max(1, len(accepted) // sample) if accepted else 1
+    picked = accepted[::step][:sample]
+    frames: dict[str, object] = {}
+    failures: list[str] = []
+    tried = 0
+    for q in picked:
+        path = table_paths.get(q.table)
+        if path is None:
+            failures.append(f"question {q.id}: table {q.table!r} is not in the split")
+            continue
+        if path not in frames:
+            frames[path] = load_table(path)
+        cand = Candidate(
+            source=q.source,
+            template=q.template,
+            question=q.question,
+            question_mechanical=q.question_mechanical,
+            answer_schema=q.answer_schema,
+            code=q.code,
+            alternatives=[
+                AlternativeCode(description=a.description, code=a.code) for a in q.alternatives
+            ],
+            n_steps=q.n_steps,
+            difficulty=q.difficulty,
+        )
+        report = check_conventions(
+            cand,
+            frames[path],  # type: ignore[arg-type]
+            parse_answer(q.answer),
+            alternative_answers=[parse_answer(a.answer) for a in q.alternatives],
+        )
+        tried += len(report.tried)
+        if report.rejection:
+            failures.append(f"question {q.id} ({q.dataset}): {report.rejection}")
+    return RuleOutcome(
+        rule="conventions_stated",
+        checked=len(picked),
+        failures=failures,
+        stats={"variants_tried": tried, "accepted": len(accepted)},
+    )
+
+
+def conventions_stated_rule(ctx: RuleContext) -> RuleOutcome:
+    """`conventions_stated` over one partition (the gate rule's entry point)."""
+    from verilearn_assets.core.ingest.tables import load_table_records
+    from verilearn_assets.gate.config import load_gate_config
+
+    paths = {t.id: t.path for t in load_table_records(ctx.home, ctx.split)}
+    questions = [q for q in ctx.tasks() if isinstance(q, QuestionRecord)]
+    return conventions_stated(questions, paths, load_gate_config().conventions_sample)

@@ -30,6 +30,8 @@ class DriftThresholds(StrictConfig):
 class GateConfig(StrictConfig):
     floors: dict[str, QuestionFloors] = Field(default_factory=dict)  # by source
     reproduce_limit: int | None = Field(None, ge=1)  # None: re-execute every question
+    # accepted questions per partition re-run under every convention variant
+    conventions_sample: int = Field(40, ge=1)
     drift: DriftThresholds = DriftThresholds()
 
 
