@@ -108,13 +108,14 @@ def test_sft_rows_per_role(built: dict) -> None:
     assert "Method body to annotate" not in writer.messages[-2]["content"]
 
 
-def test_llm_source_fails_clearly(built: dict) -> None:
+def test_llm_source_without_a_server_fails_clearly(built: dict) -> None:
     result = materialize(
         [tasks],
         partition_key=MultiPartitionKey({"source": "llm", "split": "train"}),
         resources={
             "home": HomeResource(path=str(built["home"])),
             "dafny": DafnyVerifierResource(processes=1),
+            "vllm": VllmResource(),
         },
         raise_on_error=False,
     )
@@ -125,7 +126,7 @@ def test_llm_source_fails_clearly(built: dict) -> None:
         else None
     )
     text = str(failure.error.message if failure and failure.error else result.all_events)
-    assert "not implemented yet" in text
+    assert "needs a vLLM server" in text
 
 
 def test_rules_catch_a_cheat_and_a_split_leak(built: dict, tmp_path: Path) -> None:

@@ -33,3 +33,13 @@ def test_teacher_refuses_without_a_server() -> None:
 
     with pytest.raises(ValueError, match="no server configured"):
         VllmTeacher(VllmConfig(model="m"))
+
+
+def test_llm_source_with_a_served_model(vllm_server, verifier: DafnyVerifier) -> None:
+    from verilearn_assets.dafny.llm_source import llm_tasks
+
+    with VllmTeacher(vllm_server.config(sampling={"max_tokens": 24})) as model:
+        tasks = llm_tasks(model.propose, 2, "test", verifier)
+        assert len(model.usage) == 2
+    # a random-weight model proves nothing: every proposal is kept, rejected, with a reason
+    assert tasks and all(t.source == "llm" and t.rejection_reason for t in tasks)

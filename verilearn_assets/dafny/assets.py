@@ -17,13 +17,14 @@ from resources.home import HomeResource
 from resources.vllm import VllmResource
 from verilearn_assets.core import lake
 from verilearn_assets.dafny.build import (
-    SourceNotImplementedError,
+    SourceUnavailableError,
     build_tasks,
     run_partition,
     teacher_for,
     trajectory_summary,
 )
 from verilearn_assets.dafny.family import FAMILY
+from verilearn_assets.dafny.prompts import load_prompt_config
 from verilearn_assets.dafny.records import DafnyTask
 from verilearn_assets.dafny.settings import load_dafny_config
 from verilearn_assets.dafny.vllm_teacher import VllmTeacher
@@ -37,20 +38,32 @@ from verilearn_assets.platform.defs import SOURCE_SPLIT, source_split
     group_name="dafny",
     description="Dafny writer and annotator tasks for one source × split: template "
     "(pairings from the corpus) and procedural (mutant repairs with their verdicts). Every "
-    "gold program is verified by Dafny; rejected tasks are kept with their reason. The llm "
-    "source fails with 'not implemented yet'.",
+    "gold program is verified by Dafny; rejected tasks are kept with their reason. llm: "
+    "programs proposed by the vLLM-served model, kept only when Dafny proves them and no "
+    "anti-cheat construct appears (needs configs/vllm.yaml).",
 )
 def tasks(
-    context: AssetExecutionContext, home: HomeResource, dafny: DafnyVerifierResource
+    context: AssetExecutionContext,
+    home: HomeResource,
+    dafny: DafnyVerifierResource,
+    vllm: VllmResource,
 ) -> MaterializeResult:
     source, split = source_split(context.partition_key)
     config = load_dafny_config()
-    with dafny.verifier(home.dir()) as verifier:
-        try:
-            records, report = build_tasks(source, split, config, verifier)
-        except SourceNotImplementedError as exc:
-            raise Failure(description=str(exc)) from exc
-        versions = verifier.versions
+    model = None
+    if source == "llm" and vllm.configured:
+        model = VllmTeacher(vllm.vllm_config, load_prompt_config(), seed=config.corpus.seed)
+    try:
+        with dafny.verifier(home.dir()) as verifier:
+            records, report = build_tasks(
+                source, split, config, verifier, model.propose if model else None
+            )
+            versions = verifier.versions
+    except SourceUnavailableError as exc:
+        raise Failure(description=str(exc)) from exc
+    finally:
+        if model is not None:
+            model.close()
     path = lake.write_records(
         FAMILY.task_lake, records, DafnyTask, home.lake_root(), source=source, split=split
     )

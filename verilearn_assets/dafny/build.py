@@ -13,6 +13,7 @@ from verilearn_assets.core import lake
 from verilearn_assets.core.llm.config import VllmConfig
 from verilearn_assets.dafny.cascade import ProgramTeacher, Teacher, cascade_sample, trajectory
 from verilearn_assets.dafny.family import FAMILY
+from verilearn_assets.dafny.llm_source import Propose, llm_tasks
 from verilearn_assets.dafny.loader import BUNDLED, LoadReport, load_dafny_bench
 from verilearn_assets.dafny.prompts import few_shot_pairs, load_prompt_config
 from verilearn_assets.dafny.records import DafnyTask, DafnyTrajectory
@@ -23,8 +24,8 @@ from verilearn_assets.dafny.verifier import DafnyVerifier
 from verilearn_assets.dafny.vllm_teacher import VllmTeacher
 
 
-class SourceNotImplementedError(RuntimeError):
-    """The `llm` source is not built yet."""
+class SourceUnavailableError(RuntimeError):
+    """The `llm` source without a model server."""
 
 
 def load_corpus(config: DafnyConfig) -> LoadReport:
@@ -35,8 +36,13 @@ def load_corpus(config: DafnyConfig) -> LoadReport:
 
 
 def build_tasks(
-    source: str, split: str, config: DafnyConfig, verifier: DafnyVerifier
+    source: str,
+    split: str,
+    config: DafnyConfig,
+    verifier: DafnyVerifier,
+    propose: Propose | None = None,
 ) -> tuple[list[DafnyTask], LoadReport]:
+    """Tasks of one partition; `propose` (a model) is needed by the `llm` source only."""
     report = load_corpus(config)
     splits = split_examples(report.examples, seed=config.corpus.seed)
     mine = [e for e in report.examples if splits[e.id] == split]
@@ -44,9 +50,19 @@ def build_tasks(
         return template_tasks(mine, splits, verifier), report
     if source == "procedural":
         return procedural_tasks(mine, splits, verifier, config.sources.mutants_per_example), report
-    raise SourceNotImplementedError(
-        f"dafny source {source!r} is not implemented yet (template and procedural are)"
-    )
+    if source == "llm":
+        if propose is None:
+            raise SourceUnavailableError(
+                "the dafny llm source needs a vLLM server: set base_urls (or launch: true) "
+                "in configs/vllm.yaml"
+            )
+        train = [e for e in report.examples if splits[e.id] == "train"]
+        shots = [e.gold_program for e in train[: config.sources.llm_shots]]
+        tasks = llm_tasks(
+            propose, config.sources.llm_proposals, split, verifier, shots, config.corpus.seed
+        )
+        return tasks, report
+    raise ValueError(f"unknown dafny source {source!r}")
 
 
 def teacher_for(

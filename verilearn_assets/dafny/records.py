@@ -32,7 +32,7 @@ class DafnyExample(Record):
     id: str
     name: str  # <file stem>.<method>
     program: str  # group key: methods of one program never span two splits
-    origin: Literal["bundled", "dafnybench", "plain"]
+    origin: Literal["bundled", "dafnybench", "plain", "llm"]
     dialect: Literal["2", "4"]
     rewrites: list[str] = Field(default_factory=list)  # Dafny 4 → 2.3 rewrites applied
     prefix: str

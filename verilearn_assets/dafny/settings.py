@@ -18,6 +18,8 @@ class CorpusConfig(StrictConfig):
 
 class SourcesConfig(StrictConfig):
     mutants_per_example: int = Field(default=2, ge=1)
+    llm_proposals: int = Field(default=8, ge=1)  # programs asked of the model per partition
+    llm_shots: int = Field(default=2, ge=0)  # train-split gold programs shown as examples
 
 
 class GateSample(StrictConfig):

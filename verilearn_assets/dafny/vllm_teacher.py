@@ -50,6 +50,10 @@ class VllmTeacher:
         )
         return result.text
 
+    def propose(self, messages: list[dict[str, str]]) -> str:
+        """One free-form answer (the llm source's program proposals)."""
+        return self._chat(messages)
+
     def write(self, task: DafnyTask) -> str:
         shots = self.shots.get("writer")
         return self._chat(prompts.messages(task, "writer", shots=shots, config=self.prompts))
