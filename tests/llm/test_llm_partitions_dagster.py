@@ -115,7 +115,7 @@ def materialized(asset: Any, proxy: CountingProxy) -> tuple[AssetMaterialization
         [asset], partition_key=PARTITION, resources=resources(), raise_on_error=False
     )
     assert result.success, [e.message for e in result.all_events if e.is_failure]
-    (mat,) = result.asset_materializations_for_node(asset.key.path[-1])
+    (mat,) = result.asset_materializations_for_node("__".join(asset.key.path))
     return mat, proxy.chat_requests - before
 
 

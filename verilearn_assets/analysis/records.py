@@ -73,6 +73,7 @@ FailureClass = Literal[
     "format_error",
     "max_turns",
     "no_submission",
+    "context_overflow",  # the prompt did not fit the model's window even after compression
 ]
 
 
