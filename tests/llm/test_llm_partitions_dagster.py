@@ -33,6 +33,8 @@ from verilearn_assets.analysis.assets import episodes, questions
 from verilearn_assets.analysis.records import Episode, QuestionRecord
 from verilearn_assets.core import lake
 from verilearn_assets.core.ingest.tables import load_table_records
+from verilearn_assets.core.llm.budget import ContextBudgetRecord
+from verilearn_assets.core.llm.budget import lake_asset as budget_lake_asset
 from verilearn_assets.platform.assets import INGEST_ASSETS
 
 pytestmark = pytest.mark.vllm
@@ -137,7 +139,8 @@ def setup_home(
 
 
 def partition_parts(asset: str) -> list[Path]:
-    return sorted(lake.partition_dir(asset, source="llm", split="dev").glob("part-*.parquet"))
+    pdir = lake.partition_dir(f"analysis/{asset}", source="llm", split="dev")
+    return sorted(pdir.glob("part-*.parquet"))
 
 
 def meta(mat: AssetMaterialization) -> dict[str, Any]:
@@ -173,6 +176,15 @@ def test_random_model_writes_empty_llm_partitions(
     # the budget bounds the run: one exploration, then 1 + K traces per candidate
     traces = 1 + q["candidates"] * (1 + TEACHER["consistency_traces"])
     assert q_chats <= traces * REQUESTS_PER_TRACE
+    # every request was fitted to the window, counted with the served tokenizer, and the
+    # partition's losses are in the lake for mart_context_budget
+    assert q["context_requests"] == q["llm_requests"] and q["context_overflows"] == 0
+    assert q["context_counter"] != "none (no budgeted request)"
+    budget_rows = lake.read_records(
+        budget_lake_asset("analysis", "questions"), ContextBudgetRecord, source="llm", split="dev"
+    )
+    assert budget_rows and {r.requests for r in budget_rows} == {q["context_requests"]}
+    assert sum(r.tokens_removed for r in budget_rows) == q["context_tokens_removed"]
 
     e = meta(e_mat)
     assert e["questions"] == q["accepted"]

@@ -42,8 +42,25 @@ from verilearn_assets.analysis.teacher.runner import (
 )
 from verilearn_assets.core import lake
 from verilearn_assets.core.ingest.tables import load_table_records
+from verilearn_assets.core.llm.budget import BudgetCounts, ContextBudgetRecord
+from verilearn_assets.core.llm.budget import lake_asset as budget_lake_asset
 from verilearn_assets.platform.assets import tables
 from verilearn_assets.platform.defs import SOURCE_SPLIT, source_split
+
+BUDGET_KEY = "_context_budget"  # carries the counts from `_llm_questions` to the writer
+
+
+def write_budget(counts: BudgetCounts, asset: str, root, source: str, split: str) -> None:
+    """This run's context-budget losses for one partition, read by `mart_context_budget`."""
+    lake.write_records(
+        budget_lake_asset(FAMILY.name, asset),
+        counts.records(FAMILY.name, asset, source, split),
+        ContextBudgetRecord,
+        root,
+        source=source,
+        split=split,
+    )
+
 
 LLM_HOWTO = (
     "the llm source needs a vLLM server: set `base_urls` (or `launch: true` with a "
@@ -89,8 +106,10 @@ async def _llm_questions(
     out = PartitionQuestions()
     malformed: Counter[str] = Counter()
     rejected = 0
+    budget = BudgetCounts()
     for table in tables_:
         proposals = await propose_questions(table, make_policy, pool, cfg)
+        budget.merge(proposals.budget)
         out.candidates += len(proposals.outcomes)
         out.records.extend(proposals.records)
         failures = proposals.rejected_records(table)
@@ -109,6 +128,8 @@ async def _llm_questions(
         "llm_retries": usage["retries"],
         "llm_prompt_tokens": usage["prompt_tokens"],
         "llm_completion_tokens": usage["completion_tokens"],
+        **budget.metadata(),
+        BUDGET_KEY: budget,
     }
 
 
@@ -152,6 +173,8 @@ def questions(
             return await build_generated(split_tables, source, split, qcfg, pool)
 
     built = asyncio.run(run())
+    if BUDGET_KEY in llm_metadata:
+        write_budget(llm_metadata.pop(BUDGET_KEY), "questions", home.lake_root(), source, split)
     lake.write_records(
         FAMILY.task_lake,
         built.records,
@@ -229,6 +252,7 @@ def episodes(
             )
 
     stats = asyncio.run(run())
+    write_budget(stats.budget, "episodes", home.lake_root(), source, split)
     compacted = compact_partition(source, split, home.lake_root(), question_ids={q.id for q in qs})
     eps = compacted.episodes
     if stats.errors:
@@ -248,6 +272,7 @@ def episodes(
             "verified": verified,
             "pass_rate": round(verified / total, 4) if total else 0.0,
             "teacher": tcfg.teacher,
+            **stats.budget.metadata(),
             "failure_classes": MetadataValue.md(
                 markdown_counts(dict(stats.failures), "failure class (this run)")
             ),

@@ -34,7 +34,6 @@ from tenacity import (
 )
 
 from verilearn_assets.core.llm.budget import (
-    BudgetConfig,
     ContextBudget,
     ContextOverflow,
     for_server,
@@ -424,7 +423,7 @@ class VllmClient:
         if not self.models:
             raise VllmError("VllmClient.budget() needs start() first (it reads /v1/models)")
         if max_tokens not in self._budgets:
-            cfg = getattr(self.cfg, "budget", None) or BudgetConfig()
+            cfg = self.cfg.budget
             local = None
             if self.cfg.launch:  # the launcher resolves a relative model path from the repo
                 local = Path(self.cfg.server.model_path)

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from verilearn_assets.core.config import StrictConfig, load_config
+from verilearn_assets.core.llm.budget import BudgetConfig
 
 
 def normalize_base_url(url: str) -> str:
@@ -97,6 +98,7 @@ class VllmConfig(StrictConfig):
     retry: RetryConfig = Field(default_factory=RetryConfig)
     launch: bool = False
     server: LocalServerConfig = Field(default_factory=LocalServerConfig)
+    budget: BudgetConfig = Field(default_factory=BudgetConfig)  # the context-window policy
 
     @field_validator("base_urls")
     @classmethod
