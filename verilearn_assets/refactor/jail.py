@@ -162,6 +162,8 @@ def bwrap_command(config: RefactorConfig, workspace: Path, control: Path, argv: 
     args = [
         binary,
         "--unshare-all",
+        "--unshare-user",
+        "--disable-userns",  # no nested user namespaces from inside the jail
         "--die-with-parent",
         "--new-session",
         "--uid",
