@@ -71,7 +71,7 @@ CONVENTIONS: tuple[Convention, ...] = (
         "convention",
         r"\.var\(\)",
         ".var(ddof=0)",
-        ("sample variance", "ddof", "n - 1", "n-1"),
+        ("sample variance", "sample standard deviation", "ddof", "n - 1", "n-1"),
     ),
     Convention(
         "mannwhitney_no_continuity",

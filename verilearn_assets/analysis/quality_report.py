@@ -61,6 +61,7 @@ def measure(home: Path, cfg: QuestionsConfig, audit: bool) -> dict:
     classes: Counter[str] = Counter()
     partitions: Counter[str] = Counter()
     per_dataset: Counter[str] = Counter()
+    per_family: Counter[str] = Counter()
     scores: dict[str, list[float]] = {"template": [], "procedural": []}
     gaps = 0
     for table in tables:
@@ -87,6 +88,9 @@ def measure(home: Path, cfg: QuestionsConfig, audit: bool) -> dict:
                 gaps += alternatives_gaps(gen.candidates)
             partitions[f"{source}/{split}"] += len(passed)
             per_dataset[f"{source}/{table.dataset}"] += len(passed)
+            for c in passed:
+                for fam in set(c.op_families):
+                    per_family[f"{source}/{fam}/{split}"] += 1
             scores[source].extend(readability(c.question) for c in passed)
     return {
         "mode": "audit (before)" if audit else "enforced (after)",
@@ -98,6 +102,7 @@ def measure(home: Path, cfg: QuestionsConfig, audit: bool) -> dict:
             for s in ("template", "procedural")
         },
         "passing_per_dataset": dict(sorted(per_dataset.items())),
+        "passing_per_family_split": dict(sorted(per_family.items())),
         "readability": {s: distribution(v) for s, v in scores.items()},
     }
 

@@ -78,12 +78,14 @@ def floors(
     template_family_floor: Mapping[str, int] | None = None,
     dataset_floor: int = 0,
     datasets: Iterable[str] | None = None,
+    dataset_exempt: Mapping[str, str] | None = None,
 ) -> RuleOutcome:
     """Accepted questions in total, per template, per template family (templates only),
     per operator family and per dataset must reach the configured floors.
 
     `datasets` are the split's datasets (default: every dataset with a record, accepted or
-    not), so a dataset that yields too few accepted questions is named, even with none.
+    not), so a dataset that yields too few accepted questions is named, even with none;
+    `dataset_exempt` datasets (name -> why) are left out of the per-dataset floor.
     """
     records = list(questions)
     qs = [q for q in records if q.status == "accepted"]
@@ -92,6 +94,7 @@ def floors(
     by_family = Counter(f for q in qs for f in set(q.op_families))
     by_dataset = Counter(q.dataset for q in qs)
     names = sorted(set(datasets) if datasets is not None else {q.dataset for q in records})
+    exempt = dataset_exempt or {}
     failures = []
     if len(qs) < total_floor:
         failures.append(f"{len(qs)} accepted question(s), floor is {total_floor}")
@@ -106,7 +109,7 @@ def floors(
             failures.append(f"operator family {name}: {by_family[name]} < floor {floor}")
     if dataset_floor:
         for name in names:
-            if by_dataset[name] < dataset_floor:
+            if by_dataset[name] < dataset_floor and name not in exempt:
                 failures.append(
                     f"dataset {name}: {by_dataset[name]} accepted < floor {dataset_floor}"
                 )
@@ -119,6 +122,7 @@ def floors(
             "templates": len(by_template),
             "families": len(by_family),
             "datasets": len(names),
+            "datasets_exempt": ", ".join(sorted(set(names) & set(exempt))) or "none",
         },
     )
 
@@ -135,6 +139,7 @@ def floors_for(
         template_family_floor=cfg.per_template_family,
         dataset_floor=cfg.per_dataset,
         datasets=datasets,
+        dataset_exempt=cfg.per_dataset_exempt,
     )
 
 

@@ -20,6 +20,8 @@ class QuestionFloors(StrictConfig):
     per_template_family: dict[str, int] = Field(default_factory=dict)
     per_operator_family: dict[str, int] = Field(default_factory=dict)
     per_dataset: int = Field(0, ge=0)
+    # datasets the per-dataset floor does not apply to, each with why (e.g. too few rows)
+    per_dataset_exempt: dict[str, str] = Field(default_factory=dict)
 
 
 class DriftThresholds(StrictConfig):

@@ -101,7 +101,7 @@ def highest_cv_column(v: TableView) -> list[Candidate]:
             "medium",
             f"Among the columns {quoted_list(cols)}, which has the largest "
             "coefficient of variation "
-            "(standard deviation divided by the absolute mean), and what is it?",
+            "(sample standard deviation divided by the absolute mean), and what is it?",
             "cv = std(ddof=1) / |mean| per column, missing values skipped; answer the argmax "
             "column and its cv",
             mapping(column=STRING, cv=NUMBER),

@@ -57,13 +57,14 @@ OPS: list[OpSpec] = [
     _filter(
         "filter_key_is_mode",
         "{a0}[{c0}] == df[{c0}].mode().iloc[0]",
-        "{c0} equals its most frequent value in the whole table",
+        "{c0} equals its most frequent value in the whole table (the smallest one if several tie)",
         ROLE_KEY,
     ),
     _filter(
         "filter_key_not_mode",
         "{a0}[{c0}].notna() & ({a0}[{c0}] != df[{c0}].mode().iloc[0])",
-        "{c0} is present and differs from its most frequent value in the whole table",
+        "{c0} is present and differs from its most frequent value in the whole table "
+        "(the smallest one if several tie)",
         ROLE_KEY,
     ),
 ]

@@ -108,8 +108,8 @@ OPS: list[OpSpec] = [
         extra={
             "define": "Let S be the values of {c0} over rows{a0} where {c0} and {c1} are "
             "present, split into group A (rows where {c1} differs from its most "
-            "frequent value in the whole table) and group B (rows where it "
-            "equals that value)."
+            "frequent value in the whole table, the smallest one if several tie) and "
+            "group B (rows where it equals that value)."
         },
     ),
     _two(

@@ -1,0 +1,14 @@
+"""Known answers of the outlier templates, worked by hand."""
+
+from __future__ import annotations
+
+import pandas as pd
+from known_answer import answers, build
+
+# x: 1 2 3 4 100 -> Q1 = 2, Q3 = 4, IQR = 2, fences -1 and 7: only 100 is outside
+FRAME = pd.DataFrame({"x": [1.0, 2.0, 3.0, 4.0, 100.0], "g": ["a", "a", "b", "b", "b"]})
+
+
+def test_iqr_outlier_count(tmp_path):
+    ref, alts = answers(build("iqr_outlier_count", FRAME, tmp_path), FRAME)
+    assert ref == 1 and alts == {}
