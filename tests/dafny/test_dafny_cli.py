@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import dafny_programs as P
 import polars as pl
-import programs as P
 import pytest
 
 from verilearn_assets.cli import main

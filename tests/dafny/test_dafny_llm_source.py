@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-import programs as P
+import dafny_programs as P
 
 from verilearn_assets.dafny import prompts
 from verilearn_assets.dafny.llm_source import llm_tasks

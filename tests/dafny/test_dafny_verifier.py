@@ -9,7 +9,7 @@ import threading
 import time
 from pathlib import Path
 
-import programs as P
+import dafny_programs as P
 import pytest
 
 from verilearn_assets.dafny.results import filter_noise
