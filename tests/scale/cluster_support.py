@@ -10,6 +10,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -133,3 +134,13 @@ def wait_for(predicate, timeout_s: float, what: str, every_s: float = 0.2):
             return value
         time.sleep(every_s)
     raise TimeoutError(f"timed out after {timeout_s}s waiting for {what}")
+
+
+def launch_run(cluster: Cluster, job: str, partition: str, log: Path) -> subprocess.Popen:
+    """One distributed run in its own process (the CLI entry point): Dagster's log handlers
+    are per process, so concurrent runs are concurrent processes, never threads."""
+    command = [sys.executable, "-m", "verilearn_assets.platform.distributed", job, partition]
+    with open(log, "w") as out:
+        return subprocess.Popen(
+            command, cwd=REPO, env=cluster.env, stdout=out, stderr=subprocess.STDOUT
+        )

@@ -13,17 +13,24 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import polars as pl
 import pytest
-from cluster_support import PARTITIONS, REPO, Cluster, children, free_port, wait_for
+from cluster_support import (
+    PARTITIONS,
+    REPO,
+    Cluster,
+    children,
+    free_port,
+    launch_run,
+    wait_for,
+)
 from dagster import DagsterEventType, DagsterInstance, materialize
 
-from verilearn_assets.cli.orchestrate import RunOutcome, run_job
+from verilearn_assets.cli.orchestrate import run_job
 from verilearn_assets.core import lake
-from verilearn_assets.platform.distributed import distributed_instance, run_job_distributed
+from verilearn_assets.platform.distributed import distributed_instance
 
 pytestmark = [pytest.mark.slow]
 
@@ -122,27 +129,16 @@ def test_celery_lake_equals_in_process_with_a_worker_killed_mid_step(
             assert out.success, out.reasons()
 
     ingest(cluster.home)
-    outcomes: dict[str, RunOutcome] = {}
+    procs = {
+        p: launch_run(cluster, "analysis_job", p, tmp_path / f"run-{i}.log")
+        for i, p in enumerate(PARTITIONS)
+    }
     with distributed_instance() as instance:
-        threads = [
-            threading.Thread(
-                target=lambda p=p: outcomes.update(
-                    {p: run_job_distributed(instance, "analysis_job", p)}
-                ),
-                daemon=True,
-            )
-            for p in PARTITIONS
-        ]
-        for t in threads:
-            t.start()
         target = PARTITIONS[0]
-        run_id = wait_for(lambda: running_run(instance, target), 60, f"the {target} run")
+        run_id = wait_for(lambda: running_run(instance, target), 120, f"the {target} run")
         victim, index, parent = kill_worker_mid_step(cluster, instance, run_id)
-        for t in threads:
-            t.join(timeout=600)
-        assert not any(t.is_alive() for t in threads), "a run did not finish after the kill"
-        for p in PARTITIONS:
-            assert outcomes[p].success, (p, outcomes[p].reasons())
+        for i, (p, proc) in enumerate(procs.items()):
+            assert proc.wait(timeout=600) == 0, (p, (tmp_path / f"run-{i}.log").read_text()[-3000:])
         starts = instance.all_logs(run_id, of_type=DagsterEventType.STEP_START)
         assert sum(1 for s in starts if s.dagster_event.step_key == KILLED_STEP) >= 2
         takers = celery_workers(instance, run_id, KILLED_STEP)
