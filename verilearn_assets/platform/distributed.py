@@ -8,6 +8,8 @@ shape `verilearn_assets/cli/orchestrate.py` returns for in-process runs.
 
 `python -m verilearn_assets.platform.distributed JOB [PARTITION]` runs one job partition
 and exits non-zero with one line when the cluster is not there (Postgres or Redis down).
+Concurrent runs are concurrent processes: two runs orchestrated from threads of one process
+deadlock in Dagster's per-process log handlers.
 """
 
 from __future__ import annotations
