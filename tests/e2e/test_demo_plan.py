@@ -40,3 +40,14 @@ def test_stop_after_cuts_the_plan_at_a_stage() -> None:
     assert {s.job for s in ingest} == {"platform_job", "smoke_job"} and skipped == []
     training, _ = plan(["template"], ["dev"], jobs, "training")
     assert training[-1] == Step("training_job", "dev")
+
+
+def test_families_selects_family_jobs_and_refuses_unknown_names() -> None:
+    import pytest
+
+    jobs = job_names()
+    steps, _ = plan(["template"], ["dev"], jobs, only=["analysis"])
+    family_jobs = {s.job for s in steps if s.job[:-4] in families()}
+    assert family_jobs == {"analysis_job"}
+    with pytest.raises(ValueError, match="unknown family 'nope'"):
+        plan(["template"], ["dev"], jobs, only=["nope"])

@@ -35,6 +35,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--splits", nargs="+", default=list(SPLITS), choices=list(SPLITS))
     p.add_argument(
+        "--families",
+        nargs="+",
+        default=None,
+        metavar="FAMILY",
+        help="only these families' jobs (default: every registered family)",
+    )
+    p.add_argument(
         "--stop-after",
         choices=STAGES,
         default=STAGES[-1],
@@ -54,7 +61,11 @@ class Step:
 
 
 def plan(
-    sources: list[str], splits: list[str], jobs: set[str], stop_after: str = STAGES[-1]
+    sources: list[str],
+    splits: list[str],
+    jobs: set[str],
+    stop_after: str = STAGES[-1],
+    only: list[str] | None = None,
 ) -> tuple[list[Step], list[str]]:
     """The runs of a demo, in order, and the family jobs skipped because they do not exist.
 
@@ -71,7 +82,12 @@ def plan(
         steps.append(Step("smoke_job"))
     if last < STAGES.index("tasks"):
         return steps, []
-    names = [FIRST_FAMILY] + sorted(n for n in families() if n != FIRST_FAMILY)
+    known = families()
+    unknown = [n for n in only or [] if n not in known]
+    if unknown:
+        raise ValueError(f"unknown family {unknown[0]!r} (known: {', '.join(known)})")
+    names = [FIRST_FAMILY] + sorted(n for n in known if n != FIRST_FAMILY)
+    names = [n for n in names if only is None or n in only]
     skipped = []
     for name in names:
         job = f"{name}_job"
@@ -112,6 +128,13 @@ def run(args: argparse.Namespace) -> int:
     from verilearn_assets.core.report import render_report
     from verilearn_assets.core.warehouse import reader, warehouse_path
 
+    if args.families:
+        from verilearn_assets.cli import CliError
+        from verilearn_assets.core.family import families
+
+        unknown = [f for f in args.families if f not in families()]
+        if unknown:
+            raise CliError(f"unknown family {unknown[0]!r} (known: {', '.join(families())})")
     console = Console(soft_wrap=True)  # a reason stays on one line at any width
     home = lake.home()
     log_file = log_path(home)
@@ -121,7 +144,9 @@ def run(args: argparse.Namespace) -> int:
         try:
             with output_to(log):  # loading the code location warns; keep that off the console
                 instance = instance_for_home(home)
-                steps, skipped = plan(args.sources, args.splits, job_names(), args.stop_after)
+                steps, skipped = plan(
+                    args.sources, args.splits, job_names(), args.stop_after, args.families
+                )
         except Exception as exc:  # noqa: BLE001 - reported on one line, traceback in the log
             traceback.print_exc(file=log)
             console.print(
