@@ -30,7 +30,9 @@ def test_floor_on_bundled_tables_and_family_coverage(tmp_path: Path) -> None:
         cands = generate_programs(cols, write_parquet(df, tmp_path, name), ProgramSearchConfig())
         assert len(cands) >= MIN_PROGRAMS_PER_TABLE, (name, len(cands))
         assert any(is_evidence_decision_chain(c) for c in cands), name
-        assert max(c.n_steps for c in cands) >= 8, name
+        # long chains, but no padding: the meaningless-chain rule (issue 10) turns away
+        # chains lengthened by repeated, cancelling or pointless steps, so 7 is the floor
+        assert max(c.n_steps for c in cands) >= 7, name
         all_candidates += cands
     assert eligible >= 5
     report = coverage_report(all_candidates)
