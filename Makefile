@@ -77,11 +77,14 @@ test: install system-deps dockerd vllm-env tiny-model $(TEST_DEPS) lint check-de
 ui: install
 	$(VENV)/bin/dagster dev -m verilearn_assets.definitions -h 127.0.0.1 -p 3000
 
-bench: install dockerd vllm-env tiny-model
+bench: install dockerd vllm-env tiny-model $(TEST_DEPS)
 	$(VPY) benchmarks/sandbox.py
 	$(VPY) benchmarks/questions.py
 	$(VPY) benchmarks/reports.py
 	$(VPY) benchmarks/episodes.py
+	$(VPY) benchmarks/context_budget.py
+	$(VPY) benchmarks/dafny.py
+	$(VPY) benchmarks/refactor.py
 
 clean:
 	rm -rf .verilearn .pytest_cache .ruff_cache
