@@ -22,7 +22,6 @@ import os
 import signal
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,7 +29,7 @@ from dagster import DagsterEventType, DagsterInstance, materialize
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "scale"))
-from cluster_support import PARTITIONS, running_cluster, wait_for  # noqa: E402
+from cluster_support import PARTITIONS, launch_run, running_cluster, wait_for  # noqa: E402
 
 TABLES, WORKERS = 10_000, 10
 
@@ -95,21 +94,31 @@ def in_process_round(home: Path) -> Round:
     return Round("in process", wall, step_s, steps, tables_in(PARTITIONS, home))
 
 
-def celery_round(name: str, instance: DagsterInstance, home: Path, parallel: bool) -> Round:
+def celery_round(name: str, instance: DagsterInstance, cluster, parallel: bool) -> Round:
+    """Sequential: runs orchestrated from this process one after another. Parallel: one
+    orchestrating process per partition (the CLI), all at once: Dagster's log handlers are
+    per process, so concurrent runs are never threads of one process."""
     from verilearn_assets.platform.distributed import run_job_distributed
 
-    os.environ["VERILEARN_HOME"] = str(home)
+    os.environ["VERILEARN_HOME"] = str(cluster.home)
     start = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=len(PARTITIONS) if parallel else 1) as pool:
-        outs = list(
-            pool.map(lambda p: run_job_distributed(instance, "analysis_job", p), PARTITIONS)
-        )
+    if parallel:
+        procs = [
+            launch_run(cluster, "analysis_job", p, cluster.base / f"{name}-{i}.log")
+            for i, p in enumerate(PARTITIONS)
+        ]
+        if any(proc.wait(timeout=1800) != 0 for proc in procs):
+            raise SystemExit(f"{name}: a run failed (logs in {cluster.base})")
+        run_ids = [r.run_id for r in instance.get_runs(limit=len(PARTITIONS))]
+    else:
+        outs = [run_job_distributed(instance, "analysis_job", p) for p in PARTITIONS]
+        for out in outs:
+            if not out.success:
+                raise SystemExit(f"{name}: {out.partition} failed: {out.reasons()}")
+        run_ids = [o.run_id for o in outs]
     wall = time.perf_counter() - start
-    for out in outs:
-        if not out.success:
-            raise SystemExit(f"{name}: {out.partition} failed: {out.reasons()}")
-    step_s, steps = step_totals(instance, [o.run_id for o in outs])
-    return Round(name, wall, step_s, steps, tables_in(PARTITIONS, home))
+    step_s, steps = step_totals(instance, run_ids)
+    return Round(name, wall, step_s, steps, tables_in(PARTITIONS, cluster.home))
 
 
 def stop_worker(cluster, index: int) -> None:
@@ -131,11 +140,11 @@ def main() -> None:
         ingest(cluster.home)
         rounds = [in_process_round(local)]
         with distributed_instance(home=cluster.home) as instance:
-            rounds.append(celery_round("celery, 2 cold", instance, cluster.home, parallel=True))
+            rounds.append(celery_round("celery, 2 cold", instance, cluster, parallel=True))
             stop_worker(cluster, 2)
-            rounds.append(celery_round("celery, 1 worker", instance, cluster.home, parallel=False))
+            rounds.append(celery_round("celery, 1 worker", instance, cluster, parallel=False))
             cluster.make("cluster-up")
-            rounds.append(celery_round("celery, 2 warm", instance, cluster.home, parallel=True))
+            rounds.append(celery_round("celery, 2 warm", instance, cluster, parallel=True))
     report(rounds)
 
 
