@@ -50,6 +50,12 @@ def check_answer(value: Any) -> None:
         for v in value.values():
             check_answer(v)
         return
+    if isinstance(value, list):  # template answers such as a pair of column names
+        if not value:
+            raise AnswerUnusable("empty list answer")
+        for v in value:
+            check_answer(v)
+        return
     raise AnswerUnusable(f"answer of unsupported type {type(value).__name__}")
 
 
