@@ -86,5 +86,5 @@ bench: install dockerd vllm-env tiny-model $(TEST_DEPS)
 	$(VPY) benchmarks/dafny.py
 	$(VPY) benchmarks/refactor.py
 
-clean:
+clean: cluster-down
 	rm -rf .verilearn .pytest_cache .ruff_cache

@@ -41,6 +41,7 @@ from verilearn_assets.analysis.teacher.runner import (
     run_partition,
 )
 from verilearn_assets.core import lake
+from verilearn_assets.core.deploy import op_tags_for
 from verilearn_assets.core.ingest.tables import load_table_records
 from verilearn_assets.core.llm.budget import BudgetCounts, ContextBudgetRecord
 from verilearn_assets.core.llm.budget import lake_asset as budget_lake_asset
@@ -135,6 +136,7 @@ async def _llm_questions(
 
 @asset(
     key_prefix=[FAMILY.name],
+    op_tags=op_tags_for(["container_pool"]),  # a Celery worker with the sandbox runs it
     partitions_def=SOURCE_SPLIT,
     # every dataset partition of `tables` feeds every questions partition (the split of a
     # dataset is decided by the catalog, not by the partition key)
@@ -213,6 +215,7 @@ def questions(
 
 @asset(
     key_prefix=[FAMILY.name],
+    op_tags=op_tags_for(["container_pool"]),  # a Celery worker with the sandbox runs it
     partitions_def=SOURCE_SPLIT,
     deps=[questions],
     group_name="analysis",

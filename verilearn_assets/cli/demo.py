@@ -35,6 +35,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--splits", nargs="+", default=list(SPLITS), choices=list(SPLITS))
     p.add_argument(
+        "--executor",
+        choices=("in_process", "celery"),
+        default="in_process",
+        help="celery: run every step on the Celery workers of `make cluster-up` "
+        "(configs/deploy.yaml: broker, Postgres instance)",
+    )
+    p.add_argument(
         "--families",
         nargs="+",
         default=None,
@@ -104,6 +111,23 @@ def plan(
     return steps, skipped
 
 
+def executor_instance(executor: str, home: Path):
+    """The Dagster instance runs go to: the local one, or the cluster's Postgres-backed one
+    (checked first: an unreachable Postgres or broker is one line naming its URL)."""
+    from verilearn_assets.cli.orchestrate import instance_for_home
+
+    if executor != "celery":
+        return instance_for_home(home)
+    from verilearn_assets.cli import CliError
+    from verilearn_assets.core.deploy import DeployError
+    from verilearn_assets.platform.distributed import distributed_instance
+
+    try:
+        return distributed_instance(home)
+    except DeployError as exc:
+        raise CliError(f"{exc} (start the cluster with `make cluster-up`)") from exc
+
+
 def log_path(home: Path) -> Path:
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     path = home / "logs" / f"demo-{stamp}.log"
@@ -116,9 +140,9 @@ def log_path(home: Path) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
+    from verilearn_assets.cli import CliError
     from verilearn_assets.cli.orchestrate import (
         RunOutcome,
-        instance_for_home,
         job_names,
         one_line,
         output_to,
@@ -129,12 +153,16 @@ def run(args: argparse.Namespace) -> int:
     from verilearn_assets.core.warehouse import reader, warehouse_path
 
     if args.families:
-        from verilearn_assets.cli import CliError
         from verilearn_assets.core.family import families
 
         unknown = [f for f in args.families if f not in families()]
         if unknown:
             raise CliError(f"unknown family {unknown[0]!r} (known: {', '.join(families())})")
+    runner = run_job
+    if args.executor == "celery":
+        from verilearn_assets.platform.distributed import run_job_distributed
+
+        runner = run_job_distributed
     console = Console(soft_wrap=True)  # a reason stays on one line at any width
     home = lake.home()
     log_file = log_path(home)
@@ -143,10 +171,12 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"Dagster event log: {escape(str(log_file))}")
         try:
             with output_to(log):  # loading the code location warns; keep that off the console
-                instance = instance_for_home(home)
+                instance = executor_instance(args.executor, home)
                 steps, skipped = plan(
                     args.sources, args.splits, job_names(), args.stop_after, args.families
                 )
+        except CliError:
+            raise  # a cluster that is not up: one line from main()
         except Exception as exc:  # noqa: BLE001 - reported on one line, traceback in the log
             traceback.print_exc(file=log)
             console.print(
@@ -172,7 +202,7 @@ def run(args: argparse.Namespace) -> int:
                 progress.update(task, description=escape(step.label()))
                 t0 = time.perf_counter()
                 try:
-                    out = run_job(instance, step.job, step.partition, log=log)
+                    out = runner(instance, step.job, step.partition, log=log)
                 except Exception as exc:  # noqa: BLE001 - one line here, traceback in the log
                     traceback.print_exc(file=log)
                     out = RunOutcome(step.job, step.partition, False, errors=[one_line(str(exc))])

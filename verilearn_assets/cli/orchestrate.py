@@ -95,35 +95,47 @@ def run_job(
         result = job.execute_in_process(
             instance=instance, partition_key=partition, raise_on_error=False
         )
-    out = RunOutcome(job_name, partition, result.success, run_id=result.run_id)
-    for event in result.all_events:
-        if event.event_type == DagsterEventType.ASSET_CHECK_EVALUATION:
+    return outcome_from_events(
+        job_name, partition, result.success, result.run_id, list(result.all_events), log
+    )
+
+
+def outcome_from_events(
+    job_name: str,
+    partition: str | None,
+    success: bool,
+    run_id: str,
+    events: list,
+    log: TextIO | None = None,
+) -> RunOutcome:
+    """Failed checks, failed steps and run errors of a run, one line each."""
+    out = RunOutcome(job_name, partition, success, run_id=run_id)
+    where = f" [{partition}]" if partition else ""
+    for event in events:
+        kind = event.event_type
+        if kind == DagsterEventType.ASSET_CHECK_EVALUATION:
             ev = event.event_specific_data
             if not ev.passed:
                 sev = ev.severity.value if ev.severity else "ERROR"
                 out.failed_checks.append(
-                    f"[{sev}] {ev.check_name} on {ev.asset_key.to_user_string()}"
-                    f"{f' [{partition}]' if partition else ''}: {ev.description}"
+                    f"[{sev}] {ev.check_name} on {ev.asset_key.to_user_string()}{where}: "
+                    f"{ev.description}"
                 )
-        elif event.event_type == DagsterEventType.STEP_FAILURE:
+        elif kind == DagsterEventType.STEP_FAILURE:
             data = event.event_specific_data
-            err = _innermost(data.error)
             user = getattr(data, "user_failure_data", None)
             text = user.description if user is not None and user.description else None
+            err = _innermost(data.error)
             out.failed_steps.append(f"{event.step_key}: {text or one_line(err and err.message)}")
-        elif event.event_type in (
-            DagsterEventType.RESOURCE_INIT_FAILURE,
-            DagsterEventType.RUN_FAILURE,
-        ):
-            if event.event_type == DagsterEventType.RUN_FAILURE and out.failed_steps:
-                continue  # the step lines already say which step failed and why
+        elif kind in (DagsterEventType.RESOURCE_INIT_FAILURE, DagsterEventType.RUN_FAILURE):
+            if kind == DagsterEventType.RUN_FAILURE and out.failed_steps:
+                continue
             err = _innermost(getattr(event.event_specific_data, "error", None))
-            text = one_line(err.message if err else event.message)
-            out.errors.append(f"{event.event_type_value}: {text}")
+            out.errors.append(
+                f"{event.event_type_value}: {one_line(err.message if err else event.message)}"
+            )
     if log is not None:
-        mark = "ok" if out.success else "FAILED"
-        where = f" [{partition}]" if partition else ""
-        print(f"=== {job_name}{where}: {mark} (run {out.run_id})", file=log)
+        print(f"=== {job_name}{where}: {'ok' if success else 'FAILED'} (run {run_id})", file=log)
         for line in out.reasons():
             print(f"===   {line}", file=log)
         log.flush()

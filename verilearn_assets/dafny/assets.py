@@ -16,6 +16,7 @@ from resources.dafny import DafnyVerifierResource
 from resources.home import HomeResource
 from resources.vllm import VllmResource
 from verilearn_assets.core import lake
+from verilearn_assets.core.deploy import op_tags_for
 from verilearn_assets.dafny.build import (
     SourceUnavailableError,
     build_tasks,
@@ -35,6 +36,7 @@ from verilearn_assets.platform.defs import SOURCE_SPLIT, source_split
     name="tasks",
     key_prefix=[FAMILY.name],
     partitions_def=SOURCE_SPLIT,
+    op_tags=op_tags_for(["container_pool"]),  # needs a jail: a Celery worker with the sandbox
     group_name="dafny",
     description="Dafny writer and annotator tasks for one source × split: template "
     "(pairings from the corpus) and procedural (mutant repairs with their verdicts). Every "
@@ -89,6 +91,7 @@ def tasks(
     name="trajectories",
     key_prefix=[FAMILY.name],
     partitions_def=SOURCE_SPLIT,
+    op_tags=op_tags_for(["container_pool"]),  # needs a jail: a Celery worker with the sandbox
     group_name="dafny",
     deps=[tasks],
     description="writer → annotator → verifier cascades on the accepted tasks of the same "

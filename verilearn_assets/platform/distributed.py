@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from dagster import (
-    DagsterEventType,
     DagsterInstance,
     Definitions,
     RetryPolicy,
@@ -28,7 +27,7 @@ from dagster import (
 )
 from dagster._core.definitions.reconstruct import ReconstructableJob, ReconstructableRepository
 
-from verilearn_assets.cli.orchestrate import RunOutcome, _innermost, one_line, output_to
+from verilearn_assets.cli.orchestrate import RunOutcome, outcome_from_events, output_to
 from verilearn_assets.core import lake
 from verilearn_assets.core.deploy import (
     DeployConfig,
@@ -115,48 +114,6 @@ def run_job_distributed(
             events = list(result.all_events)
             success, run_id = result.success, result.run_id
     return outcome_from_events(job_name, partition, success, run_id, events, log)
-
-
-def outcome_from_events(
-    job_name: str,
-    partition: str | None,
-    success: bool,
-    run_id: str,
-    events: list,
-    log: TextIO | None = None,
-) -> RunOutcome:
-    """Failed checks, failed steps and run errors of a run, one line each."""
-    out = RunOutcome(job_name, partition, success, run_id=run_id)
-    where = f" [{partition}]" if partition else ""
-    for event in events:
-        kind = event.event_type
-        if kind == DagsterEventType.ASSET_CHECK_EVALUATION:
-            ev = event.event_specific_data
-            if not ev.passed:
-                sev = ev.severity.value if ev.severity else "ERROR"
-                out.failed_checks.append(
-                    f"[{sev}] {ev.check_name} on {ev.asset_key.to_user_string()}{where}: "
-                    f"{ev.description}"
-                )
-        elif kind == DagsterEventType.STEP_FAILURE:
-            data = event.event_specific_data
-            user = getattr(data, "user_failure_data", None)
-            text = user.description if user is not None and user.description else None
-            err = _innermost(data.error)
-            out.failed_steps.append(f"{event.step_key}: {text or one_line(err and err.message)}")
-        elif kind in (DagsterEventType.RESOURCE_INIT_FAILURE, DagsterEventType.RUN_FAILURE):
-            if kind == DagsterEventType.RUN_FAILURE and out.failed_steps:
-                continue
-            err = _innermost(getattr(event.event_specific_data, "error", None))
-            out.errors.append(
-                f"{event.event_type_value}: {one_line(err.message if err else event.message)}"
-            )
-    if log is not None:
-        print(f"=== {job_name}{where}: {'ok' if success else 'FAILED'} (run {run_id})", file=log)
-        for line in out.reasons():
-            print(f"===   {line}", file=log)
-        log.flush()
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,6 +11,7 @@ from dagster import AssetExecutionContext, Failure, MaterializeResult, MetadataV
 
 from resources.home import HomeResource
 from verilearn_assets.core import lake
+from verilearn_assets.core.deploy import op_tags_for
 from verilearn_assets.platform.defs import SOURCE_SPLIT, source_split
 from verilearn_assets.refactor.actor import TASKS_LAKE, Actor
 from verilearn_assets.refactor.catalog import load_corpus, load_rules
@@ -27,6 +28,7 @@ from verilearn_assets.refactor.teachers import ProgramTeacher, VllmTeacher, load
     name="tasks",
     key_prefix=[FAMILY.name],
     partitions_def=SOURCE_SPLIT,
+    op_tags=op_tags_for(["container_pool"]),  # needs a jail: a Celery worker with the sandbox
     group_name="refactor",
     description="ast-grep refactoring tasks on the bundled corpora for one source × split: "
     "template (one catalog rule) and procedural (two rules in sequence, one rule on one "
@@ -93,6 +95,7 @@ def _llm_tasks(context: AssetExecutionContext, split: str, config) -> list[Refac
     name="trajectories",
     key_prefix=[FAMILY.name],
     partitions_def=SOURCE_SPLIT,
+    op_tags=op_tags_for(["container_pool"]),  # needs a jail: a Celery worker with the sandbox
     deps=[tasks],
     group_name="refactor",
     description="SRL trajectories: per step a <think>/<action>/<state_update> answer, the "

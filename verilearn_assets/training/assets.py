@@ -23,6 +23,7 @@ from dagster import (
 from resources.container_pool import ContainerPoolResource
 from resources.home import HomeResource
 from verilearn_assets.core import lake
+from verilearn_assets.core.deploy import op_tags_for
 from verilearn_assets.core.family import SftRow, families, family
 from verilearn_assets.core.records import SOURCES
 from verilearn_assets.core.sandbox.smoke import run_smoke_suite
@@ -34,6 +35,7 @@ _BY_SPLIT = MultiToSingleDimensionPartitionMapping(partition_dimension_name="spl
 
 @asset(
     group_name="training",
+    op_tags=op_tags_for(["container_pool"]),
     description="Fixed programs with hand-known answers run "
     "through the real sandbox: normalisation, isolation between tasks, no network.",
 )
