@@ -108,7 +108,9 @@ def test_constant_answer_under_perturbation_is_degenerate(tmp_path):
     )
     mean = float(df["x"].mean())
     assert constant_reason(cand("Mean x?", varying), df, mean, 3, 0.8, 0) is None
-    screened = screen_one(cand("A question about the table", const), df, ScreenConfig())
+    # the screen applies the test to the sources configured (procedural by default)
+    assert screen_one(c, df, ScreenConfig()).rejection_reason is None
+    screened = screen_one(c, df, ScreenConfig(perturb_sources=["template"]))
     assert screened.rejection_reason is not None
     assert screened.rejection_reason.startswith("degenerate:")
 

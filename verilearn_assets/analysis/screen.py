@@ -27,6 +27,9 @@ class ScreenConfig(StrictConfig):
 
     enabled: bool = True
     perturbations: int = Field(3, ge=1)  # row subsamples for the constant-answer test
+    # sources whose candidates get the constant-answer test: templates ask data-driven
+    # questions by construction, and the test costs `perturbations` extra runs each
+    perturb_sources: list[str] = Field(default_factory=lambda: ["procedural"])
     perturb_fraction: float = Field(0.8, gt=0, lt=1)
     seed: int = 0
 
@@ -44,7 +47,7 @@ def screen_one(cand: Candidate, df: pd.DataFrame, cfg: ScreenConfig) -> Candidat
     reason = zero_reason(answer)
     report = check_conventions(cand, df, answer)
     reason = reason or report.rejection
-    if reason is None:
+    if reason is None and cand.source in cfg.perturb_sources:
         reason = constant_reason(
             cand, df, answer, cfg.perturbations, cfg.perturb_fraction, cfg.seed
         )
