@@ -143,3 +143,9 @@ def test_generation_diagnostics_mart(tmp_path):
         1,
         0,
     )
+
+
+def test_conventions_stated_never_runs_llm_written_code_in_process(tmp_path):
+    rec = record("toy", source="llm", code="raise SystemExit('must not run here')\n")
+    out = conventions_stated([rec], {"t1": str(tmp_path / "absent.parquet")}, sample=5)
+    assert out.passed and out.checked == 0

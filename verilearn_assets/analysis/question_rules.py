@@ -143,18 +143,26 @@ def floors_for(
     )
 
 
+IN_PROCESS_SOURCES = ("template", "procedural")
+
+
 def conventions_stated(
     questions: Iterable[QuestionRecord], table_paths: Mapping[str, str], sample: int
 ) -> RuleOutcome:
     """Re-run every named convention variant on a sample of accepted questions (spread by
     id): an answer that moves beyond tolerance must be stated in the wording or be one of
-    the recorded alternatives' answers. Each failure names the question and variant."""
+    the recorded alternatives' answers. Each failure names the question and variant.
+    Questions of other sources (LLM-written code) are not run here: they pass through."""
     from verilearn_assets.analysis.candidate import AlternativeCode, Candidate
     from verilearn_assets.analysis.conventions import check_conventions
     from verilearn_assets.analysis.programs.dryrun import load_table
     from verilearn_assets.core.answers import parse_answer
 
-    accepted = sorted((q for q in questions if q.status == "accepted"), key=lambda q: q.id)
+    # only our own generated code runs in-process; model-written code runs in the sandbox only
+    accepted = sorted(
+        (q for q in questions if q.status == "accepted" and q.source in IN_PROCESS_SOURCES),
+        key=lambda q: q.id,
+    )
     step = max(1, len(accepted) // sample) if accepted else 1
     picked = accepted[::step][:sample]
     frames: dict[str, object] = {}
