@@ -12,3 +12,11 @@ FRAME = pd.DataFrame({"x": [1.0, 2.0, 3.0, 4.0, 100.0], "g": ["a", "a", "b", "b"
 def test_iqr_outlier_count(tmp_path):
     ref, alts = answers(build("iqr_outlier_count", FRAME, tmp_path), FRAME)
     assert ref == 1 and alts == {}
+
+
+def test_zscore_outlier_count(tmp_path):
+    # eighteen 0s, one 1, one 10: mean 0.55, sample variance 94.95 / 19, so z(10) = 4.23
+    # and every other |z| < 0.3: one value of twenty beyond 3 standard deviations
+    frame = pd.DataFrame({"x": [0.0] * 18 + [1.0, 10.0], "g": ["a", "b"] * 10})
+    ref, alts = answers(build("zscore_outlier_count", frame, tmp_path), frame)
+    assert ref == {"count": 1, "share": 0.05} and alts == {}
