@@ -44,3 +44,23 @@ def test_top_category_share(tmp_path):
     ref, _ = answers(build("top_category_share", FRAME, tmp_path), FRAME)
     values = list(ref.values()) if isinstance(ref, dict) else [ref]
     assert "b" in values and any(v == pytest.approx(0.6) for v in values)
+
+
+def test_group_mean_top_category_lists_a_tied_level(tmp_path):
+    # a: 1, 5 -> 3; b: 2, 4 -> 3 (tied with a); c: 0, 2 -> 1
+    frame = pd.DataFrame({"g": ["a", "a", "b", "b", "c", "c"], "x": [1.0, 5.0, 2.0, 4.0, 0.0, 2.0]})
+    ref, alts = answers(build("group_mean_top_category", frame, tmp_path), frame)
+    assert ref == {"level": "a", "mean": 3.0}
+    assert list(alts.values()) == [{"level": "b", "mean": 3.0}]
+
+
+def test_distinct_levels_clean(tmp_path):
+    # 'Red', ' red', 'RED ' are one level; 'blue', 'Blue' another; 'green': 3 levels
+    frame = pd.DataFrame(
+        {
+            "c": ["Red", " red", "RED ", "blue", "Blue", "green"] * 2,
+            "x": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0] * 2,
+        }
+    )
+    ref, alts = answers(build("distinct_levels_clean", frame, tmp_path), frame)
+    assert ref == 3 and alts == {}
