@@ -70,7 +70,7 @@ def measure(home: Path, cfg: QuestionsConfig, audit: bool) -> dict:
             gen = generate(table, source, cfg)
             passed = gen.candidates
             for key, n in gen.search_rejected.items():
-                if key.startswith("would_") or key in ("meaningless_chain", "degenerate"):
+                if key.startswith("would_"):  # audit: counted, not rejected (no record)
                     classes[key.removeprefix("would_")] += n
             for c in gen.rejected:
                 classes[(c.rejection_reason or "").split(":", 1)[0]] += 1
