@@ -205,6 +205,13 @@ def questions(
             "rejection_reasons": MetadataValue.md(
                 markdown_counts(summary["rejection_reasons"], "reason")
             ),
+            "search_rejections": MetadataValue.md(
+                markdown_counts(dict(built.search_rejected), "search-stage rejection")
+            ),
+            "operator_coverage": MetadataValue.md(
+                markdown_counts(built.coverage, "operator coverage")
+            ),
+            "readability_mean": summary["readability_mean"],
             "not_applicable": MetadataValue.md(
                 markdown_counts(dict(built.not_applicable), "template not applicable (tables)")
             ),

@@ -21,7 +21,7 @@ from verilearn_assets.core.ingest.coverage import catalog_coverage as ingest_cov
 from verilearn_assets.core.ingest.splits import catalog_splits
 from verilearn_assets.core.ingest.tables import load_table_records
 from verilearn_assets.core.records import SOURCES, SPLITS, Record
-from verilearn_assets.gate.config import load_gate_config
+from verilearn_assets.gate.config import QuestionFloors, load_gate_config
 from verilearn_assets.gate.outcome import RuleOutcome
 
 
@@ -80,18 +80,16 @@ def floors(ctx: RuleContext) -> RuleOutcome:
     """Floors per source; and, whatever the source, a partition with no tables or no
     accepted question never passes: an empty split is not a verified one."""
     qs = _questions(ctx)
-    n_tables = len(load_table_records(ctx.home, ctx.split))
-    if n_tables == 0:
+    tables = load_table_records(ctx.home, ctx.split)
+    if not tables:
         return RuleOutcome(
             rule="floors",
             checked=0,
             failures=[f"no tables in split {ctx.split!r}: ingestion produced nothing for it"],
         )
-    cfg = load_gate_config().floors.get(ctx.source)
-    per_template = cfg.per_template if cfg else {}
-    per_family = cfg.per_operator_family if cfg else {}
-    total = max(1, cfg.total if cfg else 1)
-    outcome = question_rules.floors(qs, per_template, per_family, total)
+    cfg = load_gate_config().floors.get(ctx.source) or QuestionFloors()
+    outcome = question_rules.floors_for(qs, cfg, {t.dataset for t in tables})
+    n_tables = len(tables)
     outcome.stats["tables"] = n_tables
     return outcome
 
