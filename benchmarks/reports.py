@@ -123,6 +123,8 @@ def synthetic_questions(n: int, rng: np.random.Generator) -> pl.DataFrame:
             "hooks": _const("[]", n),
             "status": np.where(accepted, "accepted", "rejected"),
             "rejection_reason": reasons,
+            "conventions": [[] for _ in range(n)],
+            "readability": rng.uniform(1, 5, n).round(2),
         },
         schema=QuestionRecord.polars_schema(),
     )

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import refactor_config, write_tasks
+from refactor_support import refactor_config, write_tasks
 
 from verilearn_assets.core import lake
 from verilearn_assets.core.llm.launcher import free_port

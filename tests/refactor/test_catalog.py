@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import SMALL_RULES, refactor_config
+from refactor_support import SMALL_RULES, refactor_config
 
 from verilearn_assets.refactor.catalog import load_corpus, load_rules
 from verilearn_assets.refactor.runner import (

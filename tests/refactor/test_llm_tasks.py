@@ -7,7 +7,7 @@ import asyncio
 from pathlib import Path
 
 import yaml
-from conftest import refactor_config
+from refactor_support import refactor_config
 
 from verilearn_assets.refactor.catalog import load_corpus
 from verilearn_assets.refactor.llm_tasks import generate_llm_tasks, vllm_proposer

@@ -256,7 +256,7 @@ def test_suite_that_loops_times_out(config: RefactorConfig, corpus: Path) -> Non
 
 
 def test_none_backend_runs_unjailed_for_debugging(tmp_path: Path, corpus: Path) -> None:
-    from conftest import refactor_config
+    from refactor_support import refactor_config
 
     config = refactor_config("none", tmp_path)
     ws = prepare_workspace("t-none", corpus, config)
@@ -269,7 +269,7 @@ def test_none_backend_runs_unjailed_for_debugging(tmp_path: Path, corpus: Path) 
 
 
 def test_file_flood_and_memory_hog_are_limited(backend: str, corpus: Path, tmp_path: Path) -> None:
-    from conftest import refactor_config
+    from refactor_support import refactor_config
 
     config = refactor_config(backend, tmp_path, max_files=50, memory_mb=256)
     ws = prepare_workspace("t-limits", corpus, config)
@@ -286,7 +286,7 @@ def test_file_flood_and_memory_hog_are_limited(backend: str, corpus: Path, tmp_p
 
 
 def test_sandbox_log_rotates(tmp_path: Path, corpus: Path) -> None:
-    from conftest import refactor_config
+    from refactor_support import refactor_config
 
     config = refactor_config("bwrap", tmp_path).model_copy(
         update={"log_max_bytes": 1024, "log_backups": 2}
@@ -306,7 +306,7 @@ def test_sandbox_log_rotates(tmp_path: Path, corpus: Path) -> None:
 
 
 def test_test_results_are_cached_by_tree(tmp_path: Path, corpus: Path) -> None:
-    from conftest import refactor_config
+    from refactor_support import refactor_config
 
     config = refactor_config("bwrap", tmp_path)
     first = prepare_workspace("t-cache", corpus, config)

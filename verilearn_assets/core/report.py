@@ -185,7 +185,7 @@ def render_table(console: Console, title: str, data: TableData, max_rows: int) -
         return
     console.print(f"[italic]{title}[/italic]")
     if not data.rows:
-        console.print("  no rows")
+        console.print(f"  no rows (columns: {', '.join(data.columns)})", markup=False)
     pad = max(len(c) for c in data.columns)
     for i, row in enumerate(data.rows[:max_rows], 1):
         console.print(f"  [dim]row {i}[/dim]")
