@@ -32,7 +32,7 @@ $(VPY):
 
 $(INSTALL_STAMP): pyproject.toml | $(VPY)
 	$(VPY) -m pip install -q --upgrade pip
-	$(VPY) -m pip install -q -e '.[dev]'
+	$(VPY) -m pip install -q -e '.[dev,train]'
 	rm -f $(VENV)/.installed-*
 	touch $@
 

@@ -18,6 +18,9 @@ from verilearn_assets.core.family import family_modules
 from verilearn_assets.platform.assets import INGEST_ASSETS
 from verilearn_assets.reports.assets import REPORT_ASSETS
 from verilearn_assets.training.assets import TRAINING_ASSETS, TRAINING_CHECKS
+from verilearn_assets.training.eval_assets import EVAL_ASSETS, EVAL_CHECKS, EVAL_JOBS
+from verilearn_assets.training.grpo_assets import GRPO_ASSETS, GRPO_CHECKS, GRPO_JOBS
+from verilearn_assets.training.sft_assets import SFT_ASSETS, SFT_CHECKS, SFT_JOBS
 
 HOME = HomeResource()
 RESOURCES = {
@@ -44,10 +47,17 @@ def family_defs() -> list[Definitions]:
 
 defs = Definitions.merge(
     Definitions(
-        assets=[*INGEST_ASSETS, *TRAINING_ASSETS, *REPORT_ASSETS],
-        asset_checks=TRAINING_CHECKS,
+        assets=[
+            *INGEST_ASSETS,
+            *TRAINING_ASSETS,
+            *SFT_ASSETS,
+            *GRPO_ASSETS,
+            *EVAL_ASSETS,
+            *REPORT_ASSETS,
+        ],
+        asset_checks=[*TRAINING_CHECKS, *SFT_CHECKS, *GRPO_CHECKS, *EVAL_CHECKS],
         resources=RESOURCES,
-        jobs=JOBS,
+        jobs=[*JOBS, *SFT_JOBS, *GRPO_JOBS, *EVAL_JOBS],
         executor=executor_from_env(),
     ),
     *family_defs(),

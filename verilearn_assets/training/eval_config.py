@@ -1,0 +1,20 @@
+"""The `eval:` section of configs/training.yaml (the student on held-out questions).
+
+Its own module so evaluation knobs grow apart from the training ones; the whole file is
+validated by `training.config.TrainingConfig`.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from verilearn_assets.core.config import StrictConfig
+
+
+class EvalSettings(StrictConfig):
+    split: str = "test"
+    limit: int | None = Field(default=None, ge=1)  # questions per split; None = all
+    max_turns: int = Field(default=6, ge=1)
+    temperature: float = Field(default=0.0, ge=0.0)  # greedy: a pass rate, not a sample
+    max_tokens: int = Field(default=512, ge=16)
+    seed: int = 0
