@@ -14,6 +14,19 @@ APT_PACKAGES := docker.io bubblewrap chromium chromium-driver openssl
 export VERILEARN_HOME ?= $(CURDIR)/.verilearn
 export DAGSTER_HOME ?= $(VERILEARN_HOME)/dagster
 
+# `$(call apt_install,PKGS)`: install the apt packages of PKGS that are missing (CI and new
+# machines), as root or through sudo; every mk/*.mk installs its packages through it.
+define apt_install
+missing=""; for p in $(1); do \
+  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+if [ -n "$$missing" ]; then \
+  echo "installing apt packages:$$missing"; \
+  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+  $$SUDO apt-get update -qq; \
+  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+fi
+endef
+
 # Each mk/*.mk adds its own targets; a family appends its setup targets to TEST_DEPS.
 TEST_DEPS :=
 include $(sort $(wildcard mk/*.mk))
@@ -40,14 +53,7 @@ install: $(INSTALL_STAMP)
 
 # apt packages are installed only when one is missing (CI and new machines).
 system-deps:
-	@missing=""; for p in $(APT_PACKAGES); do \
-	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then \
-	  echo "installing apt packages:$$missing"; \
-	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq; \
-	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
-	fi
+	@$(call apt_install,$(APT_PACKAGES))
 
 # Start dockerd when no daemon answers; the sandbox falls back to bubblewrap otherwise.
 dockerd: system-deps

@@ -7,19 +7,12 @@
 #   make dafny-deps   install the apt packages when missing, then check the toolchain
 #   make bench-dafny  the verifier benchmark (benchmarks/dafny.py)
 
-DAFNY_APT_PACKAGES := dafny z3 mono-runtime bubblewrap
+DAFNY_APT_PACKAGES := dafny z3 mono-runtime  # bubblewrap comes with APT_PACKAGES
 
 .PHONY: dafny-deps
 
-dafny-deps: install
-	@missing=""; for p in $(DAFNY_APT_PACKAGES); do \
-	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then \
-	  echo "installing apt packages:$$missing"; \
-	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq; \
-	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
-	fi
+dafny-deps: install system-deps
+	@$(call apt_install,$(DAFNY_APT_PACKAGES))
 	$(VPY) -c 'from verilearn_assets.dafny.toolchain import detect; print("dafny toolchain:", detect().versions)'
 
 TEST_DEPS += dafny-deps
