@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +32,7 @@ from verilearn_assets.analysis.teacher.triangulate import (
 from verilearn_assets.core.answers import answer_hash, answers_match, parse_answer
 from verilearn_assets.core.llm.budget import FAILURE_CLASS, BudgetCounts
 from verilearn_assets.core.records import AnswerSchema, TableRecord
+from verilearn_assets.core.sandbox.pool import SandboxPool
 
 log = logging.getLogger(__name__)
 
@@ -228,7 +230,7 @@ def _difficulty(n_steps: int) -> str:
 async def reexecute(
     code: str,
     table: TableRecord,
-    pool: Any,
+    pool: SandboxPool,
     cfg: TeacherConfig,
 ) -> tuple[str | None, str]:
     """Run `code` as one cell in a clean slot: (last submission, status and error)."""
@@ -239,7 +241,11 @@ async def reexecute(
 
 
 async def answer_proposal(
-    proposal: Proposal, table: TableRecord, make_policy: Any, pool: Any, cfg: TeacherConfig
+    proposal: Proposal,
+    table: TableRecord,
+    make_policy: Callable[[str | None, int], Policy],
+    pool: SandboxPool,
+    cfg: TeacherConfig,
 ) -> ProposalOutcome:
     """Triangulate one proposal; on success build its record after a clean re-run."""
     prompt = question_prompt(proposal.question, proposal.answer_schema)
@@ -280,7 +286,10 @@ async def answer_proposal(
 
 
 async def propose_questions(
-    table: TableRecord, make_policy: Any, pool: Any, cfg: TeacherConfig
+    table: TableRecord,
+    make_policy: Callable[[str | None, int], Policy],
+    pool: SandboxPool,
+    cfg: TeacherConfig,
 ) -> TableProposals:
     """Explore `table`, then answer every well-formed proposal by triangulation.
 

@@ -39,7 +39,7 @@ from verilearn_assets.analysis.teacher.prompts import (
 from verilearn_assets.core.answers import AnswerError, answer_hash, answers_match, parse_answer
 from verilearn_assets.core.llm.budget import FAILURE_CLASS, BudgetCounts, ContextOverflow
 from verilearn_assets.core.records import HookRecord, TableRecord
-from verilearn_assets.core.sandbox.pool import CellResult
+from verilearn_assets.core.sandbox.pool import CellResult, SandboxPool
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +114,7 @@ def _sandbox_dropped(result: CellResult) -> list[HookGrounding]:
 
 
 async def run_trace(
-    task_prompt: str, table: TableRecord, policy: Policy, pool: Any, cfg: TeacherConfig
+    task_prompt: str, table: TableRecord, policy: Policy, pool: SandboxPool, cfg: TeacherConfig
 ) -> Trace:
     """Drive one conversation in a fresh sandbox slot holding `table`.
 
@@ -332,7 +332,7 @@ async def run_episode(
     question: QuestionRecord,
     table: TableRecord,
     policy: Policy,
-    pool: Any,
+    pool: SandboxPool,
     cfg: TeacherConfig,
     *,
     role: str = "single",

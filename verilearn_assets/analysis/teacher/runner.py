@@ -26,6 +26,7 @@ from verilearn_assets.analysis.teacher.triangulate import TraceOutcome, triangul
 from verilearn_assets.core import lake
 from verilearn_assets.core.llm.budget import FAILURE_CLASS, BudgetCounts
 from verilearn_assets.core.records import TableRecord
+from verilearn_assets.core.sandbox.pool import SandboxPool
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +79,7 @@ async def triangulated_episodes(
     question: QuestionRecord,
     table: TableRecord,
     make_policy: PolicyFactory,
-    pool: Any,
+    pool: SandboxPool,
     cfg: TeacherConfig,
     counts: BudgetCounts | None = None,
 ) -> list[Episode]:
@@ -123,7 +124,7 @@ async def question_episodes(
     question: QuestionRecord,
     table: TableRecord,
     make_policy: PolicyFactory,
-    pool: Any,
+    pool: SandboxPool,
     cfg: TeacherConfig,
     counts: BudgetCounts | None = None,
 ) -> list[Episode]:
@@ -154,7 +155,7 @@ async def run_partition(
     questions: Sequence[QuestionRecord],
     tables: Mapping[str, TableRecord],
     make_policy: PolicyFactory,
-    pool: Any,
+    pool: SandboxPool,
     cfg: TeacherConfig,
     *,
     source: str,
