@@ -1,0 +1,109 @@
+"""`configs/training.yaml`: base model, data mixture, SFT knobs, run directories, GRPO, eval.
+
+One validated file for the whole training stage so a run directory can store the resolved
+config that produced a model; unknown keys are errors (a misspelt knob never falls back to
+a default silently).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from verilearn_assets.core.config import StrictConfig, load_config, load_yaml_model
+from verilearn_assets.core.records import SOURCES, SPLITS
+from verilearn_assets.training.eval_config import EvalSettings
+from verilearn_assets.training.grpo_config import GrpoSettings
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_BASE_MODEL = ".verilearn/models/tiny-qwen2"
+
+
+class MixtureSettings(StrictConfig):
+    """Which SFT rows enter training, and how much each family counts.
+
+    `None` for a list means "all"; an empty list means "none". A family absent from
+    `family_weights` weighs 1.0; a weight of 0 leaves the family out.
+    """
+
+    families: list[str] | None = None
+    sources: list[str] | None = None
+    templates: list[str] | None = None  # template / rule / operator names (SftRow.template)
+    family_weights: dict[str, float] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _known_sources(self) -> MixtureSettings:
+        bad = [s for s in self.sources or [] if s not in SOURCES]
+        if bad:
+            raise ValueError(f"unknown source(s) {bad}; known: {list(SOURCES)}")
+        neg = {k: v for k, v in self.family_weights.items() if v < 0}
+        if neg:
+            raise ValueError(f"family_weights must be >= 0, got {neg}")
+        return self
+
+    def family_weight(self, family: str) -> float:
+        return float(self.family_weights.get(family, 1.0))
+
+
+class SftSettings(StrictConfig):
+    """LoRA adapter, optimizer and sequence knobs of the SFT run (TRL SFTTrainer)."""
+
+    lora_r: int = Field(default=16, ge=1)
+    lora_alpha: int = Field(default=32, ge=1)
+    lora_dropout: float = Field(default=0.0, ge=0.0, lt=1.0)
+    target_modules: list[str] | Literal["all-linear"] = "all-linear"
+    gradient_checkpointing: bool = False
+    learning_rate: float = Field(default=2e-4, gt=0)
+    lr_scheduler_type: Literal[
+        "linear", "cosine", "constant", "constant_with_warmup", "cosine_with_restarts"
+    ] = "linear"
+    warmup_ratio: float = Field(default=0.0, ge=0.0, le=1.0)
+    weight_decay: float = Field(default=0.0, ge=0.0)
+    per_device_train_batch_size: int = Field(default=2, ge=1)
+    gradient_accumulation_steps: int = Field(default=1, ge=1)
+    num_train_epochs: float = Field(default=1.0, gt=0)
+    max_steps: int = Field(default=-1, ge=-1)  # -1: run num_train_epochs
+    logging_steps: int = Field(default=1, ge=1)
+    save_steps: int | None = Field(default=None, ge=1)  # None: one checkpoint at the end
+    seed: int = 0
+    max_seq_length: int = Field(default=2048, ge=16)
+    truncation: Literal["drop_oldest_turns", "drop_row"] = "drop_oldest_turns"
+    weighting: Literal["sample", "one_per_task"] = "sample"
+    merge: bool = True  # True: merged HF model dir; False: adapter dir (vLLM --enable-lora)
+
+
+class TrainingConfig(StrictConfig):
+    base_model: str = DEFAULT_BASE_MODEL
+    split: str = "train"
+    runs_dir: str | None = None  # None: $VERILEARN_HOME/runs
+    mixture: MixtureSettings = Field(default_factory=MixtureSettings)
+    sft: SftSettings = Field(default_factory=SftSettings)
+    grpo: GrpoSettings = Field(default_factory=GrpoSettings)
+    eval: EvalSettings = Field(default_factory=EvalSettings)
+
+    @model_validator(mode="after")
+    def _known_split(self) -> TrainingConfig:
+        if self.split not in SPLITS:
+            raise ValueError(f"split {self.split!r} unknown; known: {list(SPLITS)}")
+        return self
+
+    def base_model_dir(self) -> Path:
+        """Absolute: relative paths are taken from the repository root, not the cwd."""
+        p = Path(os.path.expandvars(os.path.expanduser(self.base_model)))
+        return p if p.is_absolute() else (REPO_ROOT / p)
+
+    def runs_root(self, home: Path) -> Path:
+        if self.runs_dir is None:
+            return Path(home) / "runs"
+        p = Path(os.path.expandvars(os.path.expanduser(self.runs_dir)))
+        return p if p.is_absolute() else Path(home) / p
+
+
+def load_training_config(path: str | Path | None = None) -> TrainingConfig:
+    """`path` when given, else `configs/training.yaml` (or `$VERILEARN_CONFIG_DIR`)."""
+    if path is not None:
+        return load_yaml_model(path, TrainingConfig)
+    return load_config("training", TrainingConfig)
