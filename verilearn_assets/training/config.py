@@ -70,7 +70,7 @@ class SftSettings(StrictConfig):
     save_steps: int | None = Field(default=None, ge=1)  # None: one checkpoint at the end
     seed: int = 0
     max_seq_length: int = Field(default=2048, ge=16)
-    truncation: Literal["drop_oldest_turns", "drop_row"] = "drop_oldest_turns"
+    truncation: Literal["drop_last_turns", "drop_row"] = "drop_last_turns"
     weighting: Literal["sample", "one_per_task"] = "sample"
     merge: bool = True  # True: merged HF model dir; False: adapter dir (vLLM --enable-lora)
 

@@ -29,14 +29,25 @@ IM_END = "<|im_end|>"
 SPECIAL_TOKENS = [BOS, IM_START, IM_END]
 
 # ChatML-style: every turn is <|im_start|>role\ncontent<|im_end|>\n; generation stops at <|im_end|>.
+# Tool outputs keep their own `tool` role (a student must not learn to speak as the user or
+# the tool). Each assistant turn's content *and its <|im_end|>* sit inside
+# {% generation %}…{% endgeneration %}: transformers' `return_assistant_tokens_mask` (TRL's
+# `assistant_only_loss`) then trains exactly what the model says, including when to stop.
+# The newline after <|im_end|> stays outside: the server stops at <|im_end|>, it never
+# generates that newline. The markers render nothing, so serving sees plain ChatML.
+_CONTENT = (
+    "{% if message['content'] is string %}{{ message['content'] }}"
+    "{% elif message['content'] is not none %}{% for part in message['content'] %}"
+    "{% if part['type'] == 'text' %}{{ part['text'] }}{% endif %}"
+    "{% endfor %}{% endif %}"
+)
 CHAT_TEMPLATE = (
     "{% for message in messages %}"
     "{{ '<|im_start|>' + message['role'] + '\\n' }}"
-    "{% if message['content'] is string %}{{ message['content'] }}"
-    "{% else %}{% for part in message['content'] %}"
-    "{% if part['type'] == 'text' %}{{ part['text'] }}{% endif %}"
-    "{% endfor %}{% endif %}"
-    "{{ '<|im_end|>\\n' }}"
+    "{% if message['role'] == 'assistant' %}"
+    "{% generation %}" + _CONTENT + "{{ '<|im_end|>' }}{% endgeneration %}{{ '\\n' }}"
+    "{% else %}" + _CONTENT + "{{ '<|im_end|>\\n' }}"
+    "{% endif %}"
     "{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
 )

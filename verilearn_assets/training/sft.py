@@ -1,0 +1,241 @@
+"""Supervised fine-tuning on the gated rows: TRL `SFTTrainer` + a PEFT LoRA adapter (no dagster).
+
+The asset (`sft_model`) and the CLI (`verilearn train sft`) both call `train_sft`, so a model
+trained from the command line is the one the UI would have produced. Loss is on assistant
+tokens only (the chat template's `{% generation %}` spans, end-of-turn token included).
+On CPU, bf16 stays off (TRL turns it on by default; this CPU has none, a step gets ~7×
+slower) and `use_cpu` keeps accelerate from looking for a GPU.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from verilearn_assets.core import lake
+from verilearn_assets.core.family import SftRow
+from verilearn_assets.training.config import TrainingConfig
+from verilearn_assets.training.run_dir import (
+    GateEvidence,
+    RunDir,
+    RunResult,
+    TrainRun,
+    metrics_callback,
+)
+from verilearn_assets.training.sft_data import (
+    apply_weights,
+    load_sft_rows,
+    select_mixture,
+    sft_partition_dir,
+    to_dataset,
+)
+from verilearn_assets.training.trainability import (
+    has_generation_markers,
+    load_tokenizer,
+    lora_config,
+    prepare_rows,
+)
+
+Progress = Callable[[int, int, dict[str, Any]], None]
+
+
+class NothingToTrain(ValueError):
+    """The mixture and the length rule left no row to train on."""
+
+
+def train_sft(
+    config: TrainingConfig,
+    rows_or_home: list[SftRow] | Path | str,
+    *,
+    home: Path | None = None,
+    max_steps: int | None = None,
+    progress: Progress | None = None,
+    evidence: GateEvidence | None = None,
+) -> TrainRun:
+    """Train one LoRA adapter on `config.split`'s rows; merge it (or keep it); fill a RunDir.
+
+    `rows_or_home` is either the rows themselves or a home whose `sft_dataset[split]` is read.
+    Runs go under `config.runs_root(home)` (`home` defaults to the given home or
+    `$VERILEARN_HOME`). `max_steps` overrides `sft.max_steps` (the CLI's `--max-steps`).
+    """
+    split = config.split
+    if isinstance(rows_or_home, str | Path):
+        home = Path(rows_or_home)
+        rows = load_sft_rows(home, split)
+        if evidence is None:
+            evidence = GateEvidence(
+                split=split,
+                partition_path=str(sft_partition_dir(home, split)),
+                rows_in_partition=len(rows),
+                rows_used=0,
+            )
+    else:
+        rows = list(rows_or_home)
+    home = Path(home) if home is not None else lake.home()
+    sft = config.sft
+    base = config.base_model_dir()
+    tokenizer = load_tokenizer(base)
+    if not has_generation_markers(tokenizer.chat_template):
+        raise ValueError(
+            f"{base}: chat template has no {{% generation %}} markers; assistant-only loss "
+            "needs them (rebuild the tiny model with `make tiny-model`)"
+        )
+
+    selection = apply_weights(select_mixture(rows, config.mixture, split), sft)
+    prep = prepare_rows(tokenizer, selection.rows, sft)
+    if prep.errors:
+        raise ValueError(f"sft_dataset [{split}]: rows do not render: {prep.errors[:3]}")
+    if not prep.conversations:
+        raise NothingToTrain(
+            f"sft_dataset [{split}]: no row left to train on ({len(rows)} rows, "
+            f"{selection.candidates} admitted by the mixture, {len(selection.rows)} drawn, "
+            f"{len(prep.dropped_too_long_ids)} too long, "
+            f"{len(prep.dropped_no_assistant_ids)} without an assistant turn)"
+        )
+
+    run = RunDir.create(config, home, "sft")
+    run.write_config(config)
+    run.write_seeds(seed=sft.seed, data_seed=sft.seed, lora_init_seed=sft.seed)
+    run.write_system(dafny="dafny" in {r.family for r in rows})
+
+    steps = max_steps if max_steps is not None else sft.max_steps
+    trainer = _trainer(config, tokenizer, to_dataset(prep.conversations), run, steps, progress)
+    started = time.monotonic()
+    out = trainer.train()
+    seconds = time.monotonic() - started
+
+    if sft.merge:
+        model_dir = run.model_dir
+        merged = trainer.model.merge_and_unload()
+        merged.save_pretrained(str(model_dir))
+    else:
+        model_dir = run.adapter_dir
+        trainer.model.save_pretrained(str(model_dir))
+    tokenizer.model_max_length = _base_max_length(base)
+    tokenizer.save_pretrained(str(model_dir))
+
+    metrics = run.read_metrics()
+    losses = [float(m["loss"]) for m in metrics if isinstance(m.get("loss"), int | float)]
+    final = losses[-1] if losses else _finite(out.training_loss)
+    plots = [
+        p
+        for p in (
+            run.plot(["loss"], "loss", f"SFT loss — {run.run_id}"),
+            run.plot(["learning_rate"], "learning_rate", f"SFT learning rate — {run.run_id}"),
+        )
+        if p is not None
+    ]
+    if evidence is not None:
+        evidence = evidence.model_copy(
+            update={
+                "rows_used": len(prep.conversations),
+                "rows_truncated": len(prep.truncated_ids),
+                "rows_dropped": len(prep.dropped_too_long_ids) + len(prep.dropped_no_assistant_ids),
+            }
+        )
+    result = RunResult(
+        run_id=run.run_id,
+        kind="sft",
+        model_dir=str(model_dir),
+        merged=sft.merge,
+        base_model=str(base),
+        steps=int(out.global_step),
+        final_loss=final,
+        train_seconds=round(seconds, 3),
+        evidence=evidence,
+        extra={
+            "rows_in_split": len(rows),
+            "rows_admitted": selection.candidates,
+            "tasks": selection.tasks,
+            "rows_drawn": len(selection.rows),
+            "rows_used": len(prep.conversations),
+            "rows_truncated": len(prep.truncated_ids),
+            "rows_dropped_too_long": len(prep.dropped_too_long_ids),
+            "rows_dropped_no_assistant": len(prep.dropped_no_assistant_ids),
+            "weighting": sft.weighting,
+            "truncation": sft.truncation,
+        },
+    )
+    run.write_result(result)
+    return TrainRun(
+        run_id=run.run_id,
+        run_dir=run.path,
+        model_dir=model_dir,
+        merged=sft.merge,
+        steps=int(out.global_step),
+        final_loss=final,
+        losses=losses,
+        rows_used=len(prep.conversations),
+        rows_truncated=len(prep.truncated_ids),
+        rows_dropped=len(prep.dropped_too_long_ids) + len(prep.dropped_no_assistant_ids),
+        plots=plots,
+        result=result,
+    )
+
+
+def _finite(x: float | None) -> float | None:
+    return float(x) if x is not None and math.isfinite(float(x)) else None
+
+
+def _base_max_length(base: Path) -> int:
+    """The base tokenizer's own limit (load_tokenizer lifts it for counting)."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(base)).model_max_length
+
+
+def _trainer(
+    config: TrainingConfig,
+    tokenizer: Any,
+    dataset: Any,
+    run: RunDir,
+    max_steps: int,
+    progress: Progress | None,
+) -> Any:
+    import torch
+    from transformers import AutoModelForCausalLM, PrinterCallback
+    from trl import SFTConfig, SFTTrainer
+
+    sft = config.sft
+    torch.manual_seed(sft.seed)
+    use_cpu = not torch.cuda.is_available()
+    args = SFTConfig(
+        output_dir=str(run.checkpoints),
+        assistant_only_loss=True,
+        max_length=sft.max_seq_length,
+        packing=False,
+        bf16=False,
+        use_cpu=use_cpu,
+        report_to=[],
+        learning_rate=sft.learning_rate,
+        lr_scheduler_type=sft.lr_scheduler_type,
+        warmup_steps=sft.warmup_ratio,  # a float below 1 is a fraction of the steps
+        weight_decay=sft.weight_decay,
+        per_device_train_batch_size=sft.per_device_train_batch_size,
+        gradient_accumulation_steps=sft.gradient_accumulation_steps,
+        num_train_epochs=sft.num_train_epochs,
+        max_steps=max_steps,
+        logging_steps=sft.logging_steps,
+        save_strategy="steps" if sft.save_steps else "no",
+        save_steps=sft.save_steps or 500,
+        seed=sft.seed,
+        data_seed=sft.seed,
+        gradient_checkpointing=sft.gradient_checkpointing,
+        include_num_input_tokens_seen="non_padding",
+        disable_tqdm=True,
+        dataloader_num_workers=0,
+    )
+    model = AutoModelForCausalLM.from_pretrained(str(config.base_model_dir()), dtype=torch.float32)
+    trainer = SFTTrainer(
+        model=model,
+        args=args,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        peft_config=lora_config(sft),
+        callbacks=[metrics_callback(run, progress)],
+    )
+    trainer.remove_callback(PrinterCallback)  # metrics go to metrics.jsonl / the progress bar
+    return trainer
