@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
-from known_answer import answers, build
+from known_answer import answers, build, verified
+from scipy import stats
 
 # y = 2x: r = 1; z deviates 2,-2,1,-1,0 from its mean 3 against x's -2,-1,0,1,2:
 # r(x, z) = -3 / sqrt(10 * 10) = -0.3, and r(y, z) = -0.3 too
@@ -15,3 +17,92 @@ def test_pearson_strongest_pair(tmp_path):
     ref, alts = answers(build("pearson_strongest_pair", FRAME, tmp_path), FRAME)
     assert ref["columns"] == ["x", "y"] and ref["r"] == pytest.approx(1.0)
     assert alts == {}  # -0.3 is far from 1: no tie to list
+
+
+# --- through the real sandbox -------------------------------------------------------------
+# target a (six distinct values, first by name); c = -a exactly (rho -1); b rises with a
+# but for one swap (rho 1 - 6 * 2 / (6 * 35) = 0.943); d is scattered
+RANKS = pd.DataFrame(
+    {
+        "a": [1.0, 2, 3, 4, 5, 6],
+        "b": [10.0, 30, 20, 40, 50, 60],
+        "c": [-1.0, -2, -3, -4, -5, -6],
+        "d": [4.0, 1, 6, 2, 5, 3],
+    }
+)
+POSITIVE_READING = "strongest read as the largest positive rho: 'b'"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "spearman_rank_correlation",
+        "spearman_rank_correlation__exclude_target",
+        "spearman_rank_correlation__method_explicit",
+    ],
+)
+def test_spearman_strongest_with_signed_reading(pool_runner, tmp_path, name):
+    _, ref, alts = verified(pool_runner, name, RANKS, tmp_path)
+    assert ref == {"column": "c", "rho": pytest.approx(-1.0)}
+    rho_b = stats.spearmanr(RANKS["a"], RANKS["b"]).statistic
+    assert rho_b == pytest.approx(1 - 6 * 2 / (6 * 35))
+    if name.endswith("method_explicit"):  # 'largest absolute rho' leaves no signed reading
+        assert alts == {}
+    else:
+        assert alts == {POSITIVE_READING: {"column": "b", "rho": pytest.approx(rho_b)}}
+
+
+def test_correlation_after_outlier_removal(pool_runner, tmp_path):
+    # x = 1..7 and 100: Q1 2.75, Q3 6.25, upper fence 11.5, so the last row goes; y has no
+    # outlier of its own
+    x = [1.0, 2, 3, 4, 5, 6, 7, 100]
+    y = [2.0, 1, 4, 3, 6, 5, 8, 7]
+    frame = pd.DataFrame({"x": x, "y": y})
+    _, ref, alts = verified(pool_runner, "correlation_after_outlier_removal", frame, tmp_path)
+    assert ref == {
+        "r_before": pytest.approx(stats.pearsonr(x, y).statistic),
+        "r_after": pytest.approx(stats.pearsonr(x[:-1], y[:-1]).statistic),
+        "rows_removed": 1,
+    }
+    assert alts == {}
+
+
+LOGS = pd.DataFrame(
+    {
+        "a": [1.0, 2, 4, 8, 16, 32],
+        "b": [1.0, 2, 3, 4, 5, 6],
+        "c": [3.0, 1, 4, 1.5, 5, 9],
+        "d": [2.0, 7, 1, 8, 2.5, 8.5],
+    }
+)
+
+
+def _log_change(fn, col: str) -> float:
+    raw = np.corrcoef(LOGS["a"], LOGS[col])[0, 1]
+    return np.corrcoef(fn(LOGS["a"]), fn(LOGS[col]))[0, 1] - raw
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "correlation_change_analysis",
+        "correlation_change_analysis__exclude_target",
+        "correlation_change_analysis__method_explicit",
+    ],
+)
+def test_correlation_change_under_log(pool_runner, tmp_path, name):
+    _, ref, alts = verified(pool_runner, name, LOGS, tmp_path)
+    changes = {c: _log_change(np.log, c) for c in ("b", "c", "d")}
+    best = max(changes, key=lambda c: abs(changes[c]))
+    assert ref == {"column": best, "change": pytest.approx(changes[best])}
+    if name.endswith("method_explicit"):  # names np.log: no log1p reading
+        assert alts == {}
+    else:
+        plus1 = {c: _log_change(np.log1p, c) for c in ("b", "c", "d")}
+        top = max(plus1, key=lambda c: abs(plus1[c]))
+        assert alts == {
+            f"log read as log(1 + x): '{top}'": {
+                "column": top,
+                "change": pytest.approx(plus1[top]),
+            }
+        }

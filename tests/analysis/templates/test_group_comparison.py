@@ -6,7 +6,7 @@ import math
 
 import pandas as pd
 import pytest
-from known_answer import answers, build
+from known_answer import answers, build, verified
 from scipy import stats
 
 # arm p: 1 2 3 (mean 2, var 1); arm q: 4 6 8 10 (mean 7, var 20/3)
@@ -27,9 +27,11 @@ def two_sided_p(t: float, df: float) -> float:
     return 2 * stats.t.sf(abs(t), df)
 
 
-@pytest.mark.parametrize("variant", ["", "__exclude_target"])
-def test_ttest_welch_with_student_and_other_column_alternatives(tmp_path, variant):
-    c = build(f"ttest_discovered_groups{variant}", FRAME, tmp_path)
+@pytest.mark.parametrize(
+    "name", ["ttest_discovered_groups", "ttest_discovered_groups__exclude_target"]
+)
+def test_ttest_welch_with_student_and_other_column_alternatives(tmp_path, name):
+    c = build(name, FRAME, tmp_path)
     ref, alts = answers(c, FRAME)
     assert ref["statistic"] == pytest.approx(WELCH_T)
     assert ref["p_value"] == pytest.approx(two_sided_p(WELCH_T, WELCH_DF))
@@ -62,3 +64,42 @@ def test_chi2_with_and_without_yates(tmp_path):
     (plain,) = alts.values()
     assert plain["chi2"] == pytest.approx(2.0)
     assert plain["p_value"] == pytest.approx(stats.chi2.sf(2.0, 1))
+
+
+# --- through the real sandbox -------------------------------------------------------------
+def test_mann_whitney_u_and_exact_p(pool_runner, tmp_path):
+    # every p value (1, 2, 3) is below every q value (4, 6, 8, 10): U for p is 0, and with
+    # no ties the exact two-sided p is 2 / C(7, 3) = 2 / 35
+    _, ref, alts = verified(pool_runner, "mann_whitney_groups", FRAME, tmp_path)
+    assert ref == {"u_statistic": 0.0, "p_value": pytest.approx(2 / 35)} and alts == {}
+
+
+# a: 1 2 3 (mean 2), b: 4 5 6 (mean 5), c: 5 8 14 (mean 9); grand mean 48 / 9
+THREE = pd.DataFrame({"y": [1.0, 2, 3, 4, 5, 6, 5, 8, 14], "g": list("aaabbbccc")})
+
+
+def test_anova_f_p_and_eta_squared(pool_runner, tmp_path):
+    _, ref, alts = verified(pool_runner, "anova_effect_size", THREE, tmp_path)
+    grand = 48 / 9
+    ss_between = 3 * ((2 - grand) ** 2 + (5 - grand) ** 2 + (9 - grand) ** 2)
+    ss_within = 2 + 2 + (16 + 1 + 25)  # squared deviations from each group's mean
+    f = (ss_between / 2) / (ss_within / 6)
+    assert ref == {
+        "f_statistic": pytest.approx(f),
+        "p_value": pytest.approx(stats.f.sf(f, 2, 6)),
+        "eta_squared": pytest.approx(ss_between / (ss_between + ss_within)),
+    }
+    assert alts == {}
+
+
+def test_levene_median_centred(pool_runner, tmp_path):
+    # absolute deviations from each group's median: a 1 0 1, b 1 0 1, c 3 0 6; Levene's W is
+    # the one-way ANOVA F of those deviations
+    _, ref, alts = verified(pool_runner, "levene_variance_test", THREE, tmp_path)
+    w, p = stats.f_oneway([1, 0, 1], [1, 0, 1], [3, 0, 6])
+    assert ref == {
+        "statistic": pytest.approx(w),
+        "p_value": pytest.approx(p),
+        "equal_variances": bool(p > 0.05),
+    }
+    assert alts == {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from known_answer import answers, build
+from known_answer import answers, build, verified
 
 
 def test_most_missing_column_lists_the_tied_column(tmp_path):
@@ -41,3 +41,11 @@ def test_complete_case_shift(tmp_path):
     c = build("complete_case_shift", frame, tmp_path)
     ref, alts = answers(c, frame)
     assert ref["rows_kept"] == 4 and ref["shift"] == pytest.approx(0.5) and alts == {}
+
+
+# --- through the real sandbox -------------------------------------------------------------
+def test_missing_rate_by_group(pool_runner, tmp_path):
+    # m is missing in 1 of 3 'a' rows and 2 of 3 'b' rows
+    frame = pd.DataFrame({"m": [np.nan, 1.0, 2.0, np.nan, np.nan, 3.0], "g": list("aaabbb")})
+    _, ref, alts = verified(pool_runner, "missing_rate_by_group", frame, tmp_path)
+    assert ref == {"level": "b", "missing_rate": pytest.approx(2 / 3)} and alts == {}
