@@ -13,9 +13,10 @@ from typing import cast
 from verilearn_assets.analysis import episode_rules, question_rules
 from verilearn_assets.analysis.questions_config import load_questions_config
 from verilearn_assets.analysis.records import Episode, QuestionRecord
+from verilearn_assets.analysis.rewards import grpo_pass_rates, grpo_prompts, grpo_scorer
 from verilearn_assets.analysis.sft_rows import sft_rows
 from verilearn_assets.analysis.verify import reverify
-from verilearn_assets.core.family import Family, GateRule, RuleContext
+from verilearn_assets.core.family import Family, GateRule, GrpoTask, RuleContext
 from verilearn_assets.core.ingest.catalog import load_datasets_config
 from verilearn_assets.core.ingest.coverage import catalog_coverage as ingest_coverage
 from verilearn_assets.core.ingest.splits import catalog_splits
@@ -214,4 +215,10 @@ FAMILY = Family(
     "re-execution; multi-turn teacher episodes with grounded hooks.",
     task_columns=("dataset", "template", "difficulty", "answer"),
     rollout_columns=("question_id", "teacher", "failure_class", "n_turns", "answer"),
+    grpo=GrpoTask(
+        prompts=grpo_prompts,
+        scorer=grpo_scorer,
+        rewards=("outcome", "partial", "process"),
+        pass_rates=grpo_pass_rates,
+    ),
 )

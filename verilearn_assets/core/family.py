@@ -107,6 +107,43 @@ class GateRule:
     needs_pool: bool = False
 
 
+class GrpoScorer(Protocol):
+    """An open reward session (it may hold a sandbox pool or a verifier): scores
+    completions of the family's tasks; `close` frees what it holds."""
+
+    def score(self, task_ids: Sequence[str], completions: Sequence[str]) -> list[dict[str, float]]:
+        """One dict per completion holding every name of `GrpoTask.rewards`."""
+        ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class GrpoTask:
+    """What a family gives the GRPO trainer, so the trainer has no family-specific code.
+
+    - `rewards`: the reward names every score dict holds; `outcome` (binary, verifier
+      verdict) and `partial` (1.0 when correct, else capped credit < 1) are required,
+      `process` is optional (step credit, e.g. hooks matching a reference trace).
+    - `prompts(home, tasks, role)`: one row per accepted task with `prompt` (chat messages
+      ending in the user turn), `task_id`, `difficulty` (a float, larger = harder) and
+      `group` (template / rule: what pass rates are counted by).
+    - `scorer(home, tasks, role)`: opens a `GrpoScorer` over those tasks.
+    - `pass_rates(home, split)`: optional current pass rate per group (curriculum).
+    """
+
+    prompts: Callable[[Path, Sequence[Record], str], list[dict[str, Any]]]
+    scorer: Callable[[Path, Sequence[Record], str], GrpoScorer]
+    rewards: tuple[str, ...] = ("outcome", "partial")
+    roles: tuple[str, ...] = ("default",)
+    pass_rates: Callable[[Path, str], dict[str, float]] | None = None
+
+    def __post_init__(self) -> None:
+        missing = [r for r in ("outcome", "partial") if r not in self.rewards]
+        if missing:
+            raise TypeError(f"GrpoTask.rewards lacks {missing} (has {list(self.rewards)})")
+
+
 @dataclass(frozen=True)
 class Family:
     """One task family as the platform sees it."""
@@ -123,6 +160,7 @@ class Family:
     task_columns: tuple[str, ...] = ()
     rollout_columns: tuple[str, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
+    grpo: GrpoTask | None = None  # GRPO prompts and verifier rewards; None: not RL-trainable
 
     def __post_init__(self) -> None:
         for model, needed in (

@@ -2,10 +2,70 @@
 
 from __future__ import annotations
 
-from verilearn_assets.core.family import Family, GateRule
-from verilearn_assets.dafny import rules
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from verilearn_assets.core.family import Family, GateRule, GrpoTask
+from verilearn_assets.core.records import Record
+from verilearn_assets.dafny import prompts, rules
 from verilearn_assets.dafny.records import DafnyTask, DafnyTrajectory
 from verilearn_assets.dafny.sft import sft_rows
+
+
+# --- GRPO: one role's prompts, and the verifier rewards of `rewards.py` ---------------------
+def _grpo_tasks(tasks: Sequence[Record], role: str) -> list[DafnyTask]:
+    if role not in ("writer", "annotator"):
+        raise ValueError(f"dafny GRPO: role must be writer or annotator, got {role!r}")
+    return [
+        t for t in tasks if isinstance(t, DafnyTask) and t.status == "accepted" and t.role == role
+    ]
+
+
+def grpo_prompts(home: Path, tasks: Sequence[Record], role: str) -> list[dict[str, Any]]:
+    """The family's own prompts (configs/dafny_prompts.yaml); harder = longer, not easy."""
+    cfg = prompts.load_prompt_config()
+    return [
+        {
+            "prompt": prompts.messages(t, role, config=cfg),
+            "task_id": t.id,
+            "difficulty": t.n_lines / 100.0 + (0.0 if t.easy else 1.0),
+            "group": (t.mutation or "template").split("@")[0],
+        }
+        for t in _grpo_tasks(tasks, role)
+    ]
+
+
+class DafnyScorer:
+    """The pooled verifier over one role's tasks: the completion's last dafny block is the
+    body (writer) or annotated body (annotator), spliced into the task's program; rewards
+    are `binary_reward` (outcome) and the capped `partial_reward` (anti-cheat first)."""
+
+    def __init__(self, home: Path, tasks: Sequence[Record], role: str) -> None:
+        from verilearn_assets.dafny.settings import cache_dir, load_dafny_config
+        from verilearn_assets.dafny.verifier import DafnyVerifier
+
+        self.tasks = {t.id: t for t in _grpo_tasks(tasks, role)}
+        self.verifier = DafnyVerifier(load_dafny_config().verifier, cache_dir=cache_dir(home))
+
+    def _one(self, task_id: str, completion: str) -> dict[str, float]:
+        from verilearn_assets.dafny.rewards import score_candidate
+
+        if task_id not in self.tasks:
+            raise KeyError(f"dafny rewards: no accepted task {task_id!r} of this role")
+        task = self.tasks[task_id]
+        program = task.assemble(prompts.answer(completion))
+        scored = score_candidate(task.gold_program, program, self.verifier)
+        return {"outcome": scored.reward, "partial": scored.partial}
+
+    def score(self, task_ids: Sequence[str], completions: Sequence[str]) -> list[dict[str, float]]:
+        with ThreadPoolExecutor(self.verifier.size) as ex:
+            return list(ex.map(self._one, task_ids, completions))
+
+    def close(self) -> None:
+        self.verifier.close()
+
 
 FAMILY = Family(
     name="dafny",
@@ -52,4 +112,5 @@ FAMILY = Family(
     ),
     task_columns=("role", "name", "status", "input_status", "mutation"),
     rollout_columns=("role", "status", "failure_bucket", "reward", "latency_ms"),
+    grpo=GrpoTask(grpo_prompts, DafnyScorer, roles=("writer", "annotator")),
 )

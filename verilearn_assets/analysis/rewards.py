@@ -1,0 +1,498 @@
+"""Verifier rewards for analysis questions: plain functions the GRPO trainer calls.
+
+A completion is one reply holding one ```python block; it runs as one fresh sandbox task
+on the question's table (single-turn rollouts). Three rewards read that one run:
+
+- `outcome_reward` — 1.0 when the run submits exactly one answer, computed from the table,
+  that matches the question's answer or an alternative by the strict comparison of
+  `teacher.loop.judge`; else 0.0.
+- `partial_reward` — 1.0 for a correct answer; otherwise capped credit, at most
+  `PARTIAL_CAP` (< 1, so no partial credit equals a correct answer):
+  `FORMAT_CREDIT` for one python block that ran without error *and* read the table,
+  `SUBMIT_CREDIT` for exactly one computed submission that fits the answer schema, and up
+  to `HOOK_CREDIT` for distinct hooks grounded in an executed line that computes from the
+  table (`HOOK_TARGET` such hooks earn it all).
+- `process_reward` — in [0, 1]: the share of the reference program's hooks that the run
+  reproduced (same name, same value hash, grounded in a table-computing line), each
+  reference hook weighted by 1 + the number of reference hooks downstream of it along
+  `depends_on`, so an intermediate that feeds the answer counts more than a side value.
+
+Anti-gaming, checked on the code before the run counts (`screen_code`):
+- no file, network or process access: imports are limited to `ALLOWED_IMPORTS`, and the
+  names/attributes in `FORBIDDEN_NAMES`/`FORBIDDEN_ATTRS` (open, exec, `read_*`, dunders,
+  ...) are refused — the sandbox jail also has no lake mounted, this is the second wall;
+- "submitting without computing": every `submit(...)` argument must depend (by a static
+  data-flow over assignments and function bodies) on the table `df`, and no numeric
+  literal of the program may equal the submitted answer (`|x| >= LITERAL_MIN` or a
+  non-integer, so ordinary constants such as `0`, `1`, `2` never trigger it);
+- printed answers earn nothing (only `submit` counts), hooks on lines that never ran or
+  that compute nothing from the table earn nothing, and a crash (even after a correct
+  submission or correct hooks) earns 0 in all three rewards.
+Known limit: an answer encoded arithmetically from table-derived zeros passes the static
+check; the held-out evaluation (fresh tables) is what catches a memorising policy.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import logging
+import math
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from verilearn_assets.analysis.records import Episode, QuestionRecord
+from verilearn_assets.analysis.teacher.grounding import ground_hooks, normalize_line
+from verilearn_assets.analysis.teacher.loop import judge
+from verilearn_assets.analysis.teacher.parse import FormatError, parse_reply
+from verilearn_assets.analysis.teacher.prompts import question_prompt, system_prompt
+from verilearn_assets.core.answers import AnswerError, parse_answer, validate_answer
+from verilearn_assets.core.ingest.tables import load_table_records
+from verilearn_assets.core.records import SOURCES, HookRecord, Record
+from verilearn_assets.core.sandbox.config import SandboxConfig, load_sandbox_config
+from verilearn_assets.core.sandbox.pool import SandboxPool, TaskResult
+
+log = logging.getLogger(__name__)
+
+FORMAT_CREDIT = 0.05
+SUBMIT_CREDIT = 0.05
+HOOK_CREDIT = 0.15
+HOOK_TARGET = 3
+PARTIAL_CAP = FORMAT_CREDIT + SUBMIT_CREDIT + HOOK_CREDIT  # 0.25
+LITERAL_MIN = 10.0
+TABLE = "df"
+
+ALLOWED_IMPORTS = frozenset(
+    {
+        "pandas",
+        "numpy",
+        "scipy",
+        "math",
+        "statistics",
+        "collections",
+        "itertools",
+        "functools",
+        "re",
+        "datetime",
+        "decimal",
+        "fractions",
+    }
+)
+FORBIDDEN_NAMES = frozenset(
+    {
+        "open",
+        "exec",
+        "eval",
+        "compile",
+        "__import__",
+        "getattr",
+        "setattr",
+        "delattr",
+        "globals",
+        "locals",
+        "vars",
+        "breakpoint",
+        "input",
+        "help",
+        "memoryview",
+    }
+)
+FORBIDDEN_ATTRS = frozenset(
+    {"load", "loadtxt", "genfromtxt", "fromfile", "memmap", "DataSource", "system", "popen"}
+)
+
+
+# --- the static screen ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class Screen:
+    """What the code may earn before it runs: `reason` is set when it earns nothing."""
+
+    reason: str | None
+    reads_table: bool = False
+    submits_computed: bool = False
+    computed_lines: frozenset[str] = frozenset()  # normalised lines computing from `df`
+    literals: tuple[float, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.reason is None
+
+
+def _names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _targets(node: ast.AST) -> set[str]:
+    stores = (n for n in ast.walk(node) if isinstance(n, ast.Name))
+    return {n.id for n in stores if isinstance(n.ctx, ast.Store)}
+
+
+def _forbidden(tree: ast.AST) -> str | None:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
+            for mod in mods:
+                if (mod or "").split(".")[0] not in ALLOWED_IMPORTS:
+                    return f"forbidden_import: {mod}"
+        elif isinstance(node, ast.Name) and node.id in FORBIDDEN_NAMES:
+            return f"forbidden_name: {node.id}"
+        elif isinstance(node, ast.Attribute):
+            if node.attr.startswith("__") or node.attr in FORBIDDEN_ATTRS:
+                return f"forbidden_attribute: {node.attr}"
+            if node.attr.startswith(("read_", "from_")):  # pd.read_csv, np.from_file, ...
+                return f"forbidden_attribute: {node.attr} (reads a file)"
+    return None
+
+
+def _tainted(tree: ast.Module) -> set[str]:
+    """Names whose value depends on the table: a fixpoint over assignments, loop targets,
+    comprehension variables and functions whose body reads a tainted name."""
+    tainted = {TABLE}
+    while True:
+        before = len(tainted)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign | ast.NamedExpr):
+                value = node.value
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if value is not None and _names(value) & tainted:
+                    for t in targets:
+                        tainted |= _targets(t)
+            elif isinstance(node, ast.For | ast.comprehension) and _names(node.iter) & tainted:
+                tainted |= _targets(node.target)
+            elif isinstance(node, ast.FunctionDef | ast.Lambda):
+                if _names(node) & tainted and isinstance(node, ast.FunctionDef):
+                    tainted.add(node.name)
+        if len(tainted) == before:
+            return tainted
+
+
+def _numeric_literals(tree: ast.AST) -> tuple[float, ...]:
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
+            if not isinstance(node.value, bool):
+                out.append(float(node.value))
+    return tuple(out)
+
+
+def screen_code(code: str) -> Screen:
+    """Static verdict on a program before its run counts (see the module doc)."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError as exc:
+        return Screen(f"syntax_error: line {exc.lineno}: {exc.msg}")
+    bad = _forbidden(tree)
+    if bad:
+        return Screen(bad)
+    tainted = _tainted(tree)
+    lines = code.splitlines()
+    computed: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.stmt) and not isinstance(node, ast.FunctionDef | ast.ClassDef):
+            assign = isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign)
+            reads = _names(node.value) if assign and node.value is not None else _names(node)
+            if node.lineno == node.end_lineno and reads & tainted:
+                computed.add(normalize_line(lines[node.lineno - 1]))
+    submits = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "submit"
+    ]
+    computed_submit = bool(submits) and all(
+        any(_names(a) & tainted for a in [*s.args, *(k.value for k in s.keywords)]) for s in submits
+    )
+    return Screen(
+        None,
+        reads_table=TABLE in _names(tree),
+        submits_computed=computed_submit,
+        computed_lines=frozenset(computed),
+        literals=_numeric_literals(tree),
+    )
+
+
+def _numbers(value: Any) -> Iterable[float]:
+    if isinstance(value, bool):
+        return
+    if isinstance(value, int | float):
+        yield float(value)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _numbers(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _numbers(v)
+
+
+def answer_literal(screen: Screen, answer: str) -> bool:
+    """Does a distinctive number of the submitted answer appear as a literal in the code?"""
+    try:
+        value = parse_answer(answer)
+    except AnswerError:
+        return False
+    for x in _numbers(value):
+        if not math.isfinite(x) or (abs(x) < LITERAL_MIN and float(x).is_integer()):
+            continue
+        if any(math.isclose(x, lit, rel_tol=1e-9, abs_tol=1e-12) for lit in screen.literals):
+            return True
+    return False
+
+
+# --- one scored run ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Scored:
+    """Every reward of one completion, and why the outcome is what it is."""
+
+    outcome: float
+    partial: float
+    process: float
+    reason: str  # "correct", or the first reason the answer earned nothing
+    hooks_credited: tuple[str, ...] = ()
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def extract_code(completion: str) -> str | FormatError:
+    """The one python block of a reply, or the format error (same rule as the teacher)."""
+    parsed = parse_reply(completion)
+    return parsed if isinstance(parsed, FormatError) else parsed.code
+
+
+def credited_hooks(code: str, result: TaskResult, screen: Screen) -> list[HookRecord]:
+    """Hooks grounded in an executed line that computes from the table (first per name)."""
+    grounded, _, _ = ground_hooks(result.hooks, [code])
+    seen: dict[str, HookRecord] = {}
+    for h in grounded:
+        if normalize_line(h.code_line) in screen.computed_lines:
+            seen.setdefault(h.name, h)
+    return list(seen.values())
+
+
+def outcome_verdict(question: QuestionRecord, screen: Screen, result: TaskResult) -> str:
+    """ "correct" or the reason the outcome is 0."""
+    if not screen.ok:
+        return screen.reason or "screened"
+    if result.status != "ok":
+        return f"crash: {result.status}"
+    if not result.submissions:
+        return "no_submission"
+    if len(result.submissions) > 1:
+        return "several_submissions"
+    if not screen.submits_computed:
+        return "not_computed: submit() does not depend on the table"
+    answer = result.submissions[0]
+    if answer_literal(screen, answer):
+        return "not_computed: the submitted number is a literal of the code"
+    return "correct" if judge(answer, question) else "wrong_answer"
+
+
+def outcome_reward(question: QuestionRecord, code: str, result: TaskResult) -> float:
+    return 1.0 if outcome_verdict(question, screen_code(code), result) == "correct" else 0.0
+
+
+def partial_reward(question: QuestionRecord, code: str, result: TaskResult) -> float:
+    """1.0 when correct, else the capped credit of the module doc (never above PARTIAL_CAP)."""
+    screen = screen_code(code)
+    verdict = outcome_verdict(question, screen, result)
+    return 1.0 if verdict == "correct" else _partial(question, code, result, screen, verdict)
+
+
+def _partial(
+    question: QuestionRecord, code: str, result: TaskResult, screen: Screen, verdict: str
+) -> float:
+    if not screen.ok or result.status != "ok" or not screen.reads_table:
+        return 0.0
+    credit = FORMAT_CREDIT
+    if verdict == "wrong_answer":  # one computed submission; does it fit the schema?
+        try:
+            if validate_answer(parse_answer(result.submissions[0]), question.answer_schema) is None:
+                credit += SUBMIT_CREDIT
+        except AnswerError:
+            pass
+    n = len(credited_hooks(code, result, screen))
+    credit += HOOK_CREDIT * min(n, HOOK_TARGET) / HOOK_TARGET
+    return min(PARTIAL_CAP, credit)
+
+
+def hook_weights(reference: Sequence[HookRecord]) -> dict[str, float]:
+    """1 + the number of reference hooks downstream of each one along `depends_on`."""
+    users: dict[str, set[str]] = {h.name: set() for h in reference}
+    for h in reference:
+        for dep in h.depends_on:
+            users.setdefault(dep, set()).add(h.name)
+    weights = {}
+    for h in reference:
+        seen: set[str] = set()
+        stack = list(users.get(h.name, ()))
+        while stack:
+            n = stack.pop()
+            if n not in seen:
+                seen.add(n)
+                stack.extend(users.get(n, ()))
+        seen.discard(h.name)
+        weights[h.name] = 1.0 + len(seen)
+    return weights
+
+
+def process_reward(
+    question: QuestionRecord, code: str, result: TaskResult, reference: Sequence[HookRecord] = ()
+) -> float:
+    """Weighted share of the reference hooks reproduced (module doc); 0 when screened out
+    or when the reference has no hooks. `reference` defaults to the question's own hooks."""
+    ref = list(reference or question.hooks)
+    screen = screen_code(code)
+    if not ref or not screen.ok or result.status != "ok":
+        return 0.0
+    return _process(ref, credited_hooks(code, result, screen))
+
+
+def _process(ref: Sequence[HookRecord], credited: Sequence[HookRecord]) -> float:
+    weights = hook_weights(ref)
+    want = {h.name: h.value_hash for h in ref}
+    got = {h.name: h.value_hash for h in credited}
+    matched = sum(w for name, w in weights.items() if got.get(name) == want[name])
+    return matched / sum(weights.values())
+
+
+def score_run(question: QuestionRecord, code: str, result: TaskResult) -> Scored:
+    """All three rewards from one run (one static screen, one grounding pass)."""
+    screen = screen_code(code)
+    verdict = outcome_verdict(question, screen, result)
+    correct = verdict == "correct"
+    ran = screen.ok and result.status == "ok"  # a crash earns nothing, hooks included
+    credited = credited_hooks(code, result, screen) if ran else []
+    return Scored(
+        outcome=1.0 if correct else 0.0,
+        partial=1.0 if correct else _partial(question, code, result, screen, verdict),
+        process=_process(question.hooks, credited) if (question.hooks and ran) else 0.0,
+        reason=verdict,
+        hooks_credited=tuple(h.name for h in credited),
+    )
+
+
+def format_failure(reason: str) -> Scored:
+    """The score of a completion with no runnable python block: nothing."""
+    return Scored(0.0, 0.0, 0.0, f"format_error: {reason}")
+
+
+# --- batch scoring in the sandbox and the family's GRPO hook -------------------------------
+DIFFICULTY = {"easy": 0.0, "medium": 1.0, "hard": 2.0}
+
+
+async def score_completions(
+    pool: SandboxPool,
+    questions: dict[str, QuestionRecord],
+    table_paths: dict[str, str],
+    task_ids: Sequence[str],
+    completions: Sequence[str],
+    timeout_s: float | None = None,
+) -> list[Scored]:
+    """Run each completion's one python block as one fresh sandbox task, concurrently (the
+    pool bounds the parallelism), and score it. An unknown task id or table is an error."""
+
+    async def one(task_id: str, completion: str) -> Scored:
+        if task_id not in questions:
+            raise KeyError(f"analysis rewards: no question {task_id!r} among the GRPO tasks")
+        q = questions[task_id]
+        if q.table not in table_paths:
+            raise KeyError(f"analysis rewards: question {q.id}: table {q.table!r} not in the lake")
+        code = extract_code(completion)
+        if isinstance(code, FormatError):
+            return format_failure(code.reason)
+        screen = screen_code(code)
+        if not screen.ok:  # never run code the screen refused
+            return Scored(0.0, 0.0, 0.0, screen.reason or "screened")
+        result = await pool.run_program(code, table_paths[q.table], timeout_s)
+        return score_run(q, code, result)
+
+    return list(
+        await asyncio.gather(*(one(t, c) for t, c in zip(task_ids, completions, strict=True)))
+    )
+
+
+def grpo_prompts(home: Path, tasks: Sequence[Record], role: str) -> list[dict[str, Any]]:
+    """Single-turn prompts: the teacher's system prompt (one cell) and the question."""
+    tables = {t.id: t for t in load_table_records(home)}
+    rows = []
+    for q in tasks:
+        if not isinstance(q, QuestionRecord):
+            raise TypeError(f"analysis grpo_prompts: {type(q).__name__} is not a QuestionRecord")
+        if q.status != "accepted":
+            continue
+        if q.table not in tables:
+            raise KeyError(f"analysis grpo_prompts: question {q.id}: table {q.table!r} not found")
+        rows.append(
+            {
+                "prompt": [
+                    {"role": "system", "content": system_prompt(tables[q.table], 1)},
+                    {"role": "user", "content": question_prompt(q.question, q.answer_schema)},
+                ],
+                "task_id": q.id,
+                "difficulty": DIFFICULTY[q.difficulty] + q.n_steps / 100.0,
+                "group": q.template or "procedural",
+            }
+        )
+    return rows
+
+
+class AnalysisScorer:
+    """A sandbox pool on its own event-loop thread, so the (synchronous) trainer can call
+    `score` between generation and the policy update."""
+
+    def __init__(self, home: Path, tasks: Sequence[Record], sandbox: SandboxConfig | None = None):
+        self.questions = {q.id: q for q in tasks if isinstance(q, QuestionRecord)}
+        self.tables = {t.id: t.path for t in load_table_records(home)}
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.pool = SandboxPool(sandbox or load_sandbox_config())
+        try:
+            self._run(self.pool.start())
+        except BaseException:
+            self._stop_loop()
+            raise
+        self.last: list[Scored] = []
+
+    def _run(self, coro: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    def score_runs(self, task_ids: Sequence[str], completions: Sequence[str]) -> list[Scored]:
+        self.last = self._run(
+            score_completions(self.pool, self.questions, self.tables, task_ids, completions)
+        )
+        return self.last
+
+    def score(self, task_ids: Sequence[str], completions: Sequence[str]) -> list[dict[str, float]]:
+        return [
+            {"outcome": s.outcome, "partial": s.partial, "process": s.process}
+            for s in self.score_runs(task_ids, completions)
+        ]
+
+    def _stop_loop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=10)
+
+    def close(self) -> None:
+        try:
+            self._run(self.pool.stop())
+        finally:
+            self._stop_loop()
+
+
+def grpo_scorer(home: Path, tasks: Sequence[Record], role: str) -> AnalysisScorer:
+    return AnalysisScorer(home, tasks)
+
+
+def grpo_pass_rates(home: Path, split: str) -> dict[str, float]:
+    """Verified share of the stored episodes per template, over every source of `split`."""
+    from verilearn_assets.analysis.family import FAMILY
+
+    counts: dict[str, list[int]] = {}
+    for source in SOURCES:
+        for ep in FAMILY.read_rollouts(home, source, split):
+            if isinstance(ep, Episode):
+                c = counts.setdefault(ep.template or "procedural", [0, 0])
+                c[0] += int(ep.verified)
+                c[1] += 1
+    return {k: v / n for k, (v, n) in counts.items() if n}
