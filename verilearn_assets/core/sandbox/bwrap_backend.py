@@ -36,6 +36,7 @@ class BwrapSlot:
     process: subprocess.Popen[bytes]
     cgroups: list[Path] = field(default_factory=list)
     log_path: str = ""
+    host: str = "local"
 
     @property
     def ident(self) -> str:
@@ -119,8 +120,16 @@ class BwrapBackend:
             )
         self.binary = binary
         self.cgroups = CgroupLimits(config)
+        self.hosts: dict[str, None] = {"local": None}  # one machine: this one
+        self.weights = {"local": 1}
 
-    def prepare(self) -> None:
+    def ping(self, host: str) -> tuple[bool, str]:
+        return True, "this machine"
+
+    def forget(self, host: str) -> None:
+        pass
+
+    def prepare(self, host: str | None = None) -> None:
         if not self.cgroups.usable:
             log.warning(
                 "bwrap: cannot create cgroups here (need root and a writable "
@@ -162,7 +171,7 @@ class BwrapBackend:
         args += ["--remount-ro", "/", "--chdir", WORKSPACE, "--"]
         return args + spec.argv
 
-    def start_slot(self, index: int, spec: JailSpec) -> BwrapSlot:
+    def start_slot(self, index: int, spec: JailSpec, host: str | None = None) -> BwrapSlot:
         cgroups: list[Path] = []
         argv = self.command(spec)
         if self.cgroups.usable:
@@ -203,7 +212,7 @@ class BwrapBackend:
         slot.process.wait(timeout=10)
         self.cgroups.remove(slot.cgroups)
 
-    def sweep(self) -> list[tuple[str, str]]:
+    def sweep(self, hosts: list[str] | None = None) -> list[tuple[str, str]]:
         return []
 
     def close(self) -> None:

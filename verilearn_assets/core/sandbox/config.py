@@ -10,9 +10,62 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from verilearn_assets.core.config import StrictConfig, load_config
+
+
+class DockerTls(StrictConfig):
+    """TLS for a `tcp://` daemon: client certificate and the CA that signed the daemon's."""
+
+    ca_cert: str | None = None
+    client_cert: str | None = None
+    client_key: str | None = None
+    verify: bool = True
+
+    @model_validator(mode="after")
+    def _cert_and_key_together(self) -> DockerTls:
+        if (self.client_cert is None) != (self.client_key is None):
+            raise ValueError("tls: client_cert and client_key go together")
+        if self.verify and self.ca_cert is None:
+            raise ValueError("tls: verify needs ca_cert (or set verify: false)")
+        return self
+
+
+class DockerHost(StrictConfig):
+    """One Docker daemon of the pool, as a `DOCKER_HOST`-style URL.
+
+    `weight` is the host's share of the slots. `same_machine` says whether the daemon runs
+    on this machine (default: true for `unix://`, false otherwise): only then can a slot
+    use the unix control socket in a bind-mounted directory and the offline image mode.
+    """
+
+    url: str
+    weight: int = Field(default=1, ge=1, le=64)
+    name: str | None = None  # shown in logs and results; default: the URL
+    tls: DockerTls | None = None
+    same_machine: bool | None = None
+
+    @field_validator("url")
+    @classmethod
+    def _docker_url(cls, value: str) -> str:
+        if not value.startswith(("unix://", "tcp://")):
+            raise ValueError(f"docker host {value!r}: use a unix:///path or tcp://host:port URL")
+        return value
+
+    @model_validator(mode="after")
+    def _tls_only_over_tcp(self) -> DockerHost:
+        if self.tls is not None and not self.url.startswith("tcp://"):
+            raise ValueError(f"docker host {self.url}: tls options need a tcp:// URL")
+        return self
+
+    @property
+    def label(self) -> str:
+        return self.name or self.url
+
+    @property
+    def local(self) -> bool:
+        return self.url.startswith("unix://") if self.same_machine is None else self.same_machine
 
 
 class DockerSettings(StrictConfig):
@@ -30,6 +83,37 @@ class DockerSettings(StrictConfig):
     worker_dir: str = "/opt/verilearn/sandbox"  # worker code inside a prebuilt image
     shm_mb: int = Field(default=8, ge=1)
     stop_timeout_s: float = Field(default=5.0, gt=0)
+    # Daemons to spread slots over; empty = the local daemon from the environment
+    # (DOCKER_HOST or /var/run/docker.sock), the single-host setup.
+    hosts: list[DockerHost] = Field(default_factory=list)
+    # How the pool talks to a slot's worker. `socket`: a unix socket in a bind-mounted
+    # control directory (the container must run on this machine). The only one built.
+    transport: Literal["socket"] = "socket"
+    health_interval_s: float = Field(default=5.0, gt=0)  # ping every host this often
+    health_timeout_s: float = Field(default=3.0, gt=0)
+
+    @model_validator(mode="after")
+    def _remote_hosts_need_a_remote_transport(self) -> DockerSettings:
+        labels = [h.label for h in self.hosts]
+        if len(set(labels)) != len(labels):
+            raise ValueError(f"docker.hosts: names/URLs must be unique, got {labels}")
+        for i, host in enumerate(self.hosts):
+            if host.local:
+                continue
+            missing = []
+            if self.image_mode == "offline":
+                missing.append("image_mode: offline mounts this machine's Python runtime")
+            if self.transport == "socket":
+                missing.append(
+                    "transport: socket needs a unix socket bind-mounted from this machine "
+                    "(a cross-machine transport, e.g. the Docker attach stream, is not built yet)"
+                )
+            raise ValueError(
+                f"docker.hosts[{i}] ({host.url}) is on another machine, which this pool "
+                f"cannot drive: {'; '.join(missing)}. Set same_machine: true only if the "
+                "daemon really runs here (see docs/scale.md)"
+            )
+        return self
 
 
 class SandboxConfig(StrictConfig):

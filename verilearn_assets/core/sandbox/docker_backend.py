@@ -3,6 +3,8 @@
 Containers run with no network, a read-only root, a tmpfs workspace, all capabilities
 dropped, no-new-privileges, a non-root user and memory/pids/CPU limits. Clean-up only
 ever touches containers carrying this pool's label, so two pools can share a daemon.
+A pool may span several daemons (`docker.hosts`): the backend keeps one client per host
+and the pool decides which host a slot runs on.
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ from typing import Any
 
 import docker
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
+from docker.tls import TLSConfig
 
-from verilearn_assets.core.sandbox.config import SandboxConfig
+from verilearn_assets.core.sandbox.config import DockerHost, SandboxConfig
 from verilearn_assets.core.sandbox.jail import (
     CTL_DIR_IN_JAIL,
     LABEL,
@@ -33,8 +36,26 @@ log = logging.getLogger("verilearn.sandbox.docker")
 ZYGOTE_ALLOWANCE_MB = 512  # the zygote's libraries and cached tables, besides the task
 
 
+LOCAL_HOST = "local"  # the label of the daemon from the environment (single-host setup)
+
+
 def docker_client(timeout: int = 10) -> docker.DockerClient:
     return docker.from_env(timeout=timeout)
+
+
+def host_client(host: DockerHost | None, timeout: float = 10) -> docker.DockerClient:
+    """A client for one configured host (None: the daemon from the environment)."""
+    if host is None:
+        return docker.from_env(timeout=int(timeout))
+    tls: TLSConfig | bool = False
+    if host.tls is not None:
+        cert = (host.tls.client_cert, host.tls.client_key) if host.tls.client_cert else None
+        tls = TLSConfig(
+            client_cert=cert,
+            ca_cert=host.tls.ca_cert,
+            verify=host.tls.ca_cert if host.tls.verify else False,
+        )
+    return docker.DockerClient(base_url=host.url, tls=tls, timeout=int(timeout))
 
 
 def docker_available() -> tuple[bool, str]:
@@ -46,6 +67,22 @@ def docker_available() -> tuple[bool, str]:
         return True, "daemon answered"
     except DockerException as exc:
         return False, f"no Docker daemon: {exc}"
+
+
+def hosts_available(config: SandboxConfig) -> tuple[bool, str]:
+    """Whether at least one of `docker.hosts` answers, and what each said."""
+    said = []
+    for host in config.docker.hosts:
+        try:
+            client = host_client(host, timeout=config.docker.health_timeout_s)
+            try:
+                client.ping()
+            finally:
+                client.close()
+            return True, f"{host.label} answered"
+        except DockerException as exc:
+            said.append(f"{host.label}: {exc}")
+    return False, "no Docker host answered: " + "; ".join(said)
 
 
 def empty_tarball() -> bytes:
@@ -73,35 +110,73 @@ def ensure_offline_image(client: docker.DockerClient, reference: str) -> str:
 class DockerSlot:
     container: Any
     name: str
+    host: str = LOCAL_HOST
 
     @property
     def ident(self) -> str:
-        return f"{self.name} ({self.container.short_id})"
+        return f"{self.name} ({self.container.short_id} on {self.host})"
 
 
 class DockerBackend:
+    """Containers on one or more daemons; every method names the host it acts on."""
+
     name = "docker"
 
     def __init__(self, config: SandboxConfig, pool_id: str) -> None:
         self.config = config
         self.pool_id = pool_id
-        self.client = docker_client()
+        self.hosts: dict[str, DockerHost | None] = {h.label: h for h in config.docker.hosts} or {
+            LOCAL_HOST: None
+        }
+        self.weights = {h.label: h.weight for h in config.docker.hosts} or {LOCAL_HOST: 1}
+        self.clients: dict[str, docker.DockerClient] = {}
         self.image = ""
 
-    def prepare(self) -> None:
+    @property
+    def client(self) -> docker.DockerClient:
+        """The first host's client (what single-host callers used)."""
+        return self._client(next(iter(self.hosts)))
+
+    def _client(self, host: str) -> docker.DockerClient:
+        if host not in self.clients:
+            self.clients[host] = host_client(self.hosts[host])
+        return self.clients[host]
+
+    def ping(self, host: str) -> tuple[bool, str]:
+        """Whether the host's daemon answers within the health timeout, and why not."""
+        try:
+            client = host_client(self.hosts[host], timeout=self.config.docker.health_timeout_s)
+            try:
+                client.ping()
+            finally:
+                client.close()
+            return True, "daemon answered"
+        except Exception as exc:  # any transport failure means "not usable now"; say which
+            return False, f"{type(exc).__name__}: {exc}"
+
+    def prepare(self, host: str | None = None) -> None:
+        """Make the image available on `host` (default: the first host)."""
+        client = self._client(host or next(iter(self.hosts)))
         settings = self.config.docker
         if settings.image_mode == "offline":
-            self.image = ensure_offline_image(self.client, settings.offline_image)
+            self.image = ensure_offline_image(client, settings.offline_image)
         else:
             try:
-                self.client.images.get(settings.image)
+                client.images.get(settings.image)
             except ImageNotFound as exc:
                 raise RuntimeError(
-                    f"sandbox image {settings.image} not found: build it with "
-                    f"`docker build -f docker/Dockerfile.sandbox -t {settings.image} .` "
-                    "or set docker.image_mode: offline in configs/sandbox.yaml"
+                    f"sandbox image {settings.image} not found on {host or 'the daemon'}: "
+                    f"build it with `docker build -f docker/Dockerfile.sandbox -t "
+                    f"{settings.image} .` or set docker.image_mode: offline in "
+                    "configs/sandbox.yaml"
                 ) from exc
             self.image = settings.image
+
+    def forget(self, host: str) -> None:
+        """Drop a host's client (it went away): the next use opens a fresh connection."""
+        client = self.clients.pop(host, None)
+        if client is not None:
+            client.close()
 
     def _spec_for_image(self, spec: JailSpec) -> tuple[list[tuple[str, str]], list[str]]:
         """Prebuilt-image mode: the image brings Python and the worker; mount only data."""
@@ -120,12 +195,13 @@ class DockerBackend:
         ]
         return spec.data_mounts, argv
 
-    def start_slot(self, index: int, spec: JailSpec) -> DockerSlot:
+    def start_slot(self, index: int, spec: JailSpec, host: str | None = None) -> DockerSlot:
+        host = host or next(iter(self.hosts))
         mounts, argv = self._spec_for_image(spec)
         volumes = {host: {"bind": jail, "mode": "ro"} for host, jail in mounts}
         memory = f"{self.config.memory_mb + ZYGOTE_ALLOWANCE_MB}m"
         name = f"verilearn-sandbox-{self.pool_id}-{index}-{uuid.uuid4().hex[:6]}"
-        container = self.client.containers.run(
+        container = self._client(host).containers.run(
             self.image,
             command=argv,
             name=name,
@@ -151,7 +227,7 @@ class DockerBackend:
             init=False,  # the worker is PID 1: the kernel shields it from its own cells
             auto_remove=True,  # a host that dies leaves no container behind
         )
-        return DockerSlot(container=container, name=name)
+        return DockerSlot(container=container, name=name, host=host)
 
     def is_alive(self, slot: DockerSlot) -> bool:
         try:
@@ -176,13 +252,27 @@ class DockerBackend:
             if exc.status_code != 409:  # 409: the daemon is already removing it
                 raise
 
-    def own_containers(self) -> list[Any]:
-        return self.client.containers.list(all=True, filters={"label": f"{LABEL}={self.pool_id}"})
+    def own_containers(self, host: str | None = None) -> list[Any]:
+        client = self._client(host or next(iter(self.hosts)))
+        return client.containers.list(all=True, filters={"label": f"{LABEL}={self.pool_id}"})
 
-    def sweep(self) -> list[tuple[str, str]]:
-        """Remove every container left with this pool's label; (id, error) for failures."""
+    def sweep(self, hosts: list[str] | None = None) -> list[tuple[str, str]]:
+        """Remove every container left with this pool's label on the given hosts (default:
+        all); (id, error) for failures, an unreachable host included."""
+        failures: list[tuple[str, str]] = []
+        for host in hosts if hosts is not None else list(self.hosts):
+            try:
+                containers = self.own_containers(host)
+            except DockerException as exc:
+                failures.append((f"<all on {host}>", f"host unreachable: {exc}"))
+                continue
+            failures += self._remove_all(containers)
+        return failures
+
+    @staticmethod
+    def _remove_all(containers: list[Any]) -> list[tuple[str, str]]:
         failures = []
-        for container in self.own_containers():
+        for container in containers:
             try:
                 container.remove(force=True)
             except NotFound:
@@ -195,4 +285,5 @@ class DockerBackend:
         return failures
 
     def close(self) -> None:
-        self.client.close()
+        for host in list(self.clients):
+            self.forget(host)

@@ -4,6 +4,13 @@ A slot is one jail (Docker container or bwrap process) running the zygote worker
 borrow a slot, get a pristine forked namespace, run cells, and give the slot back. A slot
 whose worker stops answering is replaced; `run_program` retries once on a fresh slot and
 raises `SandboxError` only when the retry fails too.
+
+Several Docker hosts (`docker.hosts`): each slot has a home host (spread by weight) and
+runs there while it is healthy, else on the least-loaded healthy host. Hosts are pinged
+at start and every `health_interval_s`; a host that stops answering is drained: its
+in-flight tasks fail with `HostDrainedError` and are re-run elsewhere (a drain does not
+use up the one retry for a dying slot), its slots move. A host that answers again is
+swept of this pool's leftover containers and its slots move back on their next task.
 """
 
 from __future__ import annotations
@@ -44,6 +51,10 @@ class SlotDiedError(SandboxError):
     """A slot's worker stopped answering; the pool replaces the slot."""
 
 
+class HostDrainedError(SlotDiedError):
+    """The slot's Docker host stopped answering: the task is re-run on another host."""
+
+
 class CellResult(BaseModel):
     status: Status
     stdout: str
@@ -70,10 +81,15 @@ class TaskResult(BaseModel):
     duration_ms: float
     cells: list[CellResult]
     attempts: int = 1
+    host: str | None = None  # where the successful attempt ran (Docker host label)
 
     @classmethod
     def from_cells(
-        cls, cells: list[CellResult], duration_ms: float, attempts: int = 1
+        cls,
+        cells: list[CellResult],
+        duration_ms: float,
+        attempts: int = 1,
+        host: str | None = None,
     ) -> TaskResult:
         status: Status = next((c.status for c in cells if c.status != "ok"), "ok")
         submissions = [s for c in cells for s in c.submissions]
@@ -89,6 +105,7 @@ class TaskResult(BaseModel):
             duration_ms=duration_ms,
             cells=cells,
             attempts=attempts,
+            host=host,
         )
 
 
@@ -144,8 +161,31 @@ def _cell_from_reply(reply: dict[str, Any]) -> CellResult:
 
 
 @dataclass
+class HostState:
+    """Health of one host as the pool last saw it."""
+
+    weight: int
+    healthy: bool = True
+    reason: str = ""
+    drains: int = 0
+
+
+def spread(slots: int, weights: dict[str, int]) -> list[str]:
+    """Home host of each slot: interleaved, each host's share proportional to its weight."""
+    counts = dict.fromkeys(weights, 0)
+    homes = []
+    for _ in range(slots):
+        host = min(weights, key=lambda h: ((counts[h] + 1) / weights[h], list(weights).index(h)))
+        counts[host] += 1
+        homes.append(host)
+    return homes
+
+
+@dataclass
 class Slot:
     index: int
+    home: str = "local"  # the host this slot runs on while that host is healthy
+    host: str | None = None  # where its current jail runs
     handle: Any = None
     reader: asyncio.StreamReader | None = None
     writer: asyncio.StreamWriter | None = None
@@ -179,6 +219,7 @@ class Task:
     def __init__(self, pool: SandboxPool, slot: Slot) -> None:
         self._pool = pool
         self._slot = slot
+        self.host = slot.host
         self.cells: list[CellResult] = []
 
     async def run_cell(self, code: str, timeout_s: float | None = None) -> CellResult:
@@ -206,8 +247,10 @@ class SandboxPool:
         self.config = config
         self.pool_id = pool_id or uuid.uuid4().hex[:10]
         self.extra_ro_mounts = [os.path.realpath(p) for p in extra_ro_mounts]
-        self.backend = resolve_backend(config.backend)
+        self.backend = resolve_backend(config.backend, config)
         self._impl: Any = None
+        self._hosts: dict[str, HostState] = {}
+        self._monitor: asyncio.Task[None] | None = None
         self._slots: list[Slot] = []
         self._free: asyncio.Queue[Slot] | None = None
         self._runtime_dir = ""
@@ -231,27 +274,60 @@ class SandboxPool:
             from verilearn_assets.core.sandbox.bwrap_backend import BwrapBackend
 
             self._impl = BwrapBackend(self.config, self.pool_id, self._runtime_dir)
-        await asyncio.to_thread(self._impl.prepare)
+        weights: dict[str, int] = self._impl.weights
+        self._hosts = {h: HostState(weight=w) for h, w in weights.items()}
+        if len(self._hosts) == 1:
+            await asyncio.to_thread(self._impl.prepare)
+        else:
+            await self._check_hosts_at_start()
         self._free = asyncio.Queue()
-        self._slots = [Slot(index=i) for i in range(self.config.slots)]
+        homes = spread(self.config.slots, weights)
+        self._slots = [Slot(index=i, home=homes[i]) for i in range(self.config.slots)]
         self._started = True
         try:
-            await asyncio.gather(*(self._launch(s) for s in self._slots))
+            await asyncio.gather(*(self._launch_somewhere(s) for s in self._slots))
         except BaseException:
             await self.stop()
             raise
         for slot in self._slots:
             self._free.put_nowait(slot)
-        log.info("sandbox pool %s: %d %s slots ready", self.pool_id, len(self._slots), self.backend)
+        if len(self._hosts) > 1:
+            self._monitor = asyncio.create_task(self._watch_hosts())
+        log.info(
+            "sandbox pool %s: %d %s slots ready (%s)",
+            self.pool_id,
+            len(self._slots),
+            self.backend,
+            ", ".join(f"{h}: {n}" for h, n in self.slots_per_host().items()),
+        )
+
+    async def _check_hosts_at_start(self) -> None:
+        """Ping every host; prepare the image on those that answer; drain the rest."""
+        hosts = list(self._hosts)
+        answers = await asyncio.gather(*(asyncio.to_thread(self._impl.ping, h) for h in hosts))
+        for host, (ok, why) in zip(hosts, answers, strict=True):
+            if ok:
+                await asyncio.to_thread(self._impl.prepare, host)
+            else:
+                self._drain(host, why)
+        if not any(state.healthy for state in self._hosts.values()):
+            raise SandboxError(f"sandbox pool {self.pool_id}: {self._no_host_reason()}")
 
     async def stop(self) -> None:
         """Stop every slot; failures are logged with the slot's id and skipped."""
         if not self._started:
             return
         self._started = False
+        if self._monitor is not None:
+            self._monitor.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._monitor
+            self._monitor = None
         for slot in self._slots:
             if slot.writer is not None:
                 slot.writer.close()
+            if slot.host is not None and not self._hosts[slot.host].healthy:
+                slot.handle = None  # unreachable daemon: its return sweeps the container
             if slot.handle is None:
                 continue
             try:
@@ -261,8 +337,16 @@ class SandboxPool:
                     "sandbox pool %s: failed to stop %s: %s", self.pool_id, slot.handle.ident, exc
                 )
             slot.handle = None
+        drained = [h for h, state in self._hosts.items() if not state.healthy]
+        if drained:
+            log.warning(
+                "sandbox pool %s: not sweeping drained hosts %s (unreachable)",
+                self.pool_id,
+                drained,
+            )
+        healthy = [h for h, state in self._hosts.items() if state.healthy]
         try:
-            for ident, error in await asyncio.to_thread(self._impl.sweep):
+            for ident, error in await asyncio.to_thread(self._impl.sweep, healthy):
                 log.error(
                     "sandbox pool %s: failed to remove container %s: %s", self.pool_id, ident, error
                 )
@@ -277,8 +361,99 @@ class SandboxPool:
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
 
-    async def _launch(self, slot: Slot) -> None:
-        """Start a slot's jail and wait for its worker to connect to our socket."""
+    # --- hosts
+    def _no_host_reason(self) -> str:
+        drained = ", ".join(f"{h} ({s.reason})" for h, s in self._hosts.items())
+        return f"every Docker host is drained: {drained}"
+
+    def _target_host(self, slot: Slot) -> str:
+        """The slot's home when healthy, else the healthy host with the lowest load/weight."""
+        home = self._hosts.get(slot.home)
+        if home is not None and home.healthy:
+            return slot.home
+        healthy = [h for h, s in self._hosts.items() if s.healthy]
+        if not healthy:
+            raise SandboxError(f"sandbox pool {self.pool_id}: {self._no_host_reason()}")
+        load = {h: sum(1 for s in self._slots if s.host == h and s is not slot) for h in healthy}
+        return min(healthy, key=lambda h: (load[h] / self._hosts[h].weight, h))
+
+    def _should_move(self, slot: Slot) -> bool:
+        """A slot on a drained host, or away from its home that is healthy again, moves."""
+        if slot.host is None or len(self._hosts) == 1:
+            return False
+        if not self._hosts[slot.host].healthy:
+            return True
+        return slot.host != slot.home and self._hosts[slot.home].healthy
+
+    def _drain(self, host: str, reason: str) -> None:
+        """Stop handing out the host's slots and fail its in-flight tasks (they re-run)."""
+        state = self._hosts[host]
+        if not state.healthy:
+            return
+        state.healthy, state.reason = False, reason
+        state.drains += 1
+        log.warning("sandbox pool %s: draining Docker host %s: %s", self.pool_id, host, reason)
+        for slot in self._slots:
+            if slot.host == host:
+                slot.dead = True
+                if slot.writer is not None:
+                    slot.writer.close()  # a pending read sees EOF -> SlotDiedError
+        self._impl.forget(host)
+
+    async def _host_ok(self, host: str | None) -> bool:
+        """Ping a host now (multi-host pools only); a failed ping drains it."""
+        if host is None or len(self._hosts) == 1:
+            return True
+        if not self._hosts[host].healthy:
+            return False
+        ok, why = await asyncio.to_thread(self._impl.ping, host)
+        if not ok:
+            self._drain(host, why)
+        return ok
+
+    async def _recover(self, host: str) -> None:
+        """A drained host answers again: sweep our leftovers there, then use it again."""
+        try:
+            await asyncio.to_thread(self._impl.prepare, host)
+            failures = await asyncio.to_thread(self._impl.sweep, [host])
+        except Exception as exc:  # stays drained; the next health check tries again
+            log.warning("sandbox pool %s: host %s answers but: %s", self.pool_id, host, exc)
+            return
+        if failures:
+            log.warning("sandbox pool %s: host %s sweep: %s", self.pool_id, host, failures)
+            return
+        state = self._hosts[host]
+        state.healthy, state.reason = True, ""
+        log.info("sandbox pool %s: Docker host %s is back", self.pool_id, host)
+
+    async def _watch_hosts(self) -> None:
+        """Periodic health check of every host (runs while the pool is started)."""
+        interval = self.config.docker.health_interval_s
+        hosts = list(self._hosts)
+        while self._started:
+            await asyncio.sleep(interval)
+            answers = await asyncio.gather(*(asyncio.to_thread(self._impl.ping, h) for h in hosts))
+            for host, (ok, why) in zip(hosts, answers, strict=True):
+                if not ok:
+                    self._drain(host, why)
+                elif not self._hosts[host].healthy:
+                    await self._recover(host)
+
+    async def _launch_somewhere(self, slot: Slot) -> None:
+        """Launch on the slot's target host; a host that fails and stops answering is
+        drained and the next healthy one tried."""
+        for _ in range(len(self._hosts)):
+            host = self._target_host(slot)
+            try:
+                await self._launch(slot, host)
+                return
+            except Exception:
+                if await self._host_ok(host):
+                    raise  # the host is fine: the failure is the slot's, say so
+        raise SandboxError(f"sandbox pool {self.pool_id}: {self._no_host_reason()}")
+
+    async def _launch(self, slot: Slot, host: str) -> None:
+        """Start a slot's jail on `host` and wait for its worker to connect to our socket."""
         ctl = os.path.join(self._runtime_dir, f"ctl-{slot.index}-{uuid.uuid4().hex[:6]}")
         os.mkdir(ctl, 0o755)
         sock_path = os.path.join(ctl, "ctl.sock")
@@ -298,7 +473,8 @@ class SandboxPool:
         os.chmod(sock_path, 0o777)
         spec = host_jail_spec(self.config, ctl, self._tables_dir, self.extra_ro_mounts)
         try:
-            slot.handle = await asyncio.to_thread(self._impl.start_slot, slot.index, spec)
+            slot.handle = await asyncio.to_thread(self._impl.start_slot, slot.index, spec, host)
+            slot.host = host
             if not self._started:  # stop() ran meanwhile: don't leak a fresh jail
                 await asyncio.to_thread(self._impl.kill_slot, slot.handle)
                 slot.handle = None
@@ -334,6 +510,8 @@ class SandboxPool:
         log.warning("sandbox pool %s: replacing dead slot %d", self.pool_id, slot.index)
         if slot.writer is not None:
             slot.writer.close()
+        if slot.handle is not None and slot.host is not None and not self._hosts[slot.host].healthy:
+            slot.handle = None  # its daemon is gone: the sweep on its return removes it
         if slot.handle is not None:
             try:
                 await asyncio.to_thread(self._impl.kill_slot, slot.handle)
@@ -345,7 +523,8 @@ class SandboxPool:
                     exc,
                 )
             slot.handle = None
-        await self._launch(slot)
+        slot.host = None
+        await self._launch_somewhere(slot)
 
     # --- tables
     def _jail_table_path(self, table_path: str | None) -> str | None:
@@ -382,6 +561,8 @@ class SandboxPool:
 
     async def _begin(self, slot: Slot, table: str | None, table_path: str | None) -> None:
         for attempt in (1, 2):
+            if self._should_move(slot):
+                slot.dead = True
             if slot.dead:
                 await self._replace(slot)
             try:
@@ -409,6 +590,10 @@ class SandboxPool:
             slot.busy = True
             task = Task(self, slot)
             yield task
+        except SlotDiedError as exc:
+            if isinstance(exc, HostDrainedError) or await self._host_ok(slot.host):
+                raise
+            raise HostDrainedError(f"Docker host {slot.host} went away: {exc}") from exc
         finally:
             slot.busy = False
             if not slot.dead:
@@ -431,7 +616,10 @@ class SandboxPool:
         """
         program = [cells] if isinstance(cells, str) else list(cells)
         last: SlotDiedError | None = None
-        for attempt in (1, 2):
+        deaths = drains = 0
+        attempt = 0
+        while deaths < 2:
+            attempt += 1
             t0 = time.perf_counter()
             try:
                 async with self.task(table_path) as task:
@@ -442,16 +630,39 @@ class SandboxPool:
                         if result.status != "ok":
                             break
                 return TaskResult.from_cells(
-                    results, (time.perf_counter() - t0) * 1e3, attempts=attempt
+                    results, (time.perf_counter() - t0) * 1e3, attempts=attempt, host=task.host
                 )
+            except HostDrainedError as exc:
+                last, drains = exc, drains + 1
+                log.warning(
+                    "sandbox pool %s: attempt %d lost its host: %s", self.pool_id, attempt, exc
+                )
+                if drains > len(self._hosts):
+                    raise SandboxError(
+                        f"sandbox: every host went away under the task: {exc}"
+                    ) from exc
             except SlotDiedError as exc:
-                last = exc
+                last, deaths = exc, deaths + 1
                 log.warning("sandbox pool %s: attempt %d failed: %s", self.pool_id, attempt, exc)
         raise SandboxError(f"sandbox slot died on both attempts: {last}")
 
     # --- introspection used by tests and the CLI
     def slot_handles(self) -> list[Any]:
         return [s.handle for s in self._slots]
+
+    def host_status(self) -> dict[str, str]:
+        """`healthy`, or `drained: <why>`, per host."""
+        return {
+            h: "healthy" if s.healthy else f"drained: {s.reason}" for h, s in self._hosts.items()
+        }
+
+    def slots_per_host(self) -> dict[str, int]:
+        """How many slots run on each host right now."""
+        counts = dict.fromkeys(self._hosts, 0)
+        for slot in self._slots:
+            if slot.host is not None and slot.handle is not None:
+                counts[slot.host] += 1
+        return counts
 
     def busy_slots(self) -> list[int]:
         """Indices of the slots running a task right now."""
@@ -476,6 +687,7 @@ class SandboxPool:
                 "pool": self.pool_id,
                 "backend": self.backend,
                 "slot": slot.index,
+                "host": slot.host,
                 "table": table_path,
                 "status": status,
                 "cells": len(cells),
@@ -493,10 +705,18 @@ class SandboxPool:
             fh.write(line + "\n")
 
 
-def resolve_backend(choice: str) -> str:
-    """`auto` -> docker when a daemon answers, else bwrap; the choice is logged."""
-    from verilearn_assets.core.sandbox.docker_backend import docker_available
+def resolve_backend(choice: str, config: SandboxConfig | None = None) -> str:
+    """`auto` -> docker when a daemon answers (any of `docker.hosts`, when listed), else
+    bwrap; the choice is logged."""
+    from verilearn_assets.core.sandbox.docker_backend import docker_available, hosts_available
 
+    if config is not None and config.docker.hosts and choice != "bwrap":
+        ok, why = hosts_available(config)
+        if choice == "docker" and not ok:
+            raise SandboxError(f"sandbox backend docker requested but {why}")
+        if choice == "auto":
+            log.info("sandbox backend auto -> %s (%s)", "docker" if ok else "bwrap", why)
+        return "docker" if ok else "bwrap"
     if choice == "docker":
         ok, why = docker_available()
         if not ok:
