@@ -97,3 +97,40 @@ cluster-down:
 	if [ -f "$$PG/PG_VERSION" ] && $$AS $(PG_BIN)/pg_ctl -D "$$PG" status >/dev/null 2>&1; then \
 	  $$AS $(PG_BIN)/pg_ctl -D "$$PG" -m fast -w stop >/dev/null; echo "postgres: stopped ($$PG)"; fi; \
 	echo "cluster down"
+
+# A second Docker daemon on this machine, on its own socket, data and exec roots (no
+# bridge, no iptables: sandbox containers have no network anyway), so the container
+# pool's several-hosts mode is tested against real daemons (tests/sandbox/test_pool_hosts.py).
+# Needs root (sudo when not root). The data root persists, so the imported scratch image
+# is reused. Keep DOCKER2_DIR short: unix socket paths are capped at 108 bytes.
+#
+#   make docker2-up     start it (idempotent); prints its DOCKER_HOST URL
+#   make docker2-down   stop it (SIGTERM; its containers stop within --shutdown-timeout)
+DOCKER2_DIR ?= /tmp/verilearn-docker2
+DOCKER2_SOCK = $(DOCKER2_DIR)/docker.sock
+
+.PHONY: docker2-up docker2-down
+
+docker2-up:
+	@SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	if docker -H "unix://$(DOCKER2_SOCK)" version >/dev/null 2>&1; then \
+	  echo "docker2: already answers on unix://$(DOCKER2_SOCK)"; exit 0; fi; \
+	command -v dockerd >/dev/null || { echo "docker2: dockerd is not installed"; exit 1; }; \
+	$$SUDO mkdir -p "$(DOCKER2_DIR)"; \
+	( $$SUDO nohup dockerd --host "unix://$(DOCKER2_SOCK)" \
+	    --data-root "$(DOCKER2_DIR)/data" --exec-root "$(DOCKER2_DIR)/exec" \
+	    --pidfile "$(DOCKER2_DIR)/dockerd.pid" --bridge=none --iptables=false --ip-masq=false \
+	    --shutdown-timeout 2 >>"$(DOCKER2_DIR)/dockerd.log" 2>&1 & ); \
+	for i in $$(seq 1 120); do docker -H "unix://$(DOCKER2_SOCK)" version >/dev/null 2>&1 && break; sleep 0.5; done; \
+	docker -H "unix://$(DOCKER2_SOCK)" version >/dev/null 2>&1 \
+	  || { echo "docker2: dockerd did not start:"; tail -20 "$(DOCKER2_DIR)/dockerd.log"; exit 1; }; \
+	echo "docker2: started on unix://$(DOCKER2_SOCK)"
+
+docker2-down:
+	@SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); pidf="$(DOCKER2_DIR)/dockerd.pid"; \
+	if [ -f "$$pidf" ] && $$SUDO kill -0 "$$(cat "$$pidf")" 2>/dev/null; then \
+	  pid=$$(cat "$$pidf"); $$SUDO kill -TERM "$$pid"; \
+	  for t in $$(seq 1 150); do $$SUDO kill -0 "$$pid" 2>/dev/null || break; sleep 0.2; done; \
+	  $$SUDO kill -0 "$$pid" 2>/dev/null && { echo "docker2: pid $$pid did not stop in 30 s"; exit 1; }; \
+	  echo "docker2: stopped (pid $$pid)"; \
+	else echo "docker2: not running"; fi
