@@ -4,12 +4,15 @@ One step = a fresh copy of a bundled corpus repository, one catalog rule applied
 `ast-grep scan --rule … --update-all`, then the repository's tests with pytest. The bare
 baseline does exactly that with plain subprocesses on a temporary copy (no jail, no
 validation, no snapshots or diffs, no log); the runner does it through
-`prepare_workspace → apply_action → run_tests → cleanup`. Steps alternate between the two,
-in the same run, so machine load hits both alike.
+`prepare_workspace → apply_action → run_tests → cleanup`. Steps alternate between them all,
+in the same run, so machine load hits every mode alike.
 
-    .venv/bin/python benchmarks/refactor.py [--steps 20] [--backend bwrap|docker|none]
+    .venv/bin/python benchmarks/refactor.py [--steps 10] [--modes none,bwrap,docker,...]
 
-Prints one JSON object: steps/s of each, and the jail's overhead (target: under 30%).
+Modes: `none` (the runner unjailed), `bwrap`, `docker` (one container per workspace, a
+`docker exec` per command) and `docker-per-command` (a fresh container per command). Prints
+one JSON object: steps/s and median step time of each, and each one's overhead over the
+bare baseline (target for the jails: under 30%).
 """
 
 from __future__ import annotations
@@ -72,48 +75,72 @@ def jailed_step(repo: Path, rule: dict, config) -> bool:  # noqa: ANN001
         cleanup(ws)
 
 
+MODES = {  # mode name -> (backend, docker lifetime)
+    "none": ("none", "workspace"),
+    "bwrap": ("bwrap", "workspace"),
+    "docker": ("docker", "workspace"),  # one container per workspace, docker exec per step
+    "docker-per-command": ("docker", "command"),  # a container per command (the old way)
+}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--backend", choices=["bwrap", "docker", "none"], default="bwrap")
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument(
+        "--modes",
+        default=",".join(MODES),
+        help=f"comma-separated, from {', '.join(MODES)}",
+    )
     args = parser.parse_args()
+    modes = [m for m in args.modes.split(",") if m]
+    unknown = [m for m in modes if m not in MODES]
+    if unknown:
+        raise SystemExit(f"unknown modes {unknown}; choose from {list(MODES)}")
     repo = next(r.path for r in load_corpus() if r.name == "pathconf")
     rule = next(r.rule for r in load_rules() if r.id == RULE)
     home = Path(tempfile.mkdtemp(prefix="refactor-bench-"))
     os.environ["VERILEARN_HOME"] = str(home)
-    config = load_refactor_config().with_backend(args.backend).for_home(home)
-    config = config.model_copy(update={"test_cache": None})  # every step really runs pytest
+    base = load_refactor_config().for_home(home)
+    base = base.model_copy(update={"test_cache": None})  # every step really runs pytest
+    configs = {}
+    for mode in modes:
+        backend, lifetime = MODES[mode]
+        docker = base.docker.model_copy(update={"lifetime": lifetime})
+        configs[mode] = base.model_copy(update={"backend": backend, "docker": docker})
     rule_file = home / "rule.yml"
     rule_file.write_text(yaml.safe_dump(rule))
-    bare_s: list[float] = []
-    jail_s: list[float] = []
-    assert bare_step(repo, rule_file) and jailed_step(repo, rule, config)  # warm both
-    for _ in range(args.steps):
+    times: dict[str, list[float]] = {"bare": [], **{m: [] for m in modes}}
+    assert bare_step(repo, rule_file)  # warm every path once
+    for mode in modes:
+        assert jailed_step(repo, rule, configs[mode]), mode
+    for _ in range(args.steps):  # interleaved: machine load hits every mode alike
         start = time.perf_counter()
-        ok_bare = bare_step(repo, rule_file)
-        bare_s.append(time.perf_counter() - start)
-        start = time.perf_counter()
-        ok_jail = jailed_step(repo, rule, config)
-        jail_s.append(time.perf_counter() - start)
-        if not (ok_bare and ok_jail):
-            raise SystemExit(f"a step failed (bare ok={ok_bare}, jailed ok={ok_jail})")
+        if not bare_step(repo, rule_file):
+            raise SystemExit("a bare step failed")
+        times["bare"].append(time.perf_counter() - start)
+        for mode in modes:
+            start = time.perf_counter()
+            if not jailed_step(repo, rule, configs[mode]):
+                raise SystemExit(f"a {mode} step failed")
+            times[mode].append(time.perf_counter() - start)
     shutil.rmtree(home)
-    bare_med, jail_med = statistics.median(bare_s), statistics.median(jail_s)
-    print(
-        json.dumps(
-            {
-                "backend": args.backend,
-                "steps": args.steps,
-                "bare_steps_per_s": round(len(bare_s) / sum(bare_s), 3),
-                "jailed_steps_per_s": round(len(jail_s) / sum(jail_s), 3),
-                "bare_median_s": round(bare_med, 4),
-                "jailed_median_s": round(jail_med, 4),
-                "overhead_total": round(sum(jail_s) / sum(bare_s) - 1, 4),
-                "overhead_median": round(jail_med / bare_med - 1, 4),
-                "target_overhead": 0.30,
-            }
+    bare_total, bare_med = sum(times["bare"]), statistics.median(times["bare"])
+    out: dict = {"steps": args.steps, "bare_steps_per_s": round(args.steps / bare_total, 3)}
+    out["bare_median_s"] = round(bare_med, 4)
+    for mode in modes:
+        total, med = sum(times[mode]), statistics.median(times[mode])
+        out[mode] = {
+            "steps_per_s": round(args.steps / total, 3),
+            "median_s": round(med, 4),
+            "overhead_total": round(total / bare_total - 1, 4),
+            "overhead_median": round(med / bare_med - 1, 4),
+        }
+    if "docker" in modes and "docker-per-command" in modes:
+        out["docker_per_command_over_per_workspace"] = round(
+            sum(times["docker-per-command"]) / sum(times["docker"]), 3
         )
-    )
+    out["target_overhead"] = 0.30
+    print(json.dumps(out, indent=1))
 
 
 if __name__ == "__main__":

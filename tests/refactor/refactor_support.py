@@ -3,7 +3,13 @@ across test folders once the whole suite is collected)."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import http.server
 import os
+import socket
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -49,3 +55,41 @@ def write_tasks(home: Path, tasks: list) -> None:
         lake.write_records(
             "refactor/tasks", part, RefactorTask, lake.lake_root(home), source=source, split=split
         )
+
+
+def pack_repo(source: Path, archive: Path, arcname: str) -> str:
+    """A tar.gz of `source` under `arcname/` (caches left out); returns its sha256."""
+    import hashlib
+    import tarfile
+
+    with tarfile.open(archive, "w:gz") as tf:
+        tf.add(source, arcname=arcname, filter=lambda m: None if "__pycache__" in m.name else m)
+    return hashlib.sha256(archive.read_bytes()).hexdigest()
+
+
+@contextlib.contextmanager
+def serve_directory(root: Path) -> Iterator[str]:
+    """A plain HTTP server on 127.0.0.1 serving `root`; yields its base URL."""
+    handler = functools.partial(_QuietHandler, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.daemon = True
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        return
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]

@@ -282,7 +282,7 @@ def run_partition(
         teacher=teacher or ProgramTeacher(),
         config=config or load_refactor_config(),
         prompts=load_prompts(),
-        repos={r.name: r for r in load_corpus()},
+        repos={r.name: r for r in load_corpus(home=home, strict=False)},
         redis_url=redis_url,
     )
     try:

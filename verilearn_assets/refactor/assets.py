@@ -14,7 +14,7 @@ from verilearn_assets.core import lake
 from verilearn_assets.core.deploy import op_tags_for
 from verilearn_assets.platform.defs import SOURCE_SPLIT, source_split
 from verilearn_assets.refactor.actor import TASKS_LAKE, Actor
-from verilearn_assets.refactor.catalog import load_corpus, load_rules
+from verilearn_assets.refactor.catalog import load_corpus, load_rules, read_corpus
 from verilearn_assets.refactor.config import load_refactor_config
 from verilearn_assets.refactor.family import FAMILY
 from verilearn_assets.refactor.llm_tasks import generate_llm_tasks, vllm_proposer
@@ -46,11 +46,21 @@ def tasks(context: AssetExecutionContext, home: HomeResource) -> MaterializeResu
             raise Failure(description=f"refactor.yaml: generation.rules names unknown {unknown}")
         rules = [r for r in rules if r.id in wanted]
     gen = config.generation
+    # an entry that cannot be fetched or fails its pin fails alone: the split's other
+    # repositories still get their tasks, and the failure is logged and in the metadata
+    corpus = read_corpus(home=home.dir()).for_split(split)
+    for failure in corpus.failures:
+        context.log.error(f"refactor corpus: {failure.error}")
     if source == "llm":
-        records = _llm_tasks(context, split, config)
+        records = _llm_tasks(context, split, config, corpus.repos)
     else:
         records = generate_tasks(
-            source, split, config, rules=rules, max_pairs_per_repo=gen.max_pairs_per_repo
+            source,
+            split,
+            config,
+            repos=corpus.repos,
+            rules=rules,
+            max_pairs_per_repo=gen.max_pairs_per_repo,
         )
     lake.write_records(
         TASKS_LAKE, records, RefactorTask, home.lake_root(), source=source, split=split
@@ -66,18 +76,23 @@ def tasks(context: AssetExecutionContext, home: HomeResource) -> MaterializeResu
                 len(t.reference_actions) for t in records if t.status == "accepted"
             ),
             "backend": config.backend,
+            "corpus_failures": "; ".join(f.error for f in corpus.failures) or "-",
         }
     )
 
 
-def _llm_tasks(context: AssetExecutionContext, split: str, config) -> list[RefactorTask]:  # noqa: ANN001
+def _llm_tasks(
+    context: AssetExecutionContext,
+    split: str,
+    config,  # noqa: ANN001
+    repos: list,
+) -> list[RefactorTask]:
     """Model-proposed tasks, triangulated; none when no proposing actor is configured."""
     gen = config.generation
     if gen.llm_actor is None:
         context.log.info("refactor/llm: generation.llm_actor is not set, so no llm tasks")
         return []
     propose, close = vllm_proposer(load_actors().actor(gen.llm_actor))
-    repos = [r for r in load_corpus() if r.split == split]
 
     async def run() -> list[RefactorTask]:
         try:
@@ -117,7 +132,7 @@ def trajectories(context: AssetExecutionContext, home: HomeResource) -> Material
         teacher=teacher,
         config=config,
         prompts=load_prompts(),
-        repos={r.name: r for r in load_corpus()},
+        repos={r.name: r for r in load_corpus(home=home.dir(), strict=False)},
         extra_steps=config.actors.extra_steps,
         seed=config.actors.seed,
         concurrency=config.actors.concurrency,

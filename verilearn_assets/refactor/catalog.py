@@ -1,4 +1,8 @@
-"""The rule catalog (`rules/*.yml`) and the bundled corpora (`corpus/corpus.yaml`).
+"""The rule catalog (`rules/*.yml`) and the code corpora (`corpus/corpus.yaml`).
+
+Code corpora keep their own catalog but go through the platform's ingestion code: the same
+hardened downloader and extractor, under the `download`/`archive` policy of
+`configs/datasets.yaml`, sha256 pins, a licence per repository and one split per repository.
 
 A catalog rule is an ast-grep YAML rule with a `fix`, plus `metadata` the tasks need: the
 instruction in words (never the rule text) and a positive example, its fixed form and a
@@ -11,6 +15,7 @@ import hashlib
 import posixpath
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 from pydantic import (
@@ -23,6 +28,7 @@ from pydantic import (
 )
 
 from verilearn_assets.core.config import ConfigError, StrictConfig, load_yaml_model
+from verilearn_assets.core.ingest.catalog import ArchiveLimits, DownloadPolicy
 from verilearn_assets.core.records import Split
 
 HERE = Path(__file__).resolve().parent
@@ -121,6 +127,10 @@ class RepoEntry(StrictConfig):
 
 class CorpusCatalog(StrictConfig):
     repos: dict[str, RepoEntry]
+    # The platform's hardened download and extraction settings; null: those of
+    # configs/datasets.yaml (`download:`, `archive:`), so code and tables obey one policy.
+    download: DownloadPolicy | None = None
+    archive: ArchiveLimits | None = None
 
 
 class Repo(BaseModel):
@@ -129,41 +139,118 @@ class Repo(BaseModel):
     path: Path
     split: Split
     licence: str
+    origin: str = "bundled"  # bundled | path | archive:<path or url>
+    sha256: str | None = None  # the archive's pin, for archive repos
 
 
-def load_corpus(directory: Path = CORPUS_DIR, home: Path | None = None) -> list[Repo]:
-    """The repositories of `<directory>/corpus.yaml`; archives are checked against their
-    sha256 and extracted (hardened) once under `<home>/refactor/corpora/`."""
+class CorpusFailure(BaseModel):
+    """One catalog entry that could not be made a repository (it fails alone)."""
+
+    model_config = ConfigDict(frozen=True)
+    name: str
+    split: Split
+    error: str  # names the catalog file and the entry
+
+
+class CorpusLoad(BaseModel):
+    repos: list[Repo]
+    failures: list[CorpusFailure]
+
+    def for_split(self, split: str) -> CorpusLoad:
+        return CorpusLoad(
+            repos=[r for r in self.repos if r.split == split],
+            failures=[f for f in self.failures if f.split == split],
+        )
+
+
+def read_corpus(directory: Path = CORPUS_DIR, home: Path | None = None) -> CorpusLoad:
+    """Every repository of `<directory>/corpus.yaml`. Archives are fetched (URL) or read
+    (path), checked against their sha256 and extracted, hardened, once under
+    `<home>/refactor/corpora/`. An entry that fails (wrong pin, unreachable URL, missing
+    folder) is a `CorpusFailure` naming it; the other entries are unaffected."""
+    from verilearn_assets.core.ingest.archive import ArchiveError
+    from verilearn_assets.core.ingest.download import DownloadError
+
     catalog_file = directory / "corpus.yaml"
     catalog = load_yaml_model(catalog_file, CorpusCatalog)
-    repos = []
+    repos, failures = [], []
     for name, entry in sorted(catalog.repos.items()):
-        if entry.archive is not None:
-            path = _unpacked(catalog_file, name, entry.archive, home)
-        else:
-            path = Path(entry.path) if entry.path else directory / name
-            if not path.is_absolute():
-                path = directory / path
-        if not path.is_dir():
-            raise ConfigError(f"{catalog_file}: repo {name!r}: {path} is not a folder")
-        repos.append(Repo(name=name, path=path, split=entry.split, licence=entry.licence))
-    return repos
+        try:
+            if entry.archive is not None:
+                path = _unpacked(catalog_file, catalog, name, entry.archive, home)
+                origin = f"archive:{entry.archive.url or entry.archive.path}"
+            else:
+                path = Path(entry.path) if entry.path else directory / name
+                if not path.is_absolute():
+                    path = directory / path
+                origin = "path" if entry.path else "bundled"
+            if not path.is_dir():
+                raise ConfigError(f"{catalog_file}: repo {name!r}: {path} is not a folder")
+        except (ConfigError, DownloadError, ArchiveError, OSError) as exc:
+            message = str(exc)
+            if f"repo {name!r}" not in message:
+                message = f"{catalog_file}: repo {name!r}: {message}"
+            failures.append(CorpusFailure(name=name, split=entry.split, error=message))
+            continue
+        repos.append(
+            Repo(
+                name=name,
+                path=path,
+                split=entry.split,
+                licence=entry.licence,
+                origin=origin,
+                sha256=entry.archive.sha256 if entry.archive else None,
+            )
+        )
+    return CorpusLoad(repos=repos, failures=failures)
 
 
-def _unpacked(catalog_file: Path, name: str, source: ArchiveSource, home: Path | None) -> Path:
+def load_corpus(
+    directory: Path = CORPUS_DIR, home: Path | None = None, strict: bool = True
+) -> list[Repo]:
+    """The repositories of `<directory>/corpus.yaml`; with `strict`, any failed entry is a
+    `ConfigError` naming every failed entry (else the failed ones are left out)."""
+    loaded = read_corpus(directory, home)
+    if strict and loaded.failures:
+        raise ConfigError("; ".join(f.error for f in loaded.failures))
+    return loaded.repos
+
+
+def _policies(catalog: CorpusCatalog) -> tuple[DownloadPolicy, ArchiveLimits]:
+    if catalog.download is not None and catalog.archive is not None:
+        return catalog.download, catalog.archive
+    from verilearn_assets.core.ingest.catalog import load_datasets_config
+
+    platform = load_datasets_config()
+    return catalog.download or platform.download, catalog.archive or platform.archive
+
+
+def _unpacked(
+    catalog_file: Path,
+    catalog: CorpusCatalog,
+    name: str,
+    source: ArchiveSource,
+    home: Path | None,
+) -> Path:
     from verilearn_assets.core import lake
     from verilearn_assets.core.ingest.archive import extract_archive
-    from verilearn_assets.core.ingest.catalog import ArchiveLimits, DownloadPolicy
     from verilearn_assets.core.ingest.download import download
 
     base = (home or lake.home()) / "refactor" / "corpora"
     target = base / f"{name}-{source.sha256[:16]}"
     if not target.is_dir():
+        policy, limits = _policies(catalog)
         base.mkdir(parents=True, exist_ok=True)
         if source.url is not None:
-            archive = download(
-                source.url, base / f"{name}.archive", source.sha256, DownloadPolicy()
-            )
+            from verilearn_assets.core.ingest.download import DownloadError
+
+            try:
+                # the extractor knows the kind by the file name: keep the URL's
+                leaf = posixpath.basename(urlsplit(source.url).path) or "archive"
+                dest = base / f".{name}-{leaf}"
+                archive = download(source.url, dest, source.sha256, policy)
+            except DownloadError as exc:
+                raise ConfigError(f"{catalog_file}: repo {name!r}: archive {exc}") from exc
         else:
             archive = Path(source.path)  # type: ignore[arg-type]
             if not archive.is_absolute():
@@ -176,6 +263,12 @@ def _unpacked(catalog_file: Path, name: str, source: ArchiveSource, home: Path |
                     f"{catalog_file}: repo {name!r}: archive {archive} has sha256 {digest}, "
                     f"the catalog pins {source.sha256}"
                 )
-        extract_archive(archive, target, ArchiveLimits(max_total_bytes=64 * 1024 * 1024))
+        extract_archive(archive, target, limits)
+        if source.url is not None:
+            archive.unlink()  # the extracted tree is what is kept
     root = target / source.subdir if source.subdir else target
+    if not root.is_dir():
+        raise ConfigError(
+            f"{catalog_file}: repo {name!r}: subdir {source.subdir!r} is not in the archive"
+        )
     return root

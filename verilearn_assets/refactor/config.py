@@ -34,6 +34,15 @@ class Limits(StrictConfig):
 
 class DockerSettings(StrictConfig):
     offline_image: str = "verilearn-sandbox-scratch:1"  # empty image + host runtime mounted
+    # workspace: one container per workspace, a `docker exec` per command (swept between
+    # commands); command: a fresh container per command (slower; kept for the benchmark)
+    lifetime: Literal["workspace", "command"] = "workspace"
+    # The containers' parent cgroup. Docker's default puts every container under one
+    # `docker` group that weighs as much as ONE host process, so on a busy host a jailed
+    # pytest gets a fraction of the CPU a bwrap one gets. `auto`: a group of our own beside
+    # it (`/verilearn-refactor` with the cgroupfs driver, `verilearn-refactor.slice` with
+    # systemd); null: Docker's default; anything else: passed to Docker as is.
+    cgroup_parent: str | None = "auto"
 
 
 class StateSettings(StrictConfig):

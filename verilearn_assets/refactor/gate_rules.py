@@ -83,7 +83,7 @@ def steps_reproduce(ctx: RuleContext) -> RuleOutcome:
     verified step the diff from the start must equal the recorded one."""
     steps = cast(list[TrajectoryStep], ctx.rollouts())
     tasks = {t.id: cast(RefactorTask, t) for t in ctx.tasks()}
-    repos = {r.name: r for r in load_corpus()}
+    repos = {r.name: r for r in load_corpus(home=ctx.home, strict=False)}
     config = load_refactor_config().for_home(ctx.home)
     failures: list[str] = []
     checked = 0

@@ -1,12 +1,13 @@
 """Run one command in a jail over a host workspace: bubblewrap, Docker, or none (debug).
 
-Each step is a short-lived process: the workspace is bound read-write at `/workspace`, the
-step's control files (the rule) read-only at `/run/refactor`, the Python runtime and the
-`ast-grep` binary read-only at their host paths, nothing else. No network (every namespace
-unshared / `network_mode=none`), all capabilities dropped, rlimits on CPU time, address
-space, file size and open files, and a pids cgroup (or Docker's pids limit) against fork
-bombs. A timeout kills the whole jail: the pid namespace dies with its first process, so a
-forked daemon cannot outlive the step.
+Under bubblewrap each step is a short-lived process (Docker: see `docker_jail.py`, one
+container per workspace and a `docker exec` per step): the workspace is bound read-write
+at `/workspace`, the step's control files (the rule) read-only at `/run/refactor`, the
+Python runtime and the `ast-grep` binary read-only at their host paths, nothing else. No
+network (every namespace unshared / `network_mode=none`), all capabilities dropped, rlimits
+on CPU time, address space, file size and open files, and a pids cgroup (or Docker's pids
+limit) against fork bombs. A timeout kills the whole jail: the pid namespace dies with its
+first process, so a forked daemon cannot outlive the step.
 """
 
 from __future__ import annotations
@@ -23,9 +24,13 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from verilearn_assets.core.sandbox.jail import SANDBOX_UID, python_runtime_paths
 from verilearn_assets.refactor.config import RefactorConfig
+
+if TYPE_CHECKING:
+    from verilearn_assets.refactor.docker_jail import DockerSession
 
 log = logging.getLogger("verilearn.refactor.jail")
 
@@ -203,13 +208,23 @@ def _ro_paths(config: RefactorConfig) -> list[str]:
 
 
 def run_in_jail(
-    config: RefactorConfig, workspace: Path, control: Path, argv: list[str], timeout_s: float
+    config: RefactorConfig,
+    workspace: Path,
+    control: Path,
+    argv: list[str],
+    timeout_s: float,
+    session: DockerSession | None = None,
 ) -> Completed:
-    """Run the already-allowlisted `argv` on `workspace` with the configured backend."""
+    """Run the already-allowlisted `argv` on `workspace` with the configured backend
+    (Docker: in the workspace's container when `session` is given, else a fresh one)."""
     backend = config.backend
     resolved = resolve_argv(argv, backend)
     if backend == "docker":
-        return _run_docker(config, workspace, control, resolved, timeout_s)
+        from verilearn_assets.refactor.docker_jail import run_once
+
+        if session is not None:
+            return session.run(resolved, timeout_s)
+        return run_once(config, workspace, control, resolved, timeout_s)
     if backend == "bwrap":
         command = bwrap_command(config, workspace, control, resolved)
         cwd, env = None, {"PATH": "/usr/bin:/bin"}
@@ -270,80 +285,13 @@ def _kill_group(pid: int) -> None:
         pass
 
 
-def _run_docker(
-    config: RefactorConfig, workspace: Path, control: Path, argv: list[str], timeout_s: float
-) -> Completed:
-    import docker
-    from docker.types import Ulimit
-
-    from verilearn_assets.core.sandbox.docker_backend import docker_client, ensure_offline_image
-
-    limits = config.limits
-    client = docker_client(timeout=max(30, int(timeout_s) + 10))
-    try:
-        image = ensure_offline_image(client, config.docker.offline_image)
-        _give_to_sandbox_user(workspace)
-        volumes = {p: {"bind": p, "mode": "ro"} for p in _ro_paths(config)}
-        volumes[ast_grep_binary()] = {"bind": f"{BIN_IN_JAIL}/ast-grep", "mode": "ro"}
-        volumes[str(control)] = {"bind": CONTROL_IN_JAIL, "mode": "ro"}
-        volumes[str(workspace)] = {"bind": WORKSPACE_IN_JAIL, "mode": "rw"}
-        size = limits.file_size_mb * 1024 * 1024
-        start = time.perf_counter()
-        container = client.containers.run(
-            image,
-            command=argv,
-            detach=True,
-            network_mode="none",
-            read_only=True,
-            user=f"{SANDBOX_UID}:{SANDBOX_UID}",
-            working_dir=WORKSPACE_IN_JAIL,
-            environment=jail_env("docker"),
-            volumes=volumes,
-            tmpfs={"/tmp": "size=64m,mode=1777"},
-            mem_limit=f"{limits.memory_mb}m",
-            memswap_limit=f"{limits.memory_mb}m",
-            pids_limit=limits.pids,
-            cap_drop=["ALL"],
-            security_opt=["no-new-privileges"],
-            labels={"verilearn.refactor": "step"},
-            ulimits=[
-                Ulimit(name="cpu", soft=limits.cpu_s, hard=limits.cpu_s),
-                Ulimit(name="fsize", soft=size, hard=size),
-                Ulimit(name="nofile", soft=limits.open_files, hard=limits.open_files),
-                Ulimit(name="core", soft=0, hard=0),
-            ],
-        )
-        timed_out = False
-        try:
-            try:
-                code = int(container.wait(timeout=timeout_s)["StatusCode"])
-            except Exception as exc:  # requests' ReadTimeout / ConnectionError on timeout
-                if not _is_timeout(exc):
-                    raise
-                timed_out = True
-                container.kill()
-                code = int(container.wait(timeout=30)["StatusCode"])
-            duration = (time.perf_counter() - start) * 1000
-            cap = limits.output_cap_bytes
-            stdout = _cap(container.logs(stdout=True, stderr=False).decode(errors="replace"), cap)
-            stderr = _cap(container.logs(stdout=False, stderr=True).decode(errors="replace"), cap)
-        finally:
-            try:
-                container.remove(force=True)
-            except docker.errors.NotFound:
-                pass
-        return Completed(code, stdout, stderr, duration, timed_out)
-    finally:
-        client.close()
-
-
 def _is_timeout(exc: Exception) -> bool:
     import requests
 
     return isinstance(exc, requests.exceptions.ReadTimeout | requests.exceptions.ConnectionError)
 
 
-def _give_to_sandbox_user(workspace: Path) -> None:
+def give_to_sandbox_user(workspace: Path) -> None:
     """The container runs as uid 65534: hand it the workspace (we own it, it is a copy)."""
     if os.geteuid() != 0:
         for root, dirs, files in os.walk(workspace):

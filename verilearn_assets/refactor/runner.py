@@ -104,6 +104,14 @@ def prepare_workspace(
         raise
     ws = Workspace(task_id=task_id, root=root, config=config)
     ws.baseline = ws.snapshot()
+    if config.backend == "docker" and config.docker.lifetime == "workspace":
+        from verilearn_assets.refactor.docker_jail import DockerSession
+
+        try:
+            ws.jail = DockerSession(config, ws.tree, ws.control)
+        except BaseException:
+            shutil.rmtree(root, ignore_errors=True)
+            raise
     return ws
 
 
@@ -131,7 +139,12 @@ def apply_action(workspace: Workspace, action: AnyAction | str | dict[str, Any])
         (workspace.control / "rule.yml").write_text(parsed.rule_yaml())
     before = workspace.snapshot()
     done = run_in_jail(
-        config, workspace.tree, workspace.control, argv, config.limits.action_timeout_s
+        config,
+        workspace.tree,
+        workspace.control,
+        argv,
+        config.limits.action_timeout_s,
+        session=workspace.jail,
     )
     after = workspace.snapshot()
     changed = changed_files(before, after)
@@ -195,7 +208,9 @@ def run_tests(
         _log(workspace, "tests", spec.model_dump(), result)
         return result
     timeout = spec.timeout_s or config.limits.test_timeout_s
-    done = run_in_jail(config, workspace.tree, workspace.control, spec.argv, timeout)
+    done = run_in_jail(
+        config, workspace.tree, workspace.control, spec.argv, timeout, session=workspace.jail
+    )
     counts = {"passed": 0, "failed": 0, "errors": 0}
     tail = done.stdout.strip().splitlines()[-3:] if done.stdout.strip() else []
     for line in tail:
@@ -255,7 +270,13 @@ class TestCache:
 
 
 def cleanup(workspace: Workspace) -> None:
-    shutil.rmtree(workspace.root, ignore_errors=False)
+    """Remove the workspace's container (if any), then its files."""
+    try:
+        if workspace.jail is not None:
+            workspace.jail.close()
+            workspace.jail = None
+    finally:
+        shutil.rmtree(workspace.root, ignore_errors=False)
 
 
 def _log(workspace: Workspace, kind: str, request: Any, result: BaseModel) -> None:

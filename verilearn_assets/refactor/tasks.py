@@ -164,7 +164,9 @@ def generate_tasks(
     """Every task of one `source × split` partition (the `llm` source needs a model)."""
     if source not in ("template", "procedural"):
         return []
-    repos = [r for r in (repos if repos is not None else load_corpus()) if r.split == split]
+    if repos is None:
+        repos = load_corpus(strict=False)
+    repos = [r for r in repos if r.split == split]
     rules = rules if rules is not None else load_rules()
     tasks = [
         run_candidate(c, config)

@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from verilearn_assets.refactor.config import RefactorConfig, expand_home
 
@@ -32,6 +33,7 @@ class Workspace:
     root: Path  # holds `tree` (bound at /workspace) and `control` (the step's rule)
     config: RefactorConfig
     baseline: Snapshot = field(default_factory=dict)
+    jail: Any = None  # docker_jail.DockerSession while the workspace's container lives
 
     @property
     def tree(self) -> Path:

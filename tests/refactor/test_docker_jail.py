@@ -1,0 +1,167 @@
+"""One container per workspace: commands cannot leave anything to the next, none leak."""
+
+from __future__ import annotations
+
+import gc
+import subprocess
+import sys
+import textwrap
+import uuid
+from pathlib import Path
+
+import pytest
+from refactor_support import refactor_config, require_backend
+
+from verilearn_assets.refactor.config import RefactorConfig
+from verilearn_assets.refactor.runner import (
+    TestSpec,
+    apply_action,
+    cleanup,
+    prepare_workspace,
+    run_tests,
+)
+
+FILES = {"pkg/__init__.py": "", "pkg/mod.py": "X = 1\n"}
+
+
+def _host_processes_with(marker: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def _leave_behind(marker: str) -> str:
+    """A command that returns at once, leaving a detached sleeper, a running fork bomb and
+    a file in /tmp (= $HOME) behind it."""
+    return textwrap.dedent(
+        f"""
+        import os, time
+        MARK = {marker!r}
+        open('/tmp/planted', 'w').write(MARK)
+        if os.fork() == 0:          # a daemon in its own session: sleeps
+            os.setsid()
+            if os.fork() == 0:
+                time.sleep(600)
+            os._exit(0)
+        if os.fork() == 0:          # a fork bomb in another session
+            os.setsid()
+            while True:
+                try:
+                    os.fork()
+                except OSError:
+                    time.sleep(0.01)
+        time.sleep(0.5)             # let both get going
+        print('left', flush=True)
+        """
+    )
+
+
+LOOK = """
+import os
+me = os.getpid()
+seen = []
+for p in os.listdir('/proc'):
+    if p.isdigit() and int(p) not in (1, me, os.getppid()):
+        try:
+            seen.append(open(f'/proc/{p}/cmdline', 'rb').read().replace(b'\\0', b' ').decode())
+        except OSError:
+            pass
+print('others', len([s for s in seen if 'MARK' in s]))
+print('planted', os.path.exists('/tmp/planted'))
+"""
+
+
+@pytest.mark.parametrize("backend_name", ["docker", "bwrap"])
+def test_a_command_leaves_nothing_to_the_next(backend_name: str, tmp_path: Path) -> None:
+    require_backend(backend_name)
+    config = refactor_config(backend_name, tmp_path, action_timeout_s=15, pids=48)
+    marker = f"mark-{uuid.uuid4().hex}"
+    ws = prepare_workspace("t-leftover", FILES, config)
+    try:
+        first = apply_action(
+            ws, {"kind": "command", "argv": ["python", "-c", _leave_behind(marker)]}
+        )
+        assert first.exit_code == 0 and "left" in first.stdout, first
+        # a fresh process in the same workspace sees none of it
+        second = apply_action(ws, {"kind": "command", "argv": ["python", "-c", LOOK]})
+        assert second.exit_code == 0, second
+        assert "others 0" in second.stdout and "planted False" in second.stdout, second.stdout
+        assert _host_processes_with(marker) == []
+        # a command killed at its timeout takes its group with it; the workspace goes on
+        spin = TestSpec(argv=["python", "-c", f"# {marker}\nwhile True: pass"], timeout_s=2)
+        assert run_tests(ws, spin, use_cache=False).status == "timeout"
+        assert _host_processes_with(marker) == []
+        after = run_tests(ws, TestSpec(argv=["python", "-c", "print(1)"]), use_cache=False)
+        assert after.status == "passed", after
+        if backend_name == "docker":
+            assert ws.jail is not None and ws.jail.started == 1  # one container throughout
+    finally:
+        cleanup(ws)
+
+
+def _container_exists(container_id: str) -> bool:
+    import docker
+
+    from verilearn_assets.core.sandbox.docker_backend import docker_client
+
+    client = docker_client()
+    try:
+        client.api.inspect_container(container_id)
+        return True
+    except docker.errors.NotFound:
+        return False
+    finally:
+        client.close()
+
+
+@pytest.fixture
+def docker_config(tmp_path: Path) -> RefactorConfig:
+    require_backend("docker")
+    return refactor_config("docker", tmp_path, action_timeout_s=15)
+
+
+def test_container_lives_as_long_as_its_workspace(docker_config: RefactorConfig) -> None:
+    ws = prepare_workspace("t-life", FILES, docker_config)
+    container_id = ws.jail.container_id
+    assert _container_exists(container_id)
+    cleanup(ws)
+    assert not _container_exists(container_id)
+    # a workspace dropped without cleanup (a crash path) takes its container with it
+    dropped = prepare_workspace("t-drop", FILES, docker_config)
+    container_id = dropped.jail.container_id
+    del dropped
+    gc.collect()
+    assert not _container_exists(container_id)
+
+
+def test_container_of_a_killed_process_is_reaped(docker_config: RefactorConfig) -> None:
+    from verilearn_assets.core.sandbox.docker_backend import docker_client
+    from verilearn_assets.refactor.docker_jail import reap_orphans
+
+    script = textwrap.dedent(
+        f"""
+        import os, signal
+        from verilearn_assets.refactor.config import RefactorConfig
+        from verilearn_assets.refactor.runner import prepare_workspace
+        config = RefactorConfig.model_validate_json({docker_config.model_dump_json()!r})
+        ws = prepare_workspace("t-orphan", {{"a.py": "A = 1\\n"}}, config)
+        print(ws.jail.container_id, flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)  # no cleanup, no finalizer, no atexit
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == -9, done.stderr
+    container_id = done.stdout.strip()
+    assert _container_exists(container_id)
+    client = docker_client()
+    try:
+        assert container_id[:12] in reap_orphans(client)
+    finally:
+        client.close()
+    assert not _container_exists(container_id)

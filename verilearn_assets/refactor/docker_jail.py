@@ -1,0 +1,323 @@
+"""The Docker backend: one container per workspace (default) or one per command.
+
+Starting a container costs far more than the ast-grep or pytest run it hosts, so a
+workspace keeps one container for its life: started by `prepare_workspace`, each command a
+`docker exec` of `jail_exec.py run` (which sweeps every leftover process and `/tmp` before
+and after the command, and kills the command's process group on timeout), removed by
+`cleanup`. A `weakref.finalize` removes it if the workspace is dropped or the interpreter
+exits without `cleanup`, and containers whose owning process died (killed with SIGKILL) are
+removed by the next session. Isolation is the per-command container's: no network,
+read-only root, a `/tmp` tmpfs, pids and memory limits, uid 65534, every capability
+dropped, no new privileges. `docker.lifetime: command` keeps the one-container-per-command
+path (the benchmark compares both).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import socket
+import sys
+import tempfile
+import time
+import weakref
+from pathlib import Path
+from typing import Any
+
+from verilearn_assets.core.sandbox.jail import SANDBOX_UID
+from verilearn_assets.refactor.config import RefactorConfig
+
+log = logging.getLogger("verilearn.refactor.docker")
+
+LABEL = "verilearn.refactor"
+OWNER_LABEL = "verilearn.refactor.owner"  # <hostname>:<pid> of the process that started it
+EXEC_IN_JAIL = "/opt/refactor/jail_exec.py"
+EXEC_SOURCE = Path(__file__).resolve().parent / "jail_exec.py"
+SOCKET_DIR_IN_JAIL = "/run/jailctl"
+HOST_GRACE_S = 30.0  # beyond the command's timeout, the host gives up and kills the container
+START_TIMEOUT_S = 60.0
+_reaped_once = False
+
+
+def _owner() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+_DRIVER: dict[int, str] = {}
+
+
+def cgroup_parent(client: Any, setting: str | None) -> str | None:
+    """`auto`: our own group beside Docker's (named for the daemon's cgroup driver)."""
+    if setting != "auto":
+        return setting
+    if not _DRIVER:
+        _DRIVER[0] = str(client.info().get("CgroupDriver", "cgroupfs"))
+    return "verilearn-refactor.slice" if _DRIVER[0] == "systemd" else "/verilearn-refactor"
+
+
+def container_kwargs(
+    client: Any, config: RefactorConfig, workspace: Path, control: Path
+) -> dict[str, Any]:
+    """The isolation every refactor container gets, whatever its lifetime."""
+    from docker.types import Ulimit
+
+    from verilearn_assets.refactor.jail import (
+        BIN_IN_JAIL,
+        CONTROL_IN_JAIL,
+        WORKSPACE_IN_JAIL,
+        _ro_paths,
+        ast_grep_binary,
+        jail_env,
+    )
+
+    limits = config.limits
+    volumes = {p: {"bind": p, "mode": "ro"} for p in _ro_paths(config)}
+    volumes[ast_grep_binary()] = {"bind": f"{BIN_IN_JAIL}/ast-grep", "mode": "ro"}
+    volumes[str(EXEC_SOURCE)] = {"bind": EXEC_IN_JAIL, "mode": "ro"}
+    volumes[str(control)] = {"bind": CONTROL_IN_JAIL, "mode": "ro"}
+    volumes[str(workspace)] = {"bind": WORKSPACE_IN_JAIL, "mode": "rw"}
+    size = limits.file_size_mb * 1024 * 1024
+    parent = cgroup_parent(client, config.docker.cgroup_parent)
+    return {
+        **({"cgroup_parent": parent} if parent else {}),
+        "detach": True,
+        "network_mode": "none",
+        "read_only": True,
+        "user": f"{SANDBOX_UID}:{SANDBOX_UID}",
+        "working_dir": WORKSPACE_IN_JAIL,
+        "environment": jail_env("docker"),
+        "volumes": volumes,
+        "tmpfs": {"/tmp": "size=64m,mode=1777"},
+        "mem_limit": f"{limits.memory_mb}m",
+        "memswap_limit": f"{limits.memory_mb}m",
+        "pids_limit": limits.pids,
+        "cap_drop": ["ALL"],
+        "security_opt": ["no-new-privileges"],
+        "ulimits": [
+            Ulimit(name="cpu", soft=limits.cpu_s, hard=limits.cpu_s),
+            Ulimit(name="fsize", soft=size, hard=size),
+            Ulimit(name="nofile", soft=limits.open_files, hard=limits.open_files),
+            Ulimit(name="core", soft=0, hard=0),
+        ],
+    }
+
+
+def _remove_container(container_id: str) -> None:
+    """Force-remove one container (used by `close` and by the finalizer: no `self`)."""
+    import docker
+
+    from verilearn_assets.core.sandbox.docker_backend import docker_client
+
+    client = docker_client(timeout=60)
+    try:
+        client.api.remove_container(container_id, force=True)
+    except docker.errors.NotFound:
+        pass
+    finally:
+        client.close()
+
+
+def reap_orphans(client: Any) -> list[str]:
+    """Remove workspace containers whose owning process on this host is gone."""
+    host = socket.gethostname()
+    removed = []
+    for c in client.containers.list(all=True, filters={"label": f"{LABEL}=workspace"}):
+        owner_host, _, pid = c.labels.get(OWNER_LABEL, "").rpartition(":")
+        if owner_host != host or not pid.isdigit() or _alive(int(pid)):
+            continue
+        c.remove(force=True)
+        removed.append(c.short_id)
+    if removed:
+        log.warning("removed %d refactor containers left by dead processes", len(removed))
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class DockerSession:
+    """One long-lived container over one workspace; `run` is one JSON line each way over a
+    unix socket to the container's PID 1 (`jail_exec.py serve`)."""
+
+    def __init__(self, config: RefactorConfig, workspace: Path, control: Path) -> None:
+        from verilearn_assets.core.sandbox.docker_backend import docker_client
+
+        self.config = config
+        self.workspace = workspace
+        self.control = control
+        self.client = docker_client(timeout=60)
+        self.container_id: str | None = None
+        self._conn: socket.socket | None = None
+        self._reader: Any = None
+        self._finalizer: weakref.finalize | None = None
+        self.started = 0  # containers started over the session's life (1 unless one died)
+        self._start()
+
+    def _start(self) -> None:
+        from verilearn_assets.core.sandbox.docker_backend import ensure_offline_image
+        from verilearn_assets.refactor.jail import give_to_sandbox_user
+
+        global _reaped_once
+        if not _reaped_once:
+            reap_orphans(self.client)
+            _reaped_once = True
+        image = ensure_offline_image(self.client, self.config.docker.offline_image)
+        give_to_sandbox_user(self.workspace)
+        # A one-shot socket in a short private directory (unix paths are capped at 108
+        # bytes), bound read-only into the container; removed once init has connected.
+        rendezvous = Path(tempfile.mkdtemp(prefix="vlr-"))
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            listener.bind(str(rendezvous / "s"))
+            os.chmod(rendezvous, 0o755)
+            os.chmod(rendezvous / "s", 0o777)
+            listener.listen(1)
+            listener.settimeout(START_TIMEOUT_S)
+            kwargs = container_kwargs(self.client, self.config, self.workspace, self.control)
+            kwargs["volumes"][str(rendezvous)] = {"bind": SOCKET_DIR_IN_JAIL, "mode": "ro"}
+            container = self.client.containers.run(
+                image,
+                command=[
+                    sys.executable,
+                    "-I",
+                    "-S",
+                    "-B",
+                    EXEC_IN_JAIL,
+                    "serve",
+                    f"{SOCKET_DIR_IN_JAIL}/s",
+                ],
+                labels={LABEL: "workspace", OWNER_LABEL: _owner()},
+                init=False,  # jail_exec serve is PID 1 and reaps
+                **kwargs,
+            )
+            self.container_id = container.id
+            self._finalizer = weakref.finalize(self, _remove_container, container.id)
+            self.started += 1
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError as exc:
+                logs = container.logs().decode(errors="replace")[-2000:]
+                self._kill_container()
+                raise RuntimeError(
+                    f"refactor container did not connect within {START_TIMEOUT_S}s: {logs}"
+                ) from exc
+        finally:
+            listener.close()
+            shutil.rmtree(rendezvous, ignore_errors=True)
+        self._conn = conn
+        self._reader = conn.makefile("rb")
+
+    @property
+    def alive(self) -> bool:
+        return self.container_id is not None
+
+    def run(self, argv: list[str], timeout_s: float):  # noqa: ANN201 - jail.Completed
+        from verilearn_assets.refactor.jail import Completed, give_to_sandbox_user
+
+        if self.container_id is None:  # the last command wedged and its container was killed
+            self._start()
+        assert self._conn is not None
+        give_to_sandbox_user(self.workspace)  # files the host added since the last command
+        limits = self.config.limits
+        spec = {
+            "argv": argv,
+            "timeout_s": timeout_s,
+            "cap": limits.output_cap_bytes,
+            "memory_bytes": limits.memory_mb * 1024 * 1024,
+        }
+        start = time.perf_counter()
+        self._conn.settimeout(timeout_s + HOST_GRACE_S)
+        try:
+            self._conn.sendall(json.dumps(spec).encode() + b"\n")
+            line = self._reader.readline()
+        except (TimeoutError, OSError) as exc:
+            line, why = b"", f"{type(exc).__name__}: {exc}"
+        else:
+            why = "the connection closed"
+        duration = (time.perf_counter() - start) * 1000
+        if not line:  # wedged, or init died (OOM, daemon trouble): a fresh container next
+            log.warning("refactor container %s lost (%s): killed", self.container_id, why)
+            self._kill_container()
+            timed_out = duration >= timeout_s * 1000
+            return Completed(
+                -9, "", f"jail: no answer from the container: {why}", duration, timed_out
+            )
+        report = json.loads(line)
+        if "error" in report:
+            raise RuntimeError(f"refactor container could not run {argv[:1]}: {report['error']}")
+        return Completed(
+            int(report["exit_code"]),
+            report["stdout"],
+            report["stderr"],
+            float(report["duration_ms"]),
+            bool(report["timed_out"]),
+        )
+
+    def _kill_container(self) -> None:
+        if self._conn is not None:
+            self._reader.close()
+            self._conn.close()
+            self._conn = self._reader = None
+        if self._finalizer is not None:
+            self._finalizer()  # removes the container, once
+        self.container_id = None
+
+    def close(self) -> None:
+        try:
+            self._kill_container()
+        finally:
+            self.client.close()
+
+
+def run_once(
+    config: RefactorConfig, workspace: Path, control: Path, argv: list[str], timeout_s: float
+):  # noqa: ANN201 - jail.Completed
+    """`docker.lifetime: command`: a fresh container for this one command."""
+    import docker
+
+    from verilearn_assets.core.sandbox.docker_backend import docker_client, ensure_offline_image
+    from verilearn_assets.refactor.jail import Completed, _cap, _is_timeout, give_to_sandbox_user
+
+    limits = config.limits
+    client = docker_client(timeout=max(30, int(timeout_s) + 10))
+    try:
+        image = ensure_offline_image(client, config.docker.offline_image)
+        give_to_sandbox_user(workspace)
+        start = time.perf_counter()
+        container = client.containers.run(
+            image,
+            command=argv,
+            labels={LABEL: "step"},
+            **container_kwargs(client, config, workspace, control),
+        )
+        timed_out = False
+        try:
+            try:
+                code = int(container.wait(timeout=timeout_s)["StatusCode"])
+            except Exception as exc:  # requests' ReadTimeout / ConnectionError on timeout
+                if not _is_timeout(exc):
+                    raise
+                timed_out = True
+                container.kill()
+                code = int(container.wait(timeout=30)["StatusCode"])
+            duration = (time.perf_counter() - start) * 1000
+            cap = limits.output_cap_bytes
+            stdout = _cap(container.logs(stdout=True, stderr=False).decode(errors="replace"), cap)
+            stderr = _cap(container.logs(stdout=False, stderr=True).decode(errors="replace"), cap)
+        finally:
+            try:
+                container.remove(force=True)
+            except docker.errors.NotFound:
+                pass
+        return Completed(code, stdout, stderr, duration, timed_out)
+    finally:
+        client.close()

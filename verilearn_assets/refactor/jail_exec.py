@@ -1,0 +1,175 @@
+"""Runs *inside* a workspace's Docker container as its PID 1 (stdlib only; the host's
+Python, mounted read-only).
+
+`jail_exec.py serve SOCKET` connects to the host's one-shot unix socket and then answers one
+JSON line per command with one JSON line (exit code, timed_out, capped stdout/stderr,
+duration, swept count): no `docker exec` (hundreds of milliseconds each) per command. As
+the namespace's init it cannot be killed from inside (the kernel drops signals it does not
+handle) and it reaps orphans. Before and after every command it sweeps every other process
+of the container (`kill(-1)` spares only the caller) and empties `/tmp`, so nothing one
+command leaves behind (a daemon, a fork bomb, a file in `$HOME`) reaches the next; on
+timeout it kills the command's process group first. The host's socket accepts one
+connection and is then removed, so a command cannot reach the host.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+SCRATCH = "/tmp"  # the container's only writable place besides /workspace (a tmpfs)
+
+
+def _reap(main: int) -> int | None:
+    """Reap every finished child; the exit code of `main` if it was among them."""
+    code = None
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return code
+        if pid == 0:
+            return code
+        if pid == main:
+            code = os.waitstatus_to_exitcode(status)
+
+
+def wait(main: int, timeout_s: float) -> int | None:
+    """Wait for `main` (reaping orphans meanwhile); None on timeout. SIGCHLD is blocked."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        code = _reap(main)
+        if code is not None:
+            return code
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        signal.sigtimedwait({signal.SIGCHLD}, min(left, 1.0))
+
+
+def others() -> list[int]:
+    me = os.getpid()
+    return [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, me)]
+
+
+def sweep() -> int:
+    """Kill every process but init and this one; wait until init has reaped them."""
+    left = others()
+    count = len(left)
+    deadline = time.monotonic() + 5
+    while left:
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        _reap(-1)  # as init, every orphan is ours to reap
+        time.sleep(0.002)
+        left = others()
+        if left and time.monotonic() > deadline:
+            raise SystemExit(f"jail_exec: processes {left[:10]} survive kill(-1)")
+    return count
+
+
+def wipe_scratch() -> None:
+    for name in os.listdir(SCRATCH):
+        path = os.path.join(SCRATCH, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+
+
+def cap(data: bytes, limit: int) -> str:
+    text = data.decode(errors="replace")
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n…[{len(text) - limit} characters cut]…\n{text[-half:]}"
+
+
+def run(spec: dict) -> dict:
+    swept = sweep()
+    wipe_scratch()
+    memory = spec["memory_bytes"]
+
+    def limit() -> None:  # the command's own address-space cap, as in the bwrap jail
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})  # init blocks it
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+
+    start = time.monotonic()
+    timed_out = False
+    out_path, err_path = f"{SCRATCH}/.step-{os.getpid()}.out", f"{SCRATCH}/.step-{os.getpid()}.err"
+    with open(out_path, "w+b") as out, open(err_path, "w+b") as err:
+        try:
+            process = subprocess.Popen(
+                spec["argv"],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+                preexec_fn=limit,  # noqa: PLW1509
+            )
+        except OSError as exc:  # not found / not executable here: the command's failure
+            return {
+                "exit_code": 127,
+                "timed_out": False,
+                "stdout": "",
+                "stderr": f"jail: cannot run {spec['argv'][0]!r}: {exc}",
+                "duration_ms": (time.monotonic() - start) * 1000,
+                "swept": swept,
+            }
+        code = wait(process.pid, spec["timeout_s"])
+        if code is None:
+            timed_out = True
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            code = wait(process.pid, 30.0)
+            code = -signal.SIGKILL if code is None else code
+        process.returncode = code  # reaped here, not by Popen
+        duration = (time.monotonic() - start) * 1000
+        swept += sweep()  # daemons that left the group, children of a killed parent
+        out.seek(0)
+        err.seek(0)
+        stdout = cap(out.read(), spec["cap"])
+        stderr = cap(err.read(), spec["cap"])
+    wipe_scratch()
+    return {
+        "exit_code": code,
+        "timed_out": timed_out,
+        "stdout": stdout,
+        "stderr": stderr,
+        "duration_ms": duration,
+        "swept": swept,
+    }
+
+
+def serve(path: str) -> None:
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(path)
+    reader = sock.makefile("rb")
+    for line in reader:
+        try:
+            reply = run(json.loads(line))
+        except Exception as exc:  # the host gets the reason; the container stays usable
+            reply = {"error": f"{type(exc).__name__}: {exc}"}
+        sock.sendall(json.dumps(reply).encode() + b"\n")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "serve":
+        serve(sys.argv[2])
+    else:
+        raise SystemExit("usage: jail_exec.py serve SOCKET")
