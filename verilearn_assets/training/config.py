@@ -71,6 +71,9 @@ class SftSettings(StrictConfig):
     seed: int = 0
     max_seq_length: int = Field(default=2048, ge=16)
     truncation: Literal["drop_last_turns", "drop_row"] = "drop_last_turns"
+    # The trainability check fails when more than this fraction of a split's rows cannot
+    # fit even truncated (they are always counted, and never trained on).
+    max_dropped_fraction: float = Field(default=0.2, ge=0.0, le=1.0)
     weighting: Literal["sample", "one_per_task"] = "sample"
     merge: bool = True  # True: merged HF model dir; False: adapter dir (vLLM --enable-lora)
 

@@ -1,7 +1,189 @@
-"""Dagster wiring of the SFT stage (`sft_model` and the trainability check)."""
+"""Dagster wiring of the SFT stage: `sft_dataset_trainable` (blocking) and `sft_model`.
 
-from dagster import AssetChecksDefinition, AssetsDefinition, JobDefinition
+`sft_dataset_trainable` runs the pure trainability check on every `sft_dataset` partition
+(it rides along in `training_job`, which selects `sft_dataset` with its checks).
+`sft_model` trains on the `train` partition and refuses unless that partition was
+materialized (itself behind the reliability gate) and every blocking check on it passed on
+its latest materialization; the CLI (`verilearn train sft`) asks the same question through
+`sft_gate_reasons` and trains through the same `train_sft`.
+"""
 
-SFT_ASSETS: list[AssetsDefinition] = []
-SFT_CHECKS: list[AssetChecksDefinition] = []
-SFT_JOBS: list[JobDefinition] = []
+import base64
+from pathlib import Path
+
+from dagster import (
+    AssetCheckExecutionContext,
+    AssetCheckKey,
+    AssetCheckResult,
+    AssetChecksDefinition,
+    AssetCheckSeverity,
+    AssetDep,
+    AssetExecutionContext,
+    AssetsDefinition,
+    Config,
+    DagsterInstance,
+    Failure,
+    JobDefinition,
+    MaterializeResult,
+    MetadataValue,
+    SpecificPartitionsPartitionMapping,
+    asset,
+    asset_check,
+    define_asset_job,
+)
+
+from resources.home import HomeResource
+from verilearn_assets.gate.adapter import gate_failures, latest_materialization
+from verilearn_assets.platform.defs import SPLIT
+from verilearn_assets.training.assets import sft_dataset
+from verilearn_assets.training.config import TrainingConfig, load_training_config
+from verilearn_assets.training.run_dir import GateEvidence, TrainRun
+from verilearn_assets.training.sft import train_sft
+from verilearn_assets.training.sft_data import SftDataMissing, load_sft_rows, sft_partition_dir
+from verilearn_assets.training.trainability import check_trainability
+
+
+@asset_check(
+    asset=sft_dataset,
+    name="sft_dataset_trainable",
+    blocking=True,
+    partitions_def=SPLIT,
+    description="Every row renders with the base model's chat template (with {% generation %} "
+    "markers), fits max_seq_length or is cut by the documented rule (counted), and one "
+    "optimizer step on a sample gives a finite loss.",
+)
+def sft_dataset_trainable(
+    context: AssetCheckExecutionContext, home: HomeResource
+) -> AssetCheckResult:
+    split = context.partition_key
+    config = load_training_config()
+    if not (config.base_model_dir() / "config.json").is_file():
+        # No model to train (`make demo` stays model-free): a failed warning, so the data
+        # pipeline still finishes, while `sft_model` refuses on this failed evaluation.
+        return AssetCheckResult(
+            passed=False,
+            severity=AssetCheckSeverity.WARN,
+            description=f"{config.base_model_dir()}: base model not built (make tiny-model)",
+        )
+    rows = load_sft_rows(home.dir(), split)
+    report = check_trainability(config, rows)
+    context.log.info(report.summary())
+    meta: dict[str, object] = {
+        k: v
+        for k, v in report.model_dump().items()
+        if isinstance(v, int | float | str) and v is not None
+    }
+    for name in ("truncated_ids", "dropped_ids", "errors"):
+        items = getattr(report, name)
+        if items:
+            meta[name] = MetadataValue.md("\n".join(f"- {i}" for i in items))
+    return AssetCheckResult(passed=report.passed, description=report.summary(), metadata=meta)
+
+
+SFT_DATASET_CHECKS: list[AssetCheckKey] = [sft_dataset_trainable.check_key]
+
+
+def sft_gate_reasons(instance: DagsterInstance, home: Path, split: str) -> list[str]:
+    """Why `sft_dataset[split]` may not be trained on; empty when it may."""
+    reasons, considered = gate_failures(instance, SFT_DATASET_CHECKS, [split])
+    if not considered:
+        return [
+            f"sft_dataset [{split}] was never materialized (run training_job for {split!r}: "
+            "it refuses unless the reliability gate passed)"
+        ]
+    if not reasons and not any(sft_partition_dir(home, split).glob("part-*.parquet")):
+        reasons.append(f"{sft_partition_dir(home, split)}: sft_dataset partition is missing")
+    return reasons
+
+
+def gate_evidence(instance: DagsterInstance, home: Path, split: str) -> GateEvidence:
+    """Which materialization of which partition the model is trained on."""
+    mat = latest_materialization(instance, sft_dataset.key, split)
+    meta = (
+        mat.asset_materialization.metadata
+        if mat is not None and mat.asset_materialization is not None
+        else {}
+    )
+    parts = str(meta["partitions"].value).splitlines() if "partitions" in meta else []
+    return GateEvidence(
+        split=split,
+        partition_path=str(sft_partition_dir(home, split)),
+        materialization_run_id=mat.run_id if mat is not None else None,
+        rows_in_partition=len(load_sft_rows(home, split)),
+        rows_used=0,
+        partitions=[p.removeprefix("- ") for p in parts],
+    )
+
+
+class SftModelConfig(Config):
+    config_path: str | None = None  # a training.yaml; default configs/training.yaml
+    max_steps: int | None = None  # overrides sft.max_steps
+
+
+def train_metadata(run: TrainRun) -> dict[str, object]:
+    meta: dict[str, object] = {
+        "run_id": run.run_id,
+        "run_dir": MetadataValue.path(str(run.run_dir)),
+        "model_dir": MetadataValue.path(str(run.model_dir)),
+        "merged": run.merged,
+        "steps": run.steps,
+        "final_loss": run.final_loss if run.final_loss is not None else float("nan"),
+        "rows_used": run.rows_used,
+        "rows_truncated": run.rows_truncated,
+        "rows_dropped": run.rows_dropped,
+    }
+    for plot in run.plots:
+        encoded = base64.b64encode(plot.read_bytes()).decode()
+        meta[f"plot_{plot.stem}"] = MetadataValue.md(
+            f"![{plot.stem}](data:image/png;base64,{encoded})\n\n`{plot}`"
+        )
+    return meta
+
+
+@asset(
+    group_name="training",
+    deps=[AssetDep(sft_dataset, partition_mapping=SpecificPartitionsPartitionMapping(["train"]))],
+    description="A LoRA SFT of the base model (TRL SFTTrainer) on sft_dataset[train], merged "
+    "into a normal model directory (or kept as an adapter); refuses unless sft_dataset[train] "
+    "passed every blocking check on its latest materialization.",
+)
+def sft_model(
+    context: AssetExecutionContext, config: SftModelConfig, home: HomeResource
+) -> MaterializeResult:
+    training: TrainingConfig = load_training_config(config.config_path)
+    split = training.split
+    reasons = sft_gate_reasons(context.instance, home.dir(), split)
+    if reasons:
+        raise Failure(
+            description=f"sft_model refuses: the gate on sft_dataset [{split}] did not pass: "
+            + " | ".join(reasons),
+            metadata={"blocked_by": MetadataValue.md("\n".join(f"- {r}" for r in reasons))},
+        )
+    try:
+        evidence = gate_evidence(context.instance, home.dir(), split)
+    except SftDataMissing as exc:
+        raise Failure(description=f"sft_model refuses: {exc}") from exc
+
+    def log_progress(step: int, total: int, logs: dict) -> None:
+        if "loss" in logs and (step % 10 == 0 or step == total):
+            context.log.info(f"sft step {step}/{total}: loss {logs['loss']:.4f}")
+
+    run = train_sft(
+        training,
+        home.dir(),
+        max_steps=config.max_steps,
+        progress=log_progress,
+        evidence=evidence,
+    )
+    return MaterializeResult(metadata=train_metadata(run))
+
+
+sft_job = define_asset_job(
+    "sft_job",
+    selection=[sft_model],
+    description="LoRA SFT on the gated train split (sft_model).",
+)
+
+SFT_ASSETS: list[AssetsDefinition] = [sft_model]
+SFT_CHECKS: list[AssetChecksDefinition] = [sft_dataset_trainable]
+SFT_JOBS: list[JobDefinition] = [sft_job]

@@ -89,12 +89,17 @@ def has_generation_markers(template: str | None) -> bool:
     return "{% generation %}" in flat and "{% endgeneration %}" in flat
 
 
-def _tokens(tokenizer: Any, messages: list[dict[str, str]]) -> tuple[int, int]:
-    """(sequence length, assistant tokens) as the trainer will see them."""
+def _encode(tokenizer: Any, messages: list[dict[str, str]]) -> tuple[int, list[int]]:
+    """(sequence length, assistant mask) as the trainer will see them."""
     out = tokenizer.apply_chat_template(
         messages, tokenize=True, return_dict=True, return_assistant_tokens_mask=True
     )
-    return len(out["input_ids"]), int(sum(out["assistant_masks"]))
+    return len(out["input_ids"]), list(out["assistant_masks"])
+
+
+def _span_ends(mask: list[int]) -> list[int]:
+    """Token index just after each contiguous assistant span (one per assistant turn)."""
+    return [i + 1 for i, m in enumerate(mask) if m and (i + 1 == len(mask) or not mask[i + 1])]
 
 
 def prepare_rows(tokenizer: Any, rows: list[SftRow], sft: SftSettings) -> PreparedRows:
@@ -104,12 +109,12 @@ def prepare_rows(tokenizer: Any, rows: list[SftRow], sft: SftSettings) -> Prepar
     for row in rows:
         try:
             msgs = chat_messages(row)
-            length, assistant = _tokens(tokenizer, msgs)
+            length, mask = _encode(tokenizer, msgs)
         except Exception as exc:  # reported per row: the check names it and fails
             out.errors.append(f"{row.id}: {type(exc).__name__}: {exc}")
             continue
         out.longest_tokens = max(out.longest_tokens, length)
-        if assistant == 0:
+        if not any(mask):
             out.dropped_no_assistant_ids.append(row.id)
             continue
         if length <= limit:
@@ -120,7 +125,7 @@ def prepare_rows(tokenizer: Any, rows: list[SftRow], sft: SftSettings) -> Prepar
         if sft.truncation == "drop_row":
             out.dropped_too_long_ids.append(row.id)
             continue
-        cut = _longest_fitting_prefix(tokenizer, msgs, limit)
+        cut = _longest_fitting_prefix(tokenizer, msgs, mask, limit)
         if cut is None:
             out.dropped_too_long_ids.append(row.id)
             continue
@@ -131,13 +136,28 @@ def prepare_rows(tokenizer: Any, rows: list[SftRow], sft: SftSettings) -> Prepar
 
 
 def _longest_fitting_prefix(
-    tokenizer: Any, msgs: list[dict[str, str]], limit: int
+    tokenizer: Any, msgs: list[dict[str, str]], mask: list[int], limit: int
 ) -> list[dict[str, str]] | None:
-    """Longest `msgs[:k]` ending on an assistant message that fits in `limit` tokens."""
+    """Longest `msgs[:k]` ending on an assistant message that renders within `limit` tokens.
+
+    The full row's assistant spans give each prefix's length in one tokenization (for a
+    prefix-preserving template such as ChatML); the chosen prefix is re-rendered to confirm,
+    and when a template is not prefix-preserving the prefixes are rendered one by one.
+    """
     ends = [i + 1 for i, m in enumerate(msgs) if m["role"] == "assistant"]
+    spans = _span_ends(mask)
+    if len(spans) == len(ends):
+        fitting = [k for k, end in zip(ends, spans, strict=True) if end <= limit]
+        if not fitting:
+            return None  # even the first assistant turn ends past the limit
+        for k in reversed(fitting):
+            length, sub = _encode(tokenizer, msgs[:k])
+            if length <= limit and any(sub):
+                return msgs[:k]
+            break  # the estimate was wrong: this template is not prefix-preserving
     for k in reversed(ends):
-        length, assistant = _tokens(tokenizer, msgs[:k])
-        if length <= limit and assistant > 0:
+        length, sub = _encode(tokenizer, msgs[:k])
+        if length <= limit and any(sub):
             return msgs[:k]
     return None
 
@@ -253,6 +273,13 @@ def check_trainability(
         report.reasons.append(
             f"{len(prep.errors)} row(s) do not render with the chat template "
             f"(first: {prep.errors[0]})"
+        )
+    too_long = len(prep.dropped_too_long_ids)
+    if rows and too_long / len(rows) > sft.max_dropped_fraction:
+        report.reasons.append(
+            f"{too_long} of {len(rows)} rows cannot fit max_seq_length={sft.max_seq_length} "
+            f"even truncated ({sft.truncation}); allowed fraction {sft.max_dropped_fraction:g} "
+            f"(first: {prep.dropped_too_long_ids[0]})"
         )
     if rows and not prep.conversations:
         report.reasons.append(

@@ -1,0 +1,151 @@
+"""`verilearn train sft|grpo`: train on the gated data, through the same code as the assets.
+
+`train sft` asks the Dagster instance the same question `sft_model` asks (was
+`sft_dataset[split]` materialized, and did every blocking check on it pass on its latest
+materialization?) and exits 2 naming the reason when not; then it calls `train_sft`, the
+function the asset calls, with a progress bar. `train grpo` calls `train_grpo` likewise.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from verilearn_assets.core.records import SPLITS
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("train", help="train a model on the gated data (SFT with LoRA, GRPO)")
+    stages = p.add_subparsers(dest="stage", required=True)
+    for stage, helptext in (
+        ("sft", "LoRA SFT (TRL SFTTrainer) on sft_dataset[split]; merged model dir by default"),
+        ("grpo", "GRPO (TRL GRPOTrainer) from the latest SFT model, with verifier rewards"),
+    ):
+        s = stages.add_parser(stage, help=helptext)
+        s.add_argument(
+            "--config",
+            type=Path,
+            default=None,
+            help="training YAML (default: configs/training.yaml)",
+        )
+        s.add_argument("--max-steps", type=int, default=None, help="override the step count")
+        s.add_argument(
+            "--split",
+            default=None,
+            choices=list(SPLITS),
+            help="split to train on (default: the config's, normally train)",
+        )
+        if stage == "grpo":
+            s.add_argument("--family", default=None, help="family to train (default: config)")
+        s.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from verilearn_assets.cli import CliError
+    from verilearn_assets.core import lake
+    from verilearn_assets.core.config import ConfigError
+    from verilearn_assets.training.config import load_training_config
+
+    console = Console()
+    try:
+        config = load_training_config(args.config)
+    except ConfigError as exc:
+        raise CliError(str(exc)) from exc
+    if args.split:
+        config = config.model_copy(update={"split": args.split})
+    if args.max_steps is not None and args.max_steps < 1:
+        raise CliError(f"--max-steps must be >= 1, got {args.max_steps}")
+    home = lake.home()
+    if args.stage == "sft":
+        run_ = _sft(config, home, args, console)
+    else:
+        run_ = _grpo(config, home, args, console)
+    loss = f"{run_.final_loss:.4f}" if run_.final_loss is not None else "n/a"
+    console.print(
+        f"{args.stage} run {run_.run_id}: {run_.steps} steps, final loss {loss}, "
+        f"{run_.rows_used} rows used ({run_.rows_truncated} truncated, "
+        f"{run_.rows_dropped} dropped)",
+        markup=False,
+    )
+    console.print(f"run dir: {run_.run_dir}", markup=False)
+    kind = "model" if run_.merged else "adapter (serve the base with --enable-lora)"
+    console.print(f"{kind}: {run_.model_dir}", markup=False)
+    return 0
+
+
+def _sft(config: Any, home: Path, args: argparse.Namespace, console: Any) -> Any:
+    from verilearn_assets.cli import CliError
+    from verilearn_assets.cli.orchestrate import instance_for_home
+    from verilearn_assets.training.sft import train_sft
+    from verilearn_assets.training.sft_assets import gate_evidence, sft_gate_reasons
+
+    instance = instance_for_home(home)
+    reasons = sft_gate_reasons(instance, home, config.split)
+    if reasons:
+        raise CliError(
+            f"sft_dataset [{config.split}] is not trainable: the gate did not pass: "
+            + " | ".join(reasons)
+        )
+    evidence = gate_evidence(instance, home, config.split)
+    with _bar(console, f"sft [{config.split}]") as progress:
+        return train_sft(
+            config, home, max_steps=args.max_steps, progress=progress, evidence=evidence
+        )
+
+
+def _grpo(config: Any, home: Path, args: argparse.Namespace, console: Any) -> Any:
+    from verilearn_assets.cli import CliError
+
+    try:
+        from verilearn_assets.training.grpo import train_grpo
+    except ImportError as exc:
+        raise CliError(f"GRPO training is not available: {exc}") from exc
+    with _bar(console, f"grpo [{config.split}]") as progress:
+        return train_grpo(
+            config, home, family=args.family, max_steps=args.max_steps, progress=progress
+        )
+
+
+class _bar:
+    """A rich progress bar fed by the trainers' `progress(step, total, logs)` callback."""
+
+    def __init__(self, console: Any, label: str) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        self.label = label
+        self.progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        )
+        self.task: Any = None
+
+    def __enter__(self) -> _bar:
+        self.progress.__enter__()
+        self.task = self.progress.add_task(self.label, total=None)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.__exit__(*exc)
+
+    def __call__(self, step: int, total: int, logs: dict[str, Any]) -> None:
+        loss = logs.get("loss")
+        text = f"{self.label} loss {loss:.4f}" if isinstance(loss, int | float) else self.label
+        self.progress.update(
+            self.task,
+            completed=step,
+            total=total if total and total > 0 else None,
+            description=text,
+        )
