@@ -11,6 +11,7 @@ runs in-process on our own generated programs, as the procedural dry run does.
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from collections.abc import Callable
@@ -20,6 +21,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from verilearn_assets.analysis.candidate import Candidate
+from verilearn_assets.analysis.id_columns import numeric_id_columns
 from verilearn_assets.analysis.programs.dryrun import run_in_process
 from verilearn_assets.core.answers import answers_match, parse_answer
 
@@ -42,8 +44,11 @@ class Convention:
     replacement: str
     stated: tuple[str, ...]
     max_rows: int | None = None  # beyond this many table rows nobody takes this reading
+    table_reading: bool = False  # a reading of the table's columns, judged by `_variants`
 
     def applies(self, code: str, n_rows: int = 0) -> bool:
+        if self.table_reading:
+            return False
         if self.max_rows is not None and n_rows > self.max_rows:
             return False
         return re.search(self.pattern, code) is not None
@@ -113,6 +118,55 @@ CONVENTIONS: tuple[Convention, ...] = (
 )
 BY_NAME = {c.name: c for c in CONVENTIONS}
 
+# --- ID-like columns: a reading of the table rather than a rewrite of one call --------------
+ID_STATED = ("identifier", "id-like", "id column", "row number", "row index")
+# whole-table numeric computations that would pick an ID column up without naming it
+_WHOLE_TABLE = re.compile(r"select_dtypes|numeric_only|\bdf\.(?:corr|cov|describe|mean|std|var)\(")
+# a list literal of two or more quoted names: the candidate columns a template spelled out
+_NAME_LIST = re.compile(
+    r"\[(?:'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")(?:,\s*(?:'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"))+\]"
+)
+EXCLUDE_IDS = Convention("exclude_id_columns", "convention", "", "", ID_STATED, table_reading=True)
+INCLUDE_IDS = Convention("include_id_columns", "convention", "", "", ID_STATED, table_reading=True)
+CONVENTIONS = (*CONVENTIONS, EXCLUDE_IDS, INCLUDE_IDS)
+BY_NAME = {c.name: c for c in CONVENTIONS}
+
+
+def _quotes(code: str, name: str) -> bool:
+    """`name` appears as a string literal in the code proper (the question heading the
+    program as comments does not count)."""
+    body = "\n".join(ln for ln in code.splitlines() if not ln.lstrip().startswith("#"))
+    return repr(name) in body or json.dumps(name) in body
+
+
+def _candidate_lists(code: str, df: pd.DataFrame, question: str) -> list[str]:
+    """List literals of numeric column names the question does not spell out one by one."""
+    numeric = set(df.select_dtypes("number").columns.astype(str))
+    out = []
+    for m in _NAME_LIST.finditer(code):
+        names = ast.literal_eval(m.group(0))
+        named = all(f"'{n}'" in question or f'"{n}"' in question for n in names)
+        if set(names) <= numeric and not named:
+            out.append(m.group(0))
+    return out
+
+
+def with_ids(code: str, df: pd.DataFrame, question: str, ids: list[str]) -> str | None:
+    """The code with the ID-like columns added to every implicit candidate list, or None
+    when no list is implicit (the question names each candidate) or an ID is already used."""
+    if any(_quotes(code, i) for i in ids):
+        return None
+    lists = _candidate_lists(code, df, question)
+    for lit in set(lists):
+        code = code.replace(lit, repr([*ast.literal_eval(lit), *ids]))
+    return code if lists else None
+
+
+def uses_ids(code: str, ids: list[str]) -> list[str]:
+    """ID-like columns the code names, or all of them when it computes over the whole table."""
+    named = [i for i in ids if _quotes(code, i)]
+    return named or (list(ids) if _WHOLE_TABLE.search(code) else [])
+
 
 def _canonical(value: Any) -> Any:
     """The answer as the sandbox would submit it (JSON), parsed back."""
@@ -141,22 +195,33 @@ def check_conventions(
     reference: Any | None = None,
     conventions: tuple[Convention, ...] = CONVENTIONS,
     alternative_answers: list[Any] | None = None,
+    id_columns: list[str] | None = None,
 ) -> ConventionReport:
     """Re-run `cand` under every convention its code uses and judge each moved answer.
 
     `reference` and `alternative_answers` (parsed JSON) may be given when already known,
-    e.g. from a verified record; otherwise they are computed here.
+    e.g. from a verified record; otherwise they are computed here. `id_columns` (the
+    table's numeric ID-like columns) may be given by a caller that screens many candidates
+    of one table; `conventions` without the ID readings skips them.
     """
     run: Runner = lambda code: _canonical(run_in_process(code, df))  # noqa: E731
     expected = _canonical(reference) if reference is not None else run(cand.code)
     alt_answers = alternative_answers
     tried: list[str] = []
     rejection: str | None = None
-    for conv in conventions:
-        if not conv.applies(cand.code, len(df)):
+    ids = numeric_id_columns(df) if id_columns is None else id_columns
+    for conv, variant in _variants(cand, df, conventions, ids):
+        if isinstance(variant, str):  # the question reads an ID-like column as a variable
+            if states(cand.question, conv):
+                tried.append(f"{conv.name}:stated")
+                continue
+            tried.append(f"{conv.name}:moved")
+            rejection = rejection or (
+                f"ambiguous_convention: {variant}, and the wording does not say it is an identifier"
+            )
             continue
         try:
-            got = run(conv.rewrite(cand.code))
+            got = variant()
         except Exception:  # the variant itself is not a valid program here: nothing to judge
             tried.append(f"{conv.name}:failed")
             continue
@@ -181,6 +246,32 @@ def check_conventions(
                 )
         tried.append(f"{conv.name}:{outcome}")
     return ConventionReport(tried, rejection)
+
+
+Variant = Callable[[], Any] | str
+
+
+def _variants(
+    cand: Candidate, df: pd.DataFrame, conventions: tuple[Convention, ...], ids: list[str]
+):
+    """(convention, thunk running its variant) for every reading that applies; for the
+    exclude-ID reading of code that names an ID column, a message instead of a thunk."""
+    run = lambda code, frame=df: _canonical(run_in_process(code, frame))  # noqa: E731
+    for conv in conventions:
+        if conv.applies(cand.code, len(df)):
+            yield conv, (lambda c=conv: run(c.rewrite(cand.code)))
+    if not ids:
+        return
+    used = uses_ids(cand.code, ids)
+    if used and EXCLUDE_IDS in conventions:
+        if any(_quotes(cand.code, i) for i in used):
+            yield EXCLUDE_IDS, f"it uses ID-like column(s) {used} as a variable"
+        else:
+            yield EXCLUDE_IDS, (lambda: run(cand.code, df.drop(columns=used)))
+    elif not used and INCLUDE_IDS in conventions:
+        code = with_ids(cand.code, df, cand.question, ids)
+        if code is not None:
+            yield INCLUDE_IDS, (lambda: run(code))
 
 
 def _try(run: Runner, code: str) -> Any | None:

@@ -19,6 +19,7 @@ from typing import Any, Literal, TypeVar
 import pandas as pd
 
 from verilearn_assets.analysis.candidate import AlternativeCode, Candidate
+from verilearn_assets.analysis.id_columns import numeric_id_columns
 from verilearn_assets.analysis.questions_config import QuestionsConfig
 from verilearn_assets.core.records import AnswerSchema, ColumnProfile
 
@@ -55,9 +56,25 @@ class TableView:
     def by_name(self) -> dict[str, ColumnProfile]:
         return {c.name: c for c in self.columns}
 
+    @cached_property
+    def id_columns(self) -> list[str]:
+        """Numeric row keys: flagged by the profile or found in the values (`id_columns`).
+        They are never candidates, and wordings that leave candidates implicit say so."""
+        flagged = [c.name for c in self.columns if c.id_like and c.kind in ("numeric", "integer")]
+        found = numeric_id_columns(self.frame()) if self.path else []
+        return list(dict.fromkeys([*flagged, *found]))
+
+    def id_clause(self) -> str:
+        """A sentence for wordings whose candidate columns are implicit ("which column ..."):
+        empty when the table has no numeric ID-like column."""
+        if not self.id_columns:
+            return ""
+        return f" Identifier columns ({quoted_list(self.id_columns)}) are not candidates."
+
     def _usable(self, c: ColumnProfile) -> bool:
         return (
             not c.id_like
+            and c.name not in self.id_columns
             and c.kind != "empty"
             and c.missing_pct <= self.cfg.eligibility.max_missing_pct
         )

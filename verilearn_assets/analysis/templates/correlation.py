@@ -119,10 +119,10 @@ def _spearman(variant: str) -> Template:
             listed = quoted_list(cols)
             question = {
                 "base": f"Which column has the strongest rank correlation with '{target}', "
-                "and what is the correlation?",
+                f"and what is the correlation?{v.id_clause()}",
                 "exclude_target": f"Excluding '{target}' itself, which of the other numeric "
                 f"columns has the strongest Spearman rank correlation with "
-                f"'{target}', and what is it?",
+                f"'{target}', and what is it?{v.id_clause()}",
                 "method_explicit": f"Compute Spearman's rho between '{target}' and each of "
                 f"{listed} (pairwise-complete rows). Which column has the "
                 "largest absolute rho, and what is its signed value?",
@@ -240,11 +240,11 @@ def _corr_change(variant: str) -> Template:
             listed = quoted_list(cols)
             question = {
                 "base": f"Which column's correlation with '{target}' changes the most when "
-                "both are log-transformed, and by how much does it change?",
+                f"both are log-transformed, and by how much does it change?{v.id_clause()}",
                 "exclude_target": f"Leaving '{target}' itself out, which other positive "
                 f"numeric column's Pearson correlation with '{target}' "
                 "changes most after log-transforming both, and what is the "
-                "change?",
+                f"change?{v.id_clause()}",
                 "method_explicit": f"For each of {listed}, compute Pearson r with '{target}' "
                 "on raw values and on natural-log values (np.log of both). "
                 "Which column has the largest |r_log - r_raw|, and what is "

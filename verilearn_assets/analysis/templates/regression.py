@@ -83,10 +83,10 @@ def _regression(variant: str) -> Template:
             listed = quoted_list(cols)
             question = {
                 "base": f"Which single column best predicts '{target}' in a simple linear "
-                "regression, and what R^2 does it reach?",
+                f"regression, and what R^2 does it reach?{v.id_clause()}",
                 "exclude_target": f"Not counting '{target}' itself, which single numeric "
                 f"column best predicts '{target}' with a one-predictor "
-                "linear regression, and what is its R^2?",
+                f"linear regression, and what is its R^2?{v.id_clause()}",
                 "method_explicit": f"Fit an ordinary least squares line (with intercept) of "
                 f"'{target}' on each of {listed} separately, using the rows "
                 "where both values are present. Which predictor gives the "
