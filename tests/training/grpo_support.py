@@ -106,3 +106,29 @@ def bwrap_config_dir(target: Path) -> Path:
     sandbox["backend"] = "bwrap"
     (target / "sandbox.yaml").write_text(yaml.safe_dump(sandbox))
     return target
+
+
+class FirstOfGroupScorer:
+    """A reward that accepts exactly one completion per group (the first of each task id
+    in a batch): the smallest signal GRPO can learn from, with no verifier behind it."""
+
+    def __init__(self, home: Path, tasks, role: str) -> None:
+        self.closed = False
+
+    def score(self, task_ids, completions) -> list[dict[str, float]]:
+        seen: set[str] = set()
+        out = []
+        for t in task_ids:
+            v = 0.0 if t in seen else 1.0
+            seen.add(t)
+            out.append({"outcome": v, "partial": v})
+        return out
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def tensors(model_dir: Path) -> dict:
+    from safetensors.torch import load_file
+
+    return load_file(str(next(Path(model_dir).glob("*.safetensors"))))

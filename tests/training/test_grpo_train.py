@@ -1,0 +1,160 @@
+"""`train_grpo` on the tiny random-weight model: 2 steps against the real sandbox rewards,
+and 2 steps with a reward that accepts one completion per group (weights must move)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+from grpo_support import (
+    FirstOfGroupScorer,
+    bwrap_config_dir,
+    tensors,
+    verified_question,
+    write_question,
+    write_table,
+)
+
+from verilearn_assets.analysis.family import FAMILY
+from verilearn_assets.core.family import GrpoTask
+from verilearn_assets.core.sandbox.config import load_sandbox_config
+from verilearn_assets.core.sandbox.pool import SandboxPool
+from verilearn_assets.training.config import DEFAULT_BASE_MODEL, REPO_ROOT, TrainingConfig
+from verilearn_assets.training.grpo import (
+    NoStartModel,
+    order_rows,
+    resolve_start,
+    train_grpo,
+)
+from verilearn_assets.training.grpo_config import GrpoSettings
+
+TINY = REPO_ROOT / DEFAULT_BASE_MODEL
+
+
+def tiny_config(**grpo) -> TrainingConfig:
+    settings = dict(
+        allow_base_fallback=True,
+        max_steps=2,
+        num_generations=4,
+        per_device_train_batch_size=4,
+        max_completion_length=16,
+        learning_rate=1e-3,
+        cpu_threads=1,
+    )
+    return TrainingConfig(base_model=str(TINY), grpo=GrpoSettings(**{**settings, **grpo}))
+
+
+@pytest.fixture(scope="module")
+def grpo_home(tmp_path_factory: pytest.TempPathFactory):
+    if not (TINY / "config.json").is_file():
+        pytest.fail(f"{TINY} missing: run `make tiny-model`")
+    home = tmp_path_factory.mktemp("grpo-home")
+    table = write_table(home)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("VERILEARN_CONFIG_DIR", str(bwrap_config_dir(home / "configs")))
+        import asyncio
+
+        async def verify():
+            async with SandboxPool(load_sandbox_config()) as pool:
+                return await verified_question(pool, table)
+
+        write_question(home, asyncio.run(verify()))
+        yield home
+
+
+def test_two_steps_on_real_rewards(grpo_home: Path) -> None:
+    run = train_grpo(tiny_config(), grpo_home, family="analysis")
+    assert run.steps == 2 and run.run_dir.parent == grpo_home / "runs"
+    for name in ("config.yaml", "seeds.json", "system.json", "metrics.jsonl", "result.json"):
+        assert (run.run_dir / name).is_file(), name
+    rows = [json.loads(x) for x in (run.run_dir / "metrics.jsonl").read_text().splitlines()]
+    steps = [r for r in rows if "reward" in r]
+    assert len(steps) == 2
+    for r in steps:
+        for key in (
+            "reward",
+            "reward_std",
+            "kl",
+            "loss",
+            "rewards/outcome/mean",
+            "rewards/outcome/std",
+            "rewards/partial/mean",
+            "rewards/partial/std",
+        ):
+            assert key in r and math.isfinite(r[key]), key
+        assert 0.0 <= r["rewards/partial/mean"] <= 1.0
+    assert run.final_loss is not None and math.isfinite(run.final_loss)
+    result = json.loads((run.run_dir / "result.json").read_text())
+    assert result["kind"] == "grpo" and result["extra"]["start"] == "base"
+    assert result["extra"]["scored_batches"] == 2  # one sandbox scoring per batch, not per reward
+    assert {p.name for p in run.plots} >= {"rewards.png", "loss.png"}
+    # a random model earns nothing: zero advantages, so the policy must not move
+    before, after = tensors(TINY), tensors(run.model_dir)
+    if all(r["reward_std"] == 0.0 for r in steps):
+        assert all(torch.equal(before[k], after[k]) for k in before)
+
+
+def test_one_success_per_group_moves_the_weights(grpo_home: Path) -> None:
+    assert FAMILY.grpo is not None
+    probe = dataclasses.replace(
+        FAMILY, grpo=GrpoTask(prompts=FAMILY.grpo.prompts, scorer=FirstOfGroupScorer)
+    )
+    run = train_grpo(tiny_config(beta=0.0), grpo_home, family=probe)
+    steps = [
+        r
+        for r in (
+            json.loads(x) for x in run.run_dir.joinpath("metrics.jsonl").read_text().splitlines()
+        )
+        if "reward" in r
+    ]
+    assert [r["rewards/partial/mean"] for r in steps] == [0.25, 0.25]  # 1 of 4 per group
+    assert all(r["reward_std"] > 0 for r in steps)
+    before, after = tensors(TINY), tensors(run.model_dir)
+    changed = [k for k in before if not torch.equal(before[k], after[k])]
+    assert changed, "a non-zero advantage must change the weights"
+
+
+def test_start_model_refuses_without_sft_and_takes_the_latest(tmp_path: Path) -> None:
+    strict = tiny_config(allow_base_fallback=False)
+    with pytest.raises(NoStartModel, match="no successful SFT run"):
+        resolve_start(strict, tmp_path)
+    for run_id in ("sft-20260101T000000-aaaaaa", "sft-20260102T000000-bbbbbb"):
+        model = tmp_path / "runs" / run_id / "model"
+        model.mkdir(parents=True)
+        (model.parent / "result.json").write_text(
+            json.dumps(
+                {
+                    "run_id": run_id,
+                    "kind": "sft",
+                    "model_dir": str(model),
+                    "merged": True,
+                    "base_model": str(TINY),
+                    "steps": 1,
+                    "final_loss": 1.0,
+                    "train_seconds": 1.0,
+                }
+            )
+        )
+    start = resolve_start(strict, tmp_path)
+    assert (start.kind, start.sft_run_id) == ("sft", "sft-20260102T000000-bbbbbb")
+
+
+def test_curriculum_orders() -> None:
+    rows = [
+        {"task_id": "a", "difficulty": 2.0, "group": "g1"},
+        {"task_id": "b", "difficulty": 0.0, "group": "g2"},
+        {"task_id": "c", "difficulty": 1.0, "group": "g1"},
+    ]
+    assert [r["task_id"] for r in order_rows(rows, "none")] == ["a", "b", "c"]
+    assert [r["task_id"] for r in order_rows(rows, "easy_to_hard")] == ["b", "c", "a"]
+    rates = {"g1": 0.9, "g2": 0.1}
+    assert [r["task_id"] for r in order_rows(rows, "pass_rate", rates)] == ["c", "a", "b"]
+
+
+def test_settings_refuse_partial_groups() -> None:
+    with pytest.raises(ValueError, match="multiple of num_generations"):
+        GrpoSettings(num_generations=3, per_device_train_batch_size=4)

@@ -1,0 +1,407 @@
+"""GRPO with verifier rewards: TRL `GRPOTrainer` from the SFT model (no dagster).
+
+The asset (`grpo_model`), the CLI (`verilearn train grpo`) and the ORM-vs-PRM experiment
+all call `train_grpo`. Everything family-specific comes through the family contract
+(`Family.grpo`: prompts, a reward scorer, roles, pass rates), so this module names no
+family.
+
+Rollouts are single-turn: a completion is one reply, scored as one task by the family's
+verifier (analysis: one sandbox task running its python block; dafny: one verification
+of the spliced program). TRL calls every reward function separately with the same batch;
+`RewardBank` scores a batch once and hands each function its column.
+
+Defaults (`grpo:` in configs/training.yaml) and why:
+- `num_generations: 4` — the group the advantage is normalised over. Four is the smallest
+  group where one success among failures gives a clear signal, and it keeps a CPU step
+  affordable; raise to 8–16 on a GPU.
+- `beta: 0.04` — a KL pull toward the SFT model (the reference). The SFT model is what
+  writes well-formed cells; without the pull a policy chasing a sparse binary reward
+  drifts from that format first. TRL's own default is 0; we keep the KL on (and logged).
+- `loss_type: dapo` with `scale_rewards: group` — token-level normalisation over the
+  batch's active tokens, without the length bias of the original per-sequence GRPO mean.
+- `partial_credit: true` — train on the capped partial reward (never more than a correct
+  answer); the binary outcome is logged beside it with weight 0, so the pass-rate curve
+  is always there. `process_reward: false`: the ORM-vs-PRM experiment turns it on.
+- `temperature: 1.0`, `top_p: 1.0` — sample from the policy as it is: group variance is
+  what GRPO learns from, and truncating the distribution shrinks it.
+- `learning_rate: 1e-5`, full weights — RL updates are small corrections of the SFT model.
+- `curriculum: none` — shuffled prompts; `easy_to_hard` orders by the family's difficulty,
+  `pass_rate` by the stored pass rate per template (highest first); both turn shuffling
+  off so the order is kept.
+- `start_from: sft` — the latest successful SFT run (`runs/sft-*/result.json`); without one
+  it refuses unless `allow_base_fallback` (tests and smoke runs on the tiny model).
+On CPU `bf16=False, use_cpu=True` (TRL turns bf16 on by default; this CPU has none).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from verilearn_assets.core import lake
+from verilearn_assets.core.family import Family, GrpoScorer
+from verilearn_assets.core.family import family as family_by_name
+from verilearn_assets.core.records import SOURCES, Record
+from verilearn_assets.training.config import TrainingConfig
+from verilearn_assets.training.grpo_config import GrpoSettings
+from verilearn_assets.training.run_dir import (
+    RunDir,
+    RunResult,
+    TrainRun,
+    metrics_callback,
+    read_metrics,
+)
+
+Progress = Callable[[int, int, dict[str, Any]], None]
+
+
+class NoGrpoTasks(ValueError):
+    """The family, role, sources and split left no prompt to train on."""
+
+
+class NoStartModel(FileNotFoundError):
+    """No successful SFT run, and the config does not allow starting from the base model."""
+
+
+# --- where training starts ------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class StartModel:
+    path: Path
+    kind: str  # "sft" or "base"
+    merged: bool = True  # False: `path` is a LoRA adapter on `base`
+    base: Path | None = None
+    sft_run_id: str | None = None
+
+
+def latest_sft_run(config: TrainingConfig, home: Path) -> RunResult | None:
+    """The newest `sft-*` run whose result.json exists and whose model dir is on disk."""
+    root = config.runs_root(Path(home))
+    if not root.is_dir():
+        return None
+    for d in sorted(root.glob("sft-*"), reverse=True):  # run ids sort by time
+        result = d / "result.json"
+        if not result.is_file():
+            continue
+        try:
+            run = RunResult.model_validate_json(result.read_text())
+        except ValueError as exc:
+            raise ValueError(f"{result}: not a valid run result: {exc}") from exc
+        if run.kind == "sft" and Path(run.model_dir).is_dir():
+            return run
+    return None
+
+
+def resolve_start(config: TrainingConfig, home: Path) -> StartModel:
+    g = config.grpo
+    base = config.base_model_dir()
+    if g.start_from == "sft":
+        run = latest_sft_run(config, home)
+        if run is not None:
+            return StartModel(
+                Path(run.model_dir), "sft", run.merged, Path(run.base_model), run.run_id
+            )
+        if not g.allow_base_fallback:
+            raise NoStartModel(
+                f"grpo: no successful SFT run under {config.runs_root(Path(home))} "
+                "(train one with `verilearn train sft`, or set grpo.allow_base_fallback: true)"
+            )
+    if not base.is_dir():
+        raise NoStartModel(f"grpo: base model {base} does not exist (run `make tiny-model`)")
+    return StartModel(base, "base")
+
+
+def load_policy(start: StartModel) -> tuple[Any, Any]:
+    """(model, tokenizer); an adapter run is merged into its base in memory."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if start.merged:
+        model = AutoModelForCausalLM.from_pretrained(str(start.path), dtype=torch.float32)
+    else:
+        from peft import PeftModel
+
+        assert start.base is not None
+        base = AutoModelForCausalLM.from_pretrained(str(start.base), dtype=torch.float32)
+        model = PeftModel.from_pretrained(base, str(start.path)).merge_and_unload()
+    tokenizer = AutoTokenizer.from_pretrained(str(start.path))
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return model, tokenizer
+
+
+# --- prompts and curriculum -----------------------------------------------------------------
+def resolve_family(family: Family | str | None, settings: GrpoSettings) -> Family:
+    fam = family if isinstance(family, Family) else family_by_name(family or settings.family)
+    if fam.grpo is None:
+        raise ValueError(f"family {fam.name!r} has no GRPO hook (Family.grpo is None)")
+    return fam
+
+
+def load_tasks(fam: Family, home: Path, split: str, sources: Sequence[str] | None) -> list[Record]:
+    tasks: list[Record] = []
+    for source in sources or SOURCES:
+        tasks.extend(fam.read_tasks(home, source, split))
+    return tasks
+
+
+def order_rows(
+    rows: list[dict[str, Any]], curriculum: str, pass_rates: dict[str, float] | None = None
+) -> list[dict[str, Any]]:
+    """Curriculum order (stable): easy→hard by difficulty, or by pass rate per group
+    (highest first; a group without a rate counts as 0.5), ties by difficulty then id."""
+    if curriculum == "none":
+        return list(rows)
+    if curriculum == "easy_to_hard":
+        return sorted(rows, key=lambda r: (r["difficulty"], r["task_id"]))
+    if curriculum == "pass_rate":
+        rates = pass_rates or {}
+        return sorted(
+            rows, key=lambda r: (-rates.get(r["group"], 0.5), r["difficulty"], r["task_id"])
+        )
+    raise ValueError(f"unknown curriculum {curriculum!r}")
+
+
+# --- rewards --------------------------------------------------------------------------------
+def completion_text(completion: Any) -> str:
+    """TRL hands conversational completions as message lists, plain ones as strings."""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, list):
+        return "".join(
+            m.get("content") or "" for m in completion if m.get("role", "assistant") == "assistant"
+        )
+    raise TypeError(f"unexpected completion type {type(completion).__name__}")
+
+
+class RewardBank:
+    """Scores each batch once and serves every reward function its column."""
+
+    def __init__(self, scorer: GrpoScorer, names: Sequence[str]) -> None:
+        self.scorer = scorer
+        self.names = list(names)
+        self._key: tuple | None = None
+        self._scores: list[dict[str, float]] = []
+        self.batches = 0
+
+    def scores(self, task_ids: Sequence[str], completions: Sequence[Any]) -> list[dict[str, float]]:
+        texts = [completion_text(c) for c in completions]
+        key = (tuple(task_ids), tuple(texts))
+        if key != self._key:
+            self._scores = self.scorer.score(list(task_ids), texts)
+            self._key = key
+            self.batches += 1
+            for s in self._scores:
+                missing = [n for n in self.names if n not in s]
+                if missing:
+                    raise KeyError(f"reward scorer returned no {missing} (got {sorted(s)})")
+        return self._scores
+
+    def function(self, name: str) -> Callable[..., list[float]]:
+        def reward(prompts: list, completions: list, task_id: list[str], **_: Any) -> list[float]:
+            return [float(s[name]) for s in self.scores(task_id, completions)]
+
+        reward.__name__ = name  # TRL logs rewards/<__name__>/mean|std
+        return reward
+
+
+# --- the run --------------------------------------------------------------------------------
+def train_grpo(
+    config: TrainingConfig,
+    home: Path | str | None = None,
+    *,
+    family: Family | str | None = None,
+    role: str | None = None,
+    max_steps: int | None = None,
+    progress: Progress | None = None,
+    run_kind: str = "grpo",
+) -> TrainRun:
+    """One GRPO run on `config.split`'s accepted tasks of one family and role (module doc).
+
+    `family`/`role` override `grpo.family`/`grpo.role`; `max_steps` overrides
+    `grpo.max_steps` (the CLI's `--max-steps`). Writes a RunDir with metrics.jsonl (loss,
+    reward mean/std, per-reward mean/std, KL, ...), reward/loss/KL plots and result.json.
+    """
+    home = Path(home) if home is not None else lake.home()
+    g = config.grpo
+    fam = resolve_family(family, g)
+    grpo = fam.grpo
+    assert grpo is not None
+    role = role or g.role or grpo.roles[0]
+    if role not in grpo.roles:
+        raise ValueError(f"family {fam.name!r}: GRPO role {role!r} unknown (roles: {grpo.roles})")
+    weights = g.reward_weights()
+    missing = [n for n in weights if n not in grpo.rewards]
+    if missing:
+        raise ValueError(
+            f"grpo: family {fam.name!r} provides rewards {list(grpo.rewards)}, not {missing} "
+            "(process_reward needs a family with a `process` reward)"
+        )
+
+    tasks = load_tasks(fam, home, config.split, g.sources)
+    rows = grpo.prompts(home, tasks, role)
+    rates = (
+        grpo.pass_rates(home, config.split)
+        if g.curriculum == "pass_rate" and grpo.pass_rates
+        else None
+    )
+    if g.curriculum == "pass_rate" and grpo.pass_rates is None:
+        raise ValueError(f"grpo: curriculum pass_rate: family {fam.name!r} gives no pass rates")
+    rows = order_rows(rows, g.curriculum, rates)[: g.max_tasks]
+    if not rows:
+        raise NoGrpoTasks(
+            f"grpo: family {fam.name!r} role {role!r} split {config.split!r}: no accepted task "
+            f"({len(tasks)} task records in sources {g.sources or list(SOURCES)})"
+        )
+
+    start = resolve_start(config, home)
+    run = RunDir.create(config, home, run_kind)
+    run.write_config(config)
+    run.write_seeds(seed=g.seed, data_seed=g.seed, sampling_seed=g.seed)
+    run.write_system(dafny=fam.name == "dafny")
+    steps = max_steps if max_steps is not None else g.max_steps
+
+    scorer = grpo.scorer(home, tasks, role)
+    with _cpu_threads(g.cpu_threads):
+        try:
+            bank = RewardBank(scorer, list(weights))
+            trainer = _trainer(config, start, rows, bank, weights, run, steps, progress)
+            started = time.monotonic()
+            out = trainer.train()
+            seconds = time.monotonic() - started
+        finally:
+            scorer.close()
+
+    model_dir = run.model_dir
+    if g.save_model:
+        trainer.model.save_pretrained(str(model_dir))
+        trainer.processing_class.save_pretrained(str(model_dir))
+    metrics = read_metrics(run.metrics_path)
+    losses = [float(m["loss"]) for m in metrics if isinstance(m.get("loss"), int | float)]
+    final = losses[-1] if losses else _finite(out.training_loss)
+    reward_keys = ["reward"] + [f"rewards/{n}/mean" for n in weights]
+    plots = [
+        p
+        for p in (
+            run.plot(["loss"], "loss", f"GRPO loss — {run.run_id}"),
+            run.plot(reward_keys, "rewards", f"GRPO rewards — {run.run_id}"),
+            run.plot(["kl"], "kl", f"GRPO KL to the reference — {run.run_id}"),
+        )
+        if p is not None
+    ]
+    result = RunResult(
+        run_id=run.run_id,
+        kind=run_kind,
+        model_dir=str(model_dir),
+        merged=True,
+        base_model=str(start.path),
+        steps=int(out.global_step),
+        final_loss=final,
+        train_seconds=round(seconds, 3),
+        extra={
+            "family": fam.name,
+            "role": role,
+            "start": start.kind,
+            "sft_run_id": start.sft_run_id,
+            "tasks": len(rows),
+            "reward_weights": weights,
+            "curriculum": g.curriculum,
+            "scored_batches": bank.batches,
+            "task_order": [r["task_id"] for r in rows],
+        },
+    )
+    run.write_result(result)
+    return TrainRun(
+        run_id=run.run_id,
+        run_dir=run.path,
+        model_dir=model_dir,
+        merged=True,
+        steps=int(out.global_step),
+        final_loss=final,
+        losses=losses,
+        rows_used=len(rows),
+        plots=plots,
+        result=result,
+    )
+
+
+@contextlib.contextmanager
+def _cpu_threads(n: int | None) -> Iterator[None]:
+    """torch's intra-op threads set to `n` on CPU for the run, then restored."""
+    import torch
+
+    if not n or torch.cuda.is_available():
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _finite(x: float | None) -> float | None:
+    return float(x) if x is not None and math.isfinite(float(x)) else None
+
+
+def _trainer(
+    config: TrainingConfig,
+    start: StartModel,
+    rows: list[dict[str, Any]],
+    bank: RewardBank,
+    weights: dict[str, float],
+    run: RunDir,
+    max_steps: int,
+    progress: Progress | None,
+) -> Any:
+    import torch
+    from datasets import Dataset
+    from transformers import PrinterCallback
+    from trl import GRPOConfig, GRPOTrainer
+
+    g = config.grpo
+    torch.manual_seed(g.seed)
+    model, tokenizer = load_policy(start)
+    args = GRPOConfig(
+        output_dir=str(run.checkpoints),
+        bf16=False,
+        use_cpu=not torch.cuda.is_available(),
+        report_to=[],
+        learning_rate=g.learning_rate,
+        max_steps=max_steps,
+        per_device_train_batch_size=g.per_device_train_batch_size,
+        gradient_accumulation_steps=g.gradient_accumulation_steps,
+        num_generations=g.num_generations,
+        max_completion_length=g.max_completion_length,
+        temperature=g.temperature,
+        top_p=g.top_p,
+        top_k=g.top_k,
+        min_p=g.min_p,
+        beta=g.beta,
+        loss_type=g.loss_type,
+        scale_rewards=g.scale_rewards,
+        reward_weights=list(weights.values()),
+        shuffle_dataset=g.curriculum == "none",
+        logging_steps=g.logging_steps,
+        save_strategy="no",
+        seed=g.seed,
+        data_seed=g.seed,
+        disable_tqdm=True,
+        dataloader_num_workers=0,
+        log_completions=False,
+    )
+    trainer = GRPOTrainer(
+        model=model,
+        reward_funcs=[bank.function(n) for n in weights],
+        args=args,
+        train_dataset=Dataset.from_list(rows),
+        processing_class=tokenizer,
+        callbacks=[metrics_callback(run, progress)],
+    )
+    trainer.remove_callback(PrinterCallback)
+    return trainer
