@@ -1,7 +1,127 @@
-"""Dagster wiring of the GRPO stage (`grpo_model`)."""
+"""Dagster wiring of the GRPO stage: `grpo_model` and `grpo_job`.
 
-from dagster import AssetChecksDefinition, AssetsDefinition, JobDefinition
+`grpo_model` continues the SFT model with GRPO on one family's train tasks (verifier
+rewards through `Family.grpo`). It refuses, like `sft_model`, unless the data it learns
+from passed the gate: `sft_dataset[train]` (what the starting model was trained on) and
+every blocking check of the family on each materialized `source × train` partition. The
+CLI (`verilearn train grpo`) can ask the same question through `grpo_gate_reasons`.
+"""
 
-GRPO_ASSETS: list[AssetsDefinition] = []
+from pathlib import Path
+
+from dagster import (
+    AssetChecksDefinition,
+    AssetExecutionContext,
+    AssetsDefinition,
+    Config,
+    DagsterInstance,
+    Failure,
+    JobDefinition,
+    MaterializeResult,
+    MetadataValue,
+    asset,
+    define_asset_job,
+)
+
+from resources.home import HomeResource
+from verilearn_assets.core.family import families
+from verilearn_assets.core.records import SOURCES
+from verilearn_assets.gate.adapter import all_blocking_check_keys, asset_key, gate_failures
+from verilearn_assets.platform.defs import partition_key
+from verilearn_assets.training.config import TrainingConfig, load_training_config
+from verilearn_assets.training.grpo import resolve_family, train_grpo
+from verilearn_assets.training.run_dir import TrainRun
+from verilearn_assets.training.sft_assets import sft_gate_reasons, sft_model, train_metadata
+
+
+def grpo_gate_reasons(
+    instance: DagsterInstance, home: Path, config: TrainingConfig, family: str | None = None
+) -> list[str]:
+    """Why GRPO may not train on `config.split` of the family; empty when it may."""
+    fam = resolve_family(family, config.grpo)
+    split = config.split
+    reasons = list(sft_gate_reasons(instance, home, split))
+    parts = [str(partition_key(s, split)) for s in (config.grpo.sources or SOURCES)]
+    fam_reasons, considered = gate_failures(instance, all_blocking_check_keys([fam.name]), parts)
+    reasons.extend(fam_reasons)
+    if not considered:
+        reasons.append(
+            f"no partition of {fam.name}/{fam.task_asset} for split {split!r} was materialized"
+        )
+    return reasons
+
+
+class GrpoModelConfig(Config):
+    config_path: str | None = None  # a training.yaml; default configs/training.yaml
+    max_steps: int | None = None  # overrides grpo.max_steps
+    family: str | None = None  # overrides grpo.family
+    role: str | None = None  # overrides grpo.role
+
+
+def grpo_metadata(run: TrainRun) -> dict[str, object]:
+    """The SFT metadata (run, model, loss, plots as images) plus the last step's rewards."""
+    meta = train_metadata(run)
+    extra = run.result.extra if run.result is not None else {}
+    for key in ("family", "role", "start", "sft_run_id", "tasks", "curriculum"):
+        if extra.get(key) is not None:
+            meta[key] = extra[key]
+    meta["reward_weights"] = MetadataValue.json(extra.get("reward_weights", {}))
+    from verilearn_assets.training.run_dir import read_metrics
+
+    steps = [m for m in read_metrics(run.run_dir / "metrics.jsonl") if "reward" in m]
+    if steps:
+        last = steps[-1]
+        for key, value in last.items():
+            if key in ("reward", "reward_std", "kl") or key.startswith("rewards/"):
+                meta[f"last/{key}"] = float(value)
+    return meta
+
+
+def _grpo_family_deps() -> list:
+    """The task asset of every family that can be RL-trained (all its partitions)."""
+    return [asset_key(f, "tasks") for f in families().values() if f.grpo is not None]
+
+
+@asset(
+    group_name="training",
+    deps=[sft_model, *_grpo_family_deps()],
+    description="GRPO (TRL GRPOTrainer) from the latest SFT model with verifier rewards "
+    "(analysis: the completion runs in the sandbox; dafny: the verifier), on one family's "
+    "train tasks; refuses unless sft_dataset[train] and the family's blocking checks on "
+    "its train partitions passed.",
+)
+def grpo_model(
+    context: AssetExecutionContext, config: GrpoModelConfig, home: HomeResource
+) -> MaterializeResult:
+    training = load_training_config(config.config_path)
+    reasons = grpo_gate_reasons(context.instance, home.dir(), training, config.family)
+    if reasons:
+        raise Failure(
+            description="grpo_model refuses: the gate did not pass: " + " | ".join(reasons),
+            metadata={"blocked_by": MetadataValue.md("\n".join(f"- {r}" for r in reasons))},
+        )
+
+    def log_progress(step: int, total: int, logs: dict) -> None:
+        if "reward" in logs:
+            context.log.info(f"grpo step {step}/{total}: reward {logs['reward']:.4f}")
+
+    run = train_grpo(
+        training,
+        home.dir(),
+        family=config.family,
+        role=config.role,
+        max_steps=config.max_steps,
+        progress=log_progress,
+    )
+    return MaterializeResult(metadata=grpo_metadata(run))
+
+
+grpo_job = define_asset_job(
+    "grpo_job",
+    selection=[grpo_model],
+    description="GRPO with verifier rewards from the SFT model (grpo_model).",
+)
+
+GRPO_ASSETS: list[AssetsDefinition] = [grpo_model]
 GRPO_CHECKS: list[AssetChecksDefinition] = []
-GRPO_JOBS: list[JobDefinition] = []
+GRPO_JOBS: list[JobDefinition] = [grpo_job]
