@@ -18,7 +18,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import polars as pl
 import yaml
+from dagster import DagsterEventType, DagsterInstance, materialize
+
+from verilearn_assets.core import lake
 
 REPO = Path(__file__).resolve().parents[2]
 # One small bundled table per split (the catalog assigns one dataset to each split here:
@@ -26,6 +30,7 @@ REPO = Path(__file__).resolve().parents[2]
 # eligibility floor, iris gets template questions; procedural search accepts on longley.
 DATASETS = ("longley", "stackloss", "iris")
 PARTITIONS = ("template|dev", "procedural|test")
+QUESTIONS, EPISODES = "analysis/questions", "analysis/episodes"
 
 
 def free_port() -> int:
@@ -152,3 +157,64 @@ def _small_floors(floors: dict) -> None:
     floors.update(total=1)
     for key in ("per_template", "per_operator_family", "per_template_family", "per_dataset"):
         floors.pop(key, None)
+
+
+_INGESTED: set[Path] = set()
+
+
+def ingest(home: Path) -> None:
+    """Typed tables of every catalog dataset into `home`'s lake (in process: the point here
+    is the analysis job); once per home and session, but `VERILEARN_HOME` is set each call."""
+    from verilearn_assets.core.ingest.catalog import load_datasets_config
+    from verilearn_assets.definitions import RESOURCES
+    from verilearn_assets.platform.assets import INGEST_ASSETS
+
+    os.environ["VERILEARN_HOME"] = str(home)
+    if home in _INGESTED:
+        return
+    # this test's catalog, not the partitions fixed when another test first loaded the
+    # code location with the shipped catalog
+    for key in [e.name for e in load_datasets_config().enabled()]:
+        result = materialize(INGEST_ASSETS, partition_key=key, resources=RESOURCES)
+        assert result.success, key
+    _INGESTED.add(home)
+
+
+def frame(home: Path, asset: str, partition: str) -> pl.DataFrame:
+    source, split = partition.split("|")
+    root = lake.partition_dir(asset, lake.lake_root(home), source=source, split=split)
+    parts = sorted(root.glob("*.parquet"))
+    assert parts, f"no {asset} files for {partition} under {home}"
+    return pl.concat([pl.read_parquet(p) for p in parts], how="diagonal_relaxed")
+
+
+def questions_view(home: Path, partition: str) -> list[tuple]:
+    df = frame(home, QUESTIONS, partition).sort("id")
+    return df.select("id", "status", "answer", "answer_hashes").rows()
+
+
+def episodes_view(home: Path, partition: str) -> list[tuple]:
+    df = frame(home, EPISODES, partition).sort("id")
+    return df.select("id", "question_id", "verified", "answer").rows()
+
+
+def stray_files(home: Path) -> list[Path]:
+    """Anything in the lake that is not a finished Parquet part (temporary files of a write)."""
+    return [p for p in lake.lake_root(home).rglob("*") if p.is_file() and p.suffix != ".parquet"]
+
+
+def running_run(instance: DagsterInstance, partition: str) -> str | None:
+    for run in instance.get_runs(limit=10):
+        if run.tags.get("dagster/partition") == partition and not run.is_finished:
+            return run.run_id
+    return None
+
+
+def celery_workers(instance: DagsterInstance, run_id: str, step: str | None = None) -> list[str]:
+    """The Celery workers that took a step of the run (in order), from the engine events."""
+    out = []
+    for rec in instance.all_logs(run_id, of_type=DagsterEventType.ENGINE_EVENT):
+        md = rec.dagster_event.engine_event_data.metadata or {}
+        if "Celery worker" in md and (step is None or rec.dagster_event.step_key == step):
+            out.append(md["Celery worker"].value)
+    return out

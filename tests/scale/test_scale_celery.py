@@ -15,82 +15,30 @@ import subprocess
 import sys
 from pathlib import Path
 
-import polars as pl
 import pytest
 from cluster_support import (
     PARTITIONS,
     REPO,
     Cluster,
+    celery_workers,
     children,
+    episodes_view,
     free_port,
+    ingest,
     launch_run,
+    questions_view,
+    running_run,
+    stray_files,
     wait_for,
 )
-from dagster import DagsterEventType, DagsterInstance, materialize
+from dagster import DagsterEventType, DagsterInstance
 
 from verilearn_assets.cli.orchestrate import run_job
-from verilearn_assets.core import lake
 from verilearn_assets.platform.distributed import distributed_instance
 
 pytestmark = [pytest.mark.slow]
 
-QUESTIONS, EPISODES = "analysis/questions", "analysis/episodes"
 KILLED_STEP = "analysis__questions"
-
-
-def ingest(home: Path) -> None:
-    """Typed tables of every catalog dataset into `home`'s lake (in process: the point here
-    is the analysis job)."""
-    from verilearn_assets.core.ingest.catalog import load_datasets_config
-    from verilearn_assets.definitions import RESOURCES
-    from verilearn_assets.platform.assets import INGEST_ASSETS
-
-    os.environ["VERILEARN_HOME"] = str(home)
-    # this test's catalog, not the partitions fixed when another test first loaded the
-    # code location with the shipped catalog
-    for key in [e.name for e in load_datasets_config().enabled()]:
-        result = materialize(INGEST_ASSETS, partition_key=key, resources=RESOURCES)
-        assert result.success, key
-
-
-def frame(home: Path, asset: str, partition: str) -> pl.DataFrame:
-    source, split = partition.split("|")
-    root = lake.partition_dir(asset, lake.lake_root(home), source=source, split=split)
-    parts = sorted(root.glob("*.parquet"))
-    assert parts, f"no {asset} files for {partition} under {home}"
-    return pl.concat([pl.read_parquet(p) for p in parts], how="diagonal_relaxed")
-
-
-def questions_view(home: Path, partition: str) -> list[tuple]:
-    df = frame(home, QUESTIONS, partition).sort("id")
-    return df.select("id", "status", "answer", "answer_hashes").rows()
-
-
-def episodes_view(home: Path, partition: str) -> list[tuple]:
-    df = frame(home, EPISODES, partition).sort("id")
-    return df.select("id", "question_id", "verified", "answer").rows()
-
-
-def stray_files(home: Path) -> list[Path]:
-    """Anything in the lake that is not a finished Parquet part (temporary files of a write)."""
-    return [p for p in lake.lake_root(home).rglob("*") if p.is_file() and p.suffix != ".parquet"]
-
-
-def celery_workers(instance: DagsterInstance, run_id: str, step: str | None = None) -> list[str]:
-    """The Celery workers that took a step of the run (in order), from the engine events."""
-    out = []
-    for rec in instance.all_logs(run_id, of_type=DagsterEventType.ENGINE_EVENT):
-        md = rec.dagster_event.engine_event_data.metadata or {}
-        if "Celery worker" in md and (step is None or rec.dagster_event.step_key == step):
-            out.append(md["Celery worker"].value)
-    return out
-
-
-def running_run(instance: DagsterInstance, partition: str) -> str | None:
-    for run in instance.get_runs(limit=10):
-        if run.tags.get("dagster/partition") == partition and not run.is_finished:
-            return run.run_id
-    return None
 
 
 def kill_worker_mid_step(cluster: Cluster, instance: DagsterInstance, run_id: str) -> tuple:
