@@ -158,3 +158,21 @@ def test_curriculum_orders() -> None:
 def test_settings_refuse_partial_groups() -> None:
     with pytest.raises(ValueError, match="multiple of num_generations"):
         GrpoSettings(num_generations=3, per_device_train_batch_size=4)
+
+
+def test_orm_vs_prm_experiment_writes_both_curves(grpo_home: Path) -> None:
+    from verilearn_assets.training.grpo_experiment import load_experiment, run_experiment
+
+    summary = run_experiment(load_experiment(), grpo_home, base=tiny_config(), max_steps=1)
+    assert set(summary["arms"]) == {"orm", "prm"}
+    saved = json.loads((Path(summary["dir"]) / "summary.json").read_text())
+    assert saved["arms"] == summary["arms"] and Path(saved["plot"]).is_file()
+    keys = {}
+    for arm, info in summary["arms"].items():
+        rows = [
+            json.loads(x) for x in Path(info["run_dir"], "metrics.jsonl").read_text().splitlines()
+        ]
+        keys[arm] = {k for r in rows for k in r}
+        assert info["steps"] == 1 and info["outcome_last"] is not None
+    assert "rewards/process/mean" in keys["prm"] and "rewards/process/mean" not in keys["orm"]
+    assert "rewards/outcome/mean" in keys["orm"] & keys["prm"]
