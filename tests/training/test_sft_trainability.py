@@ -17,7 +17,8 @@ from verilearn_assets.training.trainability import check_trainability, load_toke
 
 
 def _config(model: Path, **sft: object) -> TrainingConfig:
-    return TrainingConfig.model_validate({"base_model": str(model), "sft": sft})
+    settings = {"cpu_threads": 1} | sft
+    return TrainingConfig.model_validate({"base_model": str(model), "sft": settings})
 
 
 def _length(model: Path, msgs: list[dict[str, str]]) -> int:

@@ -75,6 +75,10 @@ class SftSettings(StrictConfig):
     # fit even truncated (they are always counted, and never trained on).
     max_dropped_fraction: float = Field(default=0.2, ge=0.0, le=1.0)
     weighting: Literal["sample", "one_per_task"] = "sample"
+    # torch CPU threads while training; None = torch's default (one per core). On a shared
+    # CPU, 1 avoids threads thrashing each other (measured here: 1.4 s/step vs 8.2 s/step
+    # with 2 threads at load average 12 on 2 cores).
+    cpu_threads: int | None = Field(default=None, ge=1)
     merge: bool = True  # True: merged HF model dir; False: adapter dir (vLLM --enable-lora)
 
 

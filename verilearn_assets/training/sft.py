@@ -33,6 +33,7 @@ from verilearn_assets.training.sft_data import (
     to_dataset,
 )
 from verilearn_assets.training.trainability import (
+    apply_cpu_threads,
     has_generation_markers,
     load_tokenizer,
     lora_config,
@@ -201,6 +202,7 @@ def _trainer(
 
     sft = config.sft
     torch.manual_seed(sft.seed)
+    apply_cpu_threads(sft)
     use_cpu = not torch.cuda.is_available()
     args = SFTConfig(
         output_dir=str(run.checkpoints),

@@ -178,6 +178,7 @@ def one_step_loss(
     from transformers import AutoModelForCausalLM
 
     torch.manual_seed(sft.seed)
+    apply_cpu_threads(sft)
     model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32)
     model = get_peft_model(model, lora_config(sft))
     model.train()
@@ -208,6 +209,14 @@ def one_step_loss(
     with torch.no_grad():
         after = float(model(input_ids=ids, attention_mask=attn, labels=labels).loss)
     return before, after
+
+
+def apply_cpu_threads(sft: SftSettings) -> None:
+    """`sft.cpu_threads` for torch in this process (None leaves torch's default)."""
+    if sft.cpu_threads is not None:
+        import torch
+
+        torch.set_num_threads(sft.cpu_threads)
 
 
 def lora_config(sft: SftSettings) -> Any:  # -> peft.LoraConfig
