@@ -120,6 +120,28 @@ def _container_exists(container_id: str) -> bool:
         client.close()
 
 
+LIST = """import os
+for d, _, fs in sorted(os.walk('.')):
+    for f in sorted(fs):
+        print(os.path.relpath(os.path.join(d, f)))
+"""
+
+
+def _own_containers() -> list[str]:
+    """Refactor workspace containers this process started and that still exist."""
+    from verilearn_assets.core.sandbox.docker_backend import docker_client
+    from verilearn_assets.refactor.docker_jail import LABEL, OWNER_LABEL, _owner
+
+    client = docker_client()
+    try:
+        found = client.containers.list(
+            all=True, filters={"label": [f"{LABEL}=workspace", f"{OWNER_LABEL}={_owner()}"]}
+        )
+        return [c.short_id for c in found]
+    finally:
+        client.close()
+
+
 @pytest.fixture
 def docker_config(tmp_path: Path) -> RefactorConfig:
     require_backend("docker")
@@ -127,11 +149,24 @@ def docker_config(tmp_path: Path) -> RefactorConfig:
 
 
 def test_container_lives_as_long_as_its_workspace(docker_config: RefactorConfig) -> None:
+    from verilearn_assets.refactor.docker_jail import drain
+
     ws = prepare_workspace("t-life", FILES, docker_config)
     container_id = ws.jail.container_id
     assert _container_exists(container_id)
+    # the next workspace gets its own container (started ahead: a spare), never this one
+    second = prepare_workspace("t-life-2", FILES, docker_config)
+    assert second.jail.container_id != container_id and second.jail.started == 1
+    assert second.jail.from_spare and not ws.jail.from_spare
+    assert (second.tree / "pkg" / "mod.py").read_text() == "X = 1\n"
+    listing = apply_action(second, {"kind": "command", "argv": ["python", "-c", LIST]})
+    assert listing.stdout.split() == ["pkg/__init__.py", "pkg/mod.py"], listing
+    second_id = second.jail.container_id
     cleanup(ws)
-    assert not _container_exists(container_id)
+    cleanup(second)
+    drain()  # removals run in the background; the idle spare goes too
+    assert not _container_exists(container_id) and not _container_exists(second_id)
+    assert _own_containers() == []
     # a workspace dropped without cleanup (a crash path) takes its container with it
     dropped = prepare_workspace("t-drop", FILES, docker_config)
     container_id = dropped.jail.container_id

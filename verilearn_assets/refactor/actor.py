@@ -21,6 +21,7 @@ from verilearn_assets.core import lake
 from verilearn_assets.core.records import content_hash
 from verilearn_assets.refactor.actions import ActionRejected, parse_action
 from verilearn_assets.refactor.catalog import Repo, load_corpus
+from verilearn_assets.refactor.compaction import Chat, compact_with_model
 from verilearn_assets.refactor.config import RefactorConfig, load_refactor_config
 from verilearn_assets.refactor.prompts import (
     ParseFailure,
@@ -66,6 +67,7 @@ class RunSummary:
     parse_failures: int = 0
     sandbox_failures: int = 0
     latencies_ms: list[float] = field(default_factory=list)
+    compactions: dict[str, int] = field(default_factory=dict)  # model / rules / fallback
 
     def metadata(self) -> dict[str, Any]:
         lat = sorted(self.latencies_ms)
@@ -79,6 +81,8 @@ class RunSummary:
             "sandbox_failures": self.sandbox_failures,
             "actor_latency_p50_ms": round(statistics.median(lat), 3) if lat else 0.0,
             "actor_latency_max_ms": round(lat[-1], 3) if lat else 0.0,
+            "compactions": ", ".join(f"{k}={v}" for k, v in sorted(self.compactions.items()))
+            or "-",
         }
 
 
@@ -93,11 +97,13 @@ class Actor:
     seed: int = 0
     concurrency: int = 1
     redis_url: str | None = None  # dispatch tasks through Redis instead of SQLite
+    compactor: Chat | None = None  # a model shortening states over budget (else rules)
 
     def __post_init__(self) -> None:
         self.config = self.config.for_home(self.home)
         self.store = StateStore(db_path(self.home))
         self.queue = StepQueue(self.store, self.redis_url)
+        self.compactions: dict[str, int] = {}
 
     def close(self) -> None:
         self.store.close()
@@ -124,6 +130,7 @@ class Actor:
 
         await asyncio.gather(*(worker() for _ in range(self.concurrency)))
         self.write_lake(source, split, set(by_id))
+        summary.compactions = dict(self.compactions)
         return summary
 
     def write_lake(self, source: str, split: str, task_ids: set[str]) -> None:
@@ -201,13 +208,22 @@ class Actor:
         try:
             output = parse_output(text)
             action = parse_action(output.action)
-            new_state = merge(state, parse_update(output.state_update, settings), settings)
+            new_state = merge(
+                state,
+                parse_update(output.state_update, settings),
+                settings,
+                to_budget=self.compactor is None,
+            )
         except ParseFailure as exc:
             output, pre_failure, message = ModelOutput(raw=text), "parse", str(exc)
         except ActionRejected as exc:
             pre_failure, message = exc.failure, str(exc)
         except StateError as exc:
             pre_failure, message = "schema", str(exc)
+        if pre_failure is None and self.compactor is not None:
+            new_state, how = await compact_with_model(new_state, settings, self.compactor)
+            kind = "fallback" if how.startswith("rules (") else how
+            self.compactions[kind] = self.compactions.get(kind, 0) + 1
         if pre_failure is None:
             result = await asyncio.to_thread(apply_action, ws, action)
             sandbox = result.model_dump(mode="json", exclude={"diff"})

@@ -21,7 +21,12 @@ from verilearn_assets.refactor.llm_tasks import generate_llm_tasks, vllm_propose
 from verilearn_assets.refactor.prompts import load_prompts
 from verilearn_assets.refactor.records import RefactorTask
 from verilearn_assets.refactor.tasks import generate_tasks
-from verilearn_assets.refactor.teachers import ProgramTeacher, VllmTeacher, load_actors
+from verilearn_assets.refactor.teachers import (
+    ProgramTeacher,
+    VllmTeacher,
+    load_actors,
+    model_chat,
+)
 
 
 @asset(
@@ -139,12 +144,20 @@ def trajectories(context: AssetExecutionContext, home: HomeResource) -> Material
         redis_url=config.actors.redis_url if config.actors.queue == "redis" else None,
     )
 
+    close_compactor = None
+    if config.state.compaction_actor:
+        actor.compactor, close_compactor = model_chat(
+            load_actors().actor(config.state.compaction_actor)
+        )
+
     async def run():  # noqa: ANN202
         try:
             return await actor.run(task_records, source, split)  # type: ignore[arg-type]
         finally:
             if isinstance(teacher, VllmTeacher):
                 await teacher.close()
+            if close_compactor is not None:
+                await close_compactor()
 
     try:
         summary = asyncio.run(run())

@@ -43,12 +43,18 @@ class DockerSettings(StrictConfig):
     # it (`/verilearn-refactor` with the cgroupfs driver, `verilearn-refactor.slice` with
     # systemd); null: Docker's default; anything else: passed to Docker as is.
     cgroup_parent: str | None = "auto"
+    # start the next workspace's container while the current one works and remove ended
+    # ones in the background (one container per workspace all the same)
+    prestart: bool = True
 
 
 class StateSettings(StrictConfig):
     token_budget: int = Field(default=600, ge=400, le=800)
     text_cap: int = Field(default=256, ge=16, le=256)
     history_cap: int = Field(default=3, ge=1, le=3)
+    # an actor of vllm_actors.yaml that shortens a state over budget (checked; the rules
+    # compact whenever its answer is rejected); null: the deterministic rules only
+    compaction_actor: str | None = None
 
 
 class GenerationSettings(StrictConfig):

@@ -14,6 +14,7 @@ path (the benchmark compares both).
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import os
@@ -21,8 +22,11 @@ import shutil
 import socket
 import sys
 import tempfile
+import threading
 import time
+import uuid
 import weakref
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -160,6 +164,7 @@ class DockerSession:
         self._reader: Any = None
         self._finalizer: weakref.finalize | None = None
         self.started = 0  # containers started over the session's life (1 unless one died)
+        self.from_spare = False  # started ahead of its workspace (docker.prestart)
         self._start()
 
     def _start(self) -> None:
@@ -271,11 +276,134 @@ class DockerSession:
             self._finalizer()  # removes the container, once
         self.container_id = None
 
-    def close(self) -> None:
+    def rebind(self, workspace: Path, control: Path) -> None:
+        """The workspace directories were renamed (a spare taken): same inodes, new paths."""
+        self.workspace, self.control = workspace, control
+
+    def close(self, wait: bool = True) -> None:
+        """End the container. Closing the socket ends PID 1 and with it every process
+        inside at once; with `wait=False` the removal itself finishes in the background
+        (`drain()` waits for it; the interpreter waits for it at exit)."""
         try:
-            self._kill_container()
+            if not wait and self._finalizer is not None and self._finalizer.alive:
+                self._finalizer.detach()
+                container_id = self.container_id
+                self.container_id = None
+                if self._conn is not None:
+                    self._reader.close()
+                    self._conn.close()
+                    self._conn = self._reader = None
+                with _LOCK:
+                    _REMOVALS.append(_background().submit(_remove_container, container_id))
+            else:
+                self._kill_container()
         finally:
             self.client.close()
+
+
+# --- containers started ahead (spares) and removed behind (background removals) ---
+#
+# Starting and removing a container are daemon round-trips of several hundred
+# milliseconds. With `docker.prestart`, the container for the *next* workspace starts
+# while the current one works, over a fresh empty directory that `open_session` renames
+# into place (a bind mount follows the directory, not its name): still one container per
+# workspace, never reused. At most one spare exists (for the last config seen).
+
+_LOCK = threading.Lock()
+_EXECUTOR: list[ThreadPoolExecutor] = []
+_REMOVALS: list[Future] = []
+_SPARE: dict[str, Any] = {}  # signature, future (-> (session, root))
+
+
+def _background() -> ThreadPoolExecutor:
+    if not _EXECUTOR:
+        _EXECUTOR.append(ThreadPoolExecutor(max_workers=2, thread_name_prefix="refactor-docker"))
+    return _EXECUTOR[0]
+
+
+def _signature(config: RefactorConfig) -> str:
+    return config.model_dump_json(
+        include={"limits", "docker", "system_ro_paths", "workspace_root", "backend"}
+    )
+
+
+def _new_session(config: RefactorConfig, root: Path) -> DockerSession:
+    (root / "tree").mkdir(parents=True)
+    (root / "control").mkdir()
+    try:
+        return DockerSession(config, root / "tree", root / "control")
+    except BaseException:
+        shutil.rmtree(root, ignore_errors=True)
+        raise
+
+
+def _make_spare(config: RefactorConfig) -> tuple[DockerSession, Path]:
+    from verilearn_assets.refactor.config import expand_home
+
+    root = expand_home(config.workspace_root) / f".spare-{uuid.uuid4().hex[:12]}"
+    return _new_session(config, root), root
+
+
+def open_session(config: RefactorConfig, root: Path) -> DockerSession:
+    """A started container over `root/tree` and `root/control` (created here; `root` must
+    not exist): the spare started ahead for this config if there is one, else a new one.
+    With `docker.prestart` the next workspace's spare then starts in the background."""
+    signature = _signature(config)
+    with _LOCK:
+        spare = _SPARE.pop("future", None) if _SPARE.get("signature") == signature else None
+        stale = None if spare is not None else _SPARE.pop("future", None)
+        _SPARE.clear()
+    if stale is not None:
+        stale.add_done_callback(_discard)
+    session = None
+    if spare is not None:
+        try:
+            session, spare_root = spare.result()
+        except Exception as exc:  # the synchronous start below raises if it persists
+            log.warning("refactor: the spare container failed to start (%s); starting one", exc)
+        else:
+            os.rename(spare_root, root)
+            session.rebind(root / "tree", root / "control")
+            session.from_spare = True
+    if session is None:
+        session = _new_session(config, root)
+    if config.docker.prestart:
+        with _LOCK:
+            if "future" not in _SPARE:
+                _SPARE["signature"] = signature
+                _SPARE["future"] = _background().submit(_make_spare, config)
+    return session
+
+
+def _discard(future: Future) -> None:
+    try:
+        session, root = future.result()
+    except Exception:  # a spare that never started has nothing to remove
+        return
+    try:
+        session.close()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def drain() -> None:
+    """Remove the idle spare and wait for every background removal (tests, exit)."""
+    with _LOCK:
+        spare = _SPARE.pop("future", None)
+        _SPARE.clear()
+    if spare is not None:
+        _discard(spare)
+    while True:
+        with _LOCK:
+            pending = list(_REMOVALS)
+            _REMOVALS.clear()
+        if not pending:
+            return
+        for future in pending:
+            future.result()
+
+
+atexit.register(drain)
 
 
 def run_once(

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import cast
 
-from verilearn_assets.core.family import Family, GateRule, SftRow
+from verilearn_assets.core.family import Family, GateRule, GrpoTask, SftRow
 from verilearn_assets.core.records import Record
 from verilearn_assets.refactor import gate_rules
+from verilearn_assets.refactor.grpo import RefactorScorer, grpo_prompts
 from verilearn_assets.refactor.records import RefactorTask, TrajectoryStep
 
 NAME = "refactor"
@@ -96,4 +97,5 @@ FAMILY = Family(
             "Rewards recomputed from what each step recorded equal the stored ones.",
         ),
     ),
+    grpo=GrpoTask(grpo_prompts, RefactorScorer),
 )

@@ -38,6 +38,7 @@ from verilearn_assets.refactor.workspace import (
     syntax_errors,
     tree_hash,
     unified_diff,
+    workspace_root_path,
     write_files,
 )
 
@@ -93,25 +94,29 @@ def prepare_workspace(
 ) -> Workspace:
     """A fresh workspace holding a copy of `files` (a directory, or path → text)."""
     config = config or load_refactor_config()
-    root = new_workspace_root(config, task_id)
+    jailed = config.backend == "docker" and config.docker.lifetime == "workspace"
+    session = None
+    if jailed:  # the container first: it may have been started ahead, over its own dirs
+        from verilearn_assets.refactor.docker_jail import open_session
+
+        root = workspace_root_path(config, task_id)
+        session = open_session(config, root)
+    else:
+        root = new_workspace_root(config, task_id)
     try:
         if isinstance(files, Mapping):
             write_files(files, root / "tree")
         else:
             copy_tree(Path(files), root / "tree")
+        ws = Workspace(task_id=task_id, root=root, config=config, jail=session)
+        ws.baseline = ws.snapshot()
     except BaseException:
-        shutil.rmtree(root, ignore_errors=True)
-        raise
-    ws = Workspace(task_id=task_id, root=root, config=config)
-    ws.baseline = ws.snapshot()
-    if config.backend == "docker" and config.docker.lifetime == "workspace":
-        from verilearn_assets.refactor.docker_jail import DockerSession
-
         try:
-            ws.jail = DockerSession(config, ws.tree, ws.control)
-        except BaseException:
+            if session is not None:
+                session.close(wait=not config.docker.prestart)
+        finally:
             shutil.rmtree(root, ignore_errors=True)
-            raise
+        raise
     return ws
 
 
@@ -273,7 +278,7 @@ def cleanup(workspace: Workspace) -> None:
     """Remove the workspace's container (if any), then its files."""
     try:
         if workspace.jail is not None:
-            workspace.jail.close()
+            workspace.jail.close(wait=not workspace.config.docker.prestart)
             workspace.jail = None
     finally:
         shutil.rmtree(workspace.root, ignore_errors=False)

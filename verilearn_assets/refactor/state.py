@@ -106,9 +106,16 @@ def parse_update(raw: str | dict[str, Any], settings: StateSettings | None = Non
     return update
 
 
-def merge(existing: State, update: StateUpdate, settings: StateSettings | None = None) -> State:
+def merge(
+    existing: State,
+    update: StateUpdate,
+    settings: StateSettings | None = None,
+    to_budget: bool = True,
+) -> State:
     """A new state: items appended (no duplicates), resolved items dropped, history trimmed
-    to the last `history_cap`, then compacted to the token budget. `existing` is unchanged."""
+    to the last `history_cap`, then (with `to_budget`) compacted to the token budget by the
+    rules; the actor passes False when a model compacts (`compaction.py`). `existing` is
+    unchanged."""
     settings = settings or StateSettings()
     data = existing.model_dump()
     for name in LIST_FIELDS:
@@ -125,7 +132,7 @@ def merge(existing: State, update: StateUpdate, settings: StateSettings | None =
     except ValidationError as exc:
         err = exc.errors()[0]
         raise StateError(".".join(str(p) for p in err["loc"]), err["msg"]) from exc
-    return compact(state, settings.token_budget)
+    return compact(state, settings.token_budget) if to_budget else state
 
 
 def render(state: State) -> str:

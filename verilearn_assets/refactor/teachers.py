@@ -150,3 +150,13 @@ class VllmTeacher:
         for client in self._clients.values():
             await client.close()
         self._clients.clear()
+
+
+def model_chat(actor: ActorConfig) -> tuple[Any, Any]:
+    """`(chat, close)` over one actor (its fallback chain too): the state compactor's model."""
+    teacher = VllmTeacher(actor)
+
+    async def chat(messages: list[dict[str, Any]]) -> str:
+        return await teacher.respond(messages, None, 0, State(), 0)  # type: ignore[arg-type]
+
+    return chat, teacher.close

@@ -50,9 +50,14 @@ class Workspace:
         return unified_diff(self.baseline, self.snapshot())
 
 
-def new_workspace_root(config: RefactorConfig, task_id: str) -> Path:
+def workspace_root_path(config: RefactorConfig, task_id: str) -> Path:
+    """A fresh, not yet existing directory for one workspace of `task_id`."""
     safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in task_id)[:64] or "task"
-    root = expand_home(config.workspace_root) / f"{safe}-{uuid.uuid4().hex[:8]}"
+    return expand_home(config.workspace_root) / f"{safe}-{uuid.uuid4().hex[:8]}"
+
+
+def new_workspace_root(config: RefactorConfig, task_id: str) -> Path:
+    root = workspace_root_path(config, task_id)
     (root / "tree").mkdir(parents=True)
     (root / "control").mkdir()
     return root

@@ -1,0 +1,120 @@
+"""The refactor family's GRPO hook: first-step prompts and a jailed, verifying scorer.
+
+A GRPO sample is one turn of the actor loop from a fresh workspace with an empty state:
+the prompt the actor would send at step 1, and a completion holding `<think>`, `<action>`
+and `<state_update>`. The scorer runs the action in the jail on a fresh copy of the task's
+repository, runs the tests when the action changed something, and rewards with the actor's
+own `compute_reward`: `outcome` 1.0 when the tree equals the task's target and the tests
+pass (a one-step task solved; a multi-step task can only reach it with an action that does
+all steps at once), `partial` the step reward (1.0, capped partial credit, or 0).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, cast
+
+from verilearn_assets.core.records import Record
+from verilearn_assets.refactor.records import RefactorTask
+
+ROLE = "default"
+
+
+def _accepted(tasks: Sequence[Record], role: str) -> list[RefactorTask]:
+    if role != ROLE:
+        raise ValueError(f"refactor GRPO: the only role is {ROLE!r}, got {role!r}")
+    return [t for t in cast(Sequence[RefactorTask], tasks) if t.status == "accepted"]
+
+
+def grpo_prompts(home: Path, tasks: Sequence[Record], role: str) -> list[dict[str, Any]]:
+    """Step-1 prompts of the accepted tasks; harder = more steps, matches and rule size."""
+    from verilearn_assets.refactor.config import load_refactor_config
+    from verilearn_assets.refactor.prompts import load_prompts, render_messages
+    from verilearn_assets.refactor.state import State, render
+
+    prompts = load_prompts()
+    extra = load_refactor_config().actors.extra_steps
+    empty = render(State())
+    rows = []
+    for task in _accepted(tasks, role):
+        d = task.difficulty
+        max_steps = len(task.reference_actions) + extra
+        rows.append(
+            {
+                "prompt": render_messages(prompts, task, empty, 1, max_steps, ""),
+                "task_id": task.id,
+                "difficulty": float(d.steps + d.rule_complexity / 10 + d.matches / 100),
+                "group": task.rules[0] if len(task.rules) == 1 else "+".join(task.rules),
+            }
+        )
+    return rows
+
+
+class RefactorScorer:
+    """Scores completions of accepted refactor tasks in the configured jail."""
+
+    def __init__(self, home: Path, tasks: Sequence[Record], role: str) -> None:
+        from verilearn_assets.refactor.catalog import load_corpus
+        from verilearn_assets.refactor.config import load_refactor_config
+
+        self.tasks = {t.id: t for t in _accepted(tasks, role)}
+        self.config = load_refactor_config().for_home(home)
+        self.repos = {r.name: r for r in load_corpus(home=home, strict=False)}
+        self.workers = max(1, self.config.actors.concurrency)
+
+    def _one(self, task_id: str, completion: str) -> dict[str, float]:
+        from verilearn_assets.refactor.actions import ActionRejected, parse_action
+        from verilearn_assets.refactor.prompts import ParseFailure, parse_output
+        from verilearn_assets.refactor.rewards import compute_reward
+        from verilearn_assets.refactor.runner import (
+            TestSpec,
+            apply_action,
+            cleanup,
+            prepare_workspace,
+            run_tests,
+        )
+        from verilearn_assets.refactor.state import StateError, parse_update
+        from verilearn_assets.refactor.workspace import tree_hash, unified_diff
+
+        if task_id not in self.tasks:
+            raise KeyError(f"refactor rewards: no accepted task {task_id!r}")
+        task = self.tasks[task_id]
+        if task.repo not in self.repos:
+            raise KeyError(f"refactor rewards: task {task_id}: repository {task.repo!r} not loaded")
+        pre_failure = None
+        try:
+            output = parse_output(completion)
+            action = parse_action(output.action)
+            parse_update(output.state_update, self.config.state)
+        except ParseFailure:
+            pre_failure = "parse"
+        except ActionRejected as exc:
+            pre_failure = exc.failure
+        except StateError:
+            pre_failure = "schema"
+        status = tests = None
+        th, diff = "", ""
+        if pre_failure is None:
+            ws = prepare_workspace(f"grpo-{task_id}", self.repos[task.repo].path, self.config)
+            try:
+                result = apply_action(ws, action)
+                status = result.status
+                if status == "ok":
+                    tests = run_tests(ws, TestSpec(argv=task.test_command)).status
+                snap = ws.snapshot()
+                th, diff = tree_hash(snap), unified_diff(ws.baseline, snap)
+            finally:
+                cleanup(ws)
+        reward = compute_reward(task, pre_failure, status, tests, th, diff)
+        return {"outcome": 1.0 if reward.value == 1.0 else 0.0, "partial": reward.value}
+
+    def score(self, task_ids: Sequence[str], completions: Sequence[str]) -> list[dict[str, float]]:
+        if len(task_ids) != len(completions):
+            raise ValueError(f"{len(task_ids)} task ids for {len(completions)} completions")
+        with ThreadPoolExecutor(self.workers) as pool:
+            return list(pool.map(self._one, task_ids, completions))
+
+    def close(self) -> None:
+        """Nothing is held between calls: each completion gets its own workspace."""
