@@ -6,7 +6,13 @@ sandbox pool's slots (each question twice in fresh tasks, alternatives once). Pr
 questions/s, the share of time spent executing in the sandbox versus searching, and peak
 memory of this process.
 
+Before that, the generation phase alone is timed three ways on the same tables: screen off,
+the screen as it was (`probe_ties: false`: every convention variant re-runs the program),
+and the screen as configured (tie probes). It prints the screen's share of generation time
+and the before/after ratio, and checks both screens reach the same verdicts.
+
     .venv/bin/python benchmarks/questions.py [--sources template procedural] [--slots N]
+    .venv/bin/python benchmarks/questions.py --screen-only   # generation phase only
 """
 
 from __future__ import annotations
@@ -67,12 +73,55 @@ async def bench_source(pool: SandboxPool, tables, source: str, cfg) -> dict:
     }
 
 
+def _generate_all(tables, sources, cfg) -> tuple[float, dict[tuple[str, str], str | None]]:
+    """(seconds, verdict per candidate: None for passed, else the reason's class)."""
+    t0 = time.perf_counter()
+    verdicts: dict[tuple[str, str], str | None] = {}
+    for table in tables:
+        for source in sources:
+            gen = generate(table, source, cfg)
+            for c in gen.candidates:
+                verdicts[(table.id, c.code)] = None
+            for c in gen.rejected:
+                verdicts[(table.id, c.code)] = (c.rejection_reason or "").split(":", 1)[0]
+    return time.perf_counter() - t0, verdicts
+
+
+def bench_screen(tables, sources, cfg) -> None:
+    """Generation time with the screen off, as it was (every variant runs), and as now."""
+    off = cfg.model_copy(update={"screen": cfg.screen.model_copy(update={"enabled": False})})
+    before = cfg.model_copy(
+        update={"screen": cfg.screen.model_copy(update={"enabled": True, "probe_ties": False})}
+    )
+    after = cfg.model_copy(
+        update={"screen": cfg.screen.model_copy(update={"enabled": True, "probe_ties": True})}
+    )
+    t_off, _ = _generate_all(tables, sources, off)
+    t_before, v_before = _generate_all(tables, sources, before)
+    t_after, v_after = _generate_all(tables, sources, after)
+    s_before, s_after = t_before - t_off, t_after - t_off
+    differ = sum(1 for k in v_before if v_before[k] != v_after.get(k))
+    print(f"\n[generation, {'+'.join(sources)}] {len(v_after)} candidates on {len(tables)} tables")
+    print(f"  screen off {t_off:.1f}s; screen before {t_before:.1f}s; screen after {t_after:.1f}s")
+    print(
+        f"  screen share of generation: before {s_before / t_before:.0%}, "
+        f"after {s_after / t_after:.0%}"
+    )
+    print(
+        f"  screen time ratio before/after: {s_before / s_after:.2f}x; generation "
+        f"{t_before / t_after:.2f}x; verdicts that differ: {differ}"
+    )
+
+
 async def main(args: argparse.Namespace) -> int:
     cfg = load_questions_config()
     home = Path(tempfile.mkdtemp(prefix="verilearn-bench-"))
     t0 = time.perf_counter()
     tables = build_tables(load_datasets_config(), home)
     print(f"built {len(tables)} bundled tables in {time.perf_counter() - t0:.1f}s")
+    bench_screen(tables, args.sources, cfg)
+    if args.screen_only:
+        return 0
     results = []
     async with SandboxPool(sandbox_config(args.slots, args.backend)) as pool:
         print(f"sandbox backend {pool.backend}, {pool.config.slots} slots")
@@ -112,5 +161,6 @@ if __name__ == "__main__":
         choices=["template", "procedural"],
     )
     parser.add_argument("--slots", type=int, default=None)
+    parser.add_argument("--screen-only", action="store_true", help="time generation only")
     parser.add_argument("--backend", choices=["auto", "docker", "bwrap"], default=None)
     sys.exit(asyncio.run(main(parser.parse_args())))

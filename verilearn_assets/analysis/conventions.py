@@ -168,6 +168,81 @@ def uses_ids(code: str, ids: list[str]) -> list[str]:
     return named or (list(ids) if _WHOLE_TABLE.search(code) else [])
 
 
+# --- tie probes: the screen's reference run records whether a tie-break could bind --------
+# A tie convention moves an answer only where the reference meets an exact tie; the probe
+# version of the reference returns the same values and hooks a marker at every tie it
+# meets, so a tie variant of a program that met none is known to give the same answer
+# without running it (most candidates: the cost of the screen halves).
+TIE_MARK = "__tie__:"
+_PROBE_DEFS = (
+    "def __tie_probe(obj, name, how):\n"
+    "    try:\n"
+    "        best = obj.max() if how == 'max' else obj.min()\n"
+    "        tied = bool(np.any(np.asarray((obj == best).sum()) > 1))\n"
+    "    except Exception:\n"
+    "        tied = True\n"
+    "    if tied:\n"
+    f"        hook(True, '', name={TIE_MARK!r} + name)\n"
+    "    return obj.idxmax() if how == 'max' else obj.idxmin()\n"
+    "def __mode_probe(m):\n"
+    "    if len(m) > 1:\n"
+    f"        hook(True, '', name={TIE_MARK + 'mode_largest_tied'!r})\n"
+    "    return m\n"
+)
+_PROBES = (
+    (r"\.idxmax\(\)", ".pipe(__tie_probe, 'argmax_last_tied', 'max')"),
+    (r"\.idxmin\(\)", ".pipe(__tie_probe, 'argmin_last_tied', 'min')"),
+    (r"\.mode\(\)\.iloc\[0\]", ".mode().pipe(__mode_probe).iloc[0]"),
+)
+PROBED = frozenset({"argmax_last_tied", "argmin_last_tied", "mode_largest_tied"})
+
+
+def probed(code: str) -> str:
+    """`code` with every tie-breaking call routed through a probe (same values)."""
+    for pattern, replacement in _PROBES:
+        code = re.sub(pattern, replacement, code)
+    return _PROBE_DEFS + code
+
+
+def _body(code: str) -> str:
+    """The program without its comment lines (the question heads it as comments)."""
+    return "\n".join(ln for ln in code.splitlines() if not ln.lstrip().startswith("#"))
+
+
+class RunCache:
+    """Outcomes of program bodies already run on one table, so the wordings of one
+    computation (template variants share their code but for the question comment) and
+    their convention variants run once per table. Exceptions are kept and re-raised."""
+
+    def __init__(self) -> None:
+        self._done: dict[tuple[str, str], tuple[bool, Any]] = {}
+
+    def get(self, kind: str, code: str, compute: Callable[[], Any]) -> Any:
+        key = (kind, _body(code))
+        if key not in self._done:
+            try:
+                self._done[key] = (True, compute())
+            except Exception as exc:
+                self._done[key] = (False, exc)
+        ok, value = self._done[key]
+        if not ok:
+            raise value
+        return value
+
+
+def probed_reference(
+    code: str, df: pd.DataFrame, cache: RunCache | None = None
+) -> tuple[Any, frozenset[str]]:
+    """(answer as submitted, tie conventions that met a tie) of one in-process run."""
+
+    def compute() -> tuple[Any, frozenset[str]]:
+        seen: dict[str, Any] = {}
+        answer = _canonical(run_in_process(probed(code), df, seen))
+        return answer, frozenset(k[len(TIE_MARK) :] for k in seen if k.startswith(TIE_MARK))
+
+    return compute() if cache is None else cache.get("probed", code, compute)
+
+
 def _canonical(value: Any) -> Any:
     """The answer as the sandbox would submit it (JSON), parsed back."""
     return parse_answer(json.dumps(value))
@@ -196,21 +271,34 @@ def check_conventions(
     conventions: tuple[Convention, ...] = CONVENTIONS,
     alternative_answers: list[Any] | None = None,
     id_columns: list[str] | None = None,
+    ties: frozenset[str] | None = None,
+    cache: RunCache | None = None,
 ) -> ConventionReport:
     """Re-run `cand` under every convention its code uses and judge each moved answer.
 
     `reference` and `alternative_answers` (parsed JSON) may be given when already known,
     e.g. from a verified record; otherwise they are computed here. `id_columns` (the
     table's numeric ID-like columns) may be given by a caller that screens many candidates
-    of one table; `conventions` without the ID readings skips them.
+    of one table; `conventions` without the ID readings skips them. `ties` (from
+    `probed_reference`) names the tie conventions whose tie the reference met: the others
+    cannot move and are recorded `untied` without a run. Without it every variant runs.
+    With `ties` given, the complete-rows median is not re-run on a table without missing
+    values either (it cannot move). `cache`, one per table, runs each program body once.
     """
-    run: Runner = lambda code: _canonical(run_in_process(code, df))  # noqa: E731
+    cache = cache or RunCache()
+    run: Runner = lambda code: cache.get("run", code, lambda: _canonical(run_in_process(code, df)))  # noqa: E731
     expected = _canonical(reference) if reference is not None else run(cand.code)
     alt_answers = alternative_answers
     tried: list[str] = []
     rejection: str | None = None
     ids = numeric_id_columns(df) if id_columns is None else id_columns
-    for conv, variant in _variants(cand, df, conventions, ids):
+    complete = ties is not None and not df.isna().to_numpy().any()
+    for conv, variant in _variants(cand, df, conventions, ids, run):
+        if (ties is not None and conv.name in PROBED and conv.name not in ties) or (
+            complete and conv.name == "median_complete_rows"
+        ):
+            tried.append(f"{conv.name}:untied" if conv.name in PROBED else f"{conv.name}:same")
+            continue
         if isinstance(variant, str):  # the question reads an ID-like column as a variable
             if states(cand.question, conv):
                 tried.append(f"{conv.name}:stated")
@@ -252,11 +340,14 @@ Variant = Callable[[], Any] | str
 
 
 def _variants(
-    cand: Candidate, df: pd.DataFrame, conventions: tuple[Convention, ...], ids: list[str]
+    cand: Candidate,
+    df: pd.DataFrame,
+    conventions: tuple[Convention, ...],
+    ids: list[str],
+    run: Runner,
 ):
     """(convention, thunk running its variant) for every reading that applies; for the
     exclude-ID reading of code that names an ID column, a message instead of a thunk."""
-    run = lambda code, frame=df: _canonical(run_in_process(code, frame))  # noqa: E731
     for conv in conventions:
         if conv.applies(cand.code, len(df)):
             yield conv, (lambda c=conv: run(c.rewrite(cand.code)))
@@ -267,7 +358,10 @@ def _variants(
         if any(_quotes(cand.code, i) for i in used):
             yield EXCLUDE_IDS, f"it uses ID-like column(s) {used} as a variable"
         else:
-            yield EXCLUDE_IDS, (lambda: run(cand.code, df.drop(columns=used)))
+            yield (
+                EXCLUDE_IDS,
+                (lambda: _canonical(run_in_process(cand.code, df.drop(columns=used)))),
+            )
     elif not used and INCLUDE_IDS in conventions:
         code = with_ids(cand.code, df, cand.question, ids)
         if code is not None:

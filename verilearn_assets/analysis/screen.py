@@ -15,8 +15,9 @@ import pandas as pd
 from pydantic import Field
 
 from verilearn_assets.analysis.candidate import Candidate
-from verilearn_assets.analysis.conventions import check_conventions
+from verilearn_assets.analysis.conventions import RunCache, check_conventions, probed_reference
 from verilearn_assets.analysis.degenerate import constant_reason, zero_reason
+from verilearn_assets.analysis.id_columns import numeric_id_columns
 from verilearn_assets.analysis.programs.dryrun import run_in_process
 from verilearn_assets.core.answers import parse_answer
 from verilearn_assets.core.config import StrictConfig
@@ -32,20 +33,36 @@ class ScreenConfig(StrictConfig):
     perturb_sources: list[str] = Field(default_factory=lambda: ["procedural"])
     perturb_fraction: float = Field(0.8, gt=0, lt=1)
     seed: int = 0
+    # run the reference through the tie probes and skip variants that cannot move (no tie
+    # met, no missing value to drop); false runs every variant (the slower, older path)
+    probe_ties: bool = True
 
 
 def _reference(cand: Candidate, df: pd.DataFrame) -> Any:
     return parse_answer(json.dumps(run_in_process(cand.code, df)))
 
 
-def screen_one(cand: Candidate, df: pd.DataFrame, cfg: ScreenConfig) -> Candidate:
-    """A copy of `cand` with `conventions` and, if it fails the screen, `rejection_reason`."""
+def screen_one(
+    cand: Candidate,
+    df: pd.DataFrame,
+    cfg: ScreenConfig,
+    id_columns: list[str] | None = None,
+    cache: RunCache | None = None,
+) -> Candidate:
+    """A copy of `cand` with `conventions` and, if it fails the screen, `rejection_reason`.
+
+    The reference runs once, through the tie probes, so tie variants run only where the
+    reference met a tie; `id_columns` and `cache` are the caller's, once per table.
+    """
     try:
-        answer = _reference(cand, df)
+        if cfg.probe_ties:
+            answer, ties = probed_reference(cand.code, df, cache)
+        else:
+            answer, ties = _reference(cand, df), None
     except Exception as exc:  # verification in the sandbox rejects it with the full reason
         return cand.model_copy(update={"conventions": [f"reference:{type(exc).__name__}"]})
     reason = zero_reason(answer)
-    report = check_conventions(cand, df, answer)
+    report = check_conventions(cand, df, answer, id_columns=id_columns, ties=ties, cache=cache)
     reason = reason or report.rejection
     if reason is None and cand.source in cfg.perturb_sources:
         reason = constant_reason(
@@ -60,5 +77,7 @@ def screen(
     """(passed, turned away) — every candidate lands in exactly one list."""
     if not cfg.enabled:
         return candidates, []
-    done = [screen_one(c, df, cfg) for c in candidates]
+    ids = numeric_id_columns(df)  # once per table, not per candidate
+    cache = RunCache() if cfg.probe_ties else None
+    done = [screen_one(c, df, cfg, ids, cache) for c in candidates]
     return [c for c in done if c.rejection_reason is None], [c for c in done if c.rejection_reason]
