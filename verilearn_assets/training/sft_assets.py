@@ -55,8 +55,16 @@ from verilearn_assets.training.trainability import check_trainability
 def sft_dataset_trainable(
     context: AssetCheckExecutionContext, home: HomeResource
 ) -> AssetCheckResult:
-    split = context.partition_key
-    config = load_training_config()
+    result = trainable_result(home.dir(), context.partition_key)
+    context.log.info(str(result.description))
+    return result
+
+
+def trainable_result(
+    home: Path, split: str, config: TrainingConfig | None = None
+) -> AssetCheckResult:
+    """The check's verdict on `sft_dataset[split]` (also what a headless evaluation stores)."""
+    config = config or load_training_config()
     if not (config.base_model_dir() / "config.json").is_file():
         # No model to train (`make demo` stays model-free): a failed warning, so the data
         # pipeline still finishes, while `sft_model` refuses on this failed evaluation.
@@ -65,9 +73,7 @@ def sft_dataset_trainable(
             severity=AssetCheckSeverity.WARN,
             description=f"{config.base_model_dir()}: base model not built (make tiny-model)",
         )
-    rows = load_sft_rows(home.dir(), split)
-    report = check_trainability(config, rows)
-    context.log.info(report.summary())
+    report = check_trainability(config, load_sft_rows(home, split))
     meta: dict[str, object] = {
         k: v
         for k, v in report.model_dump().items()
