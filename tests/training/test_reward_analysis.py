@@ -143,6 +143,10 @@ def test_reading_the_lake_or_other_files_earns_nothing(world) -> None:
         f"import os\nsubmit(len(df) if os.path.exists({str(parquet)!r}) else 0)",
         "import pathlib\nsubmit(len(list(pathlib.Path('/').iterdir())) + len(df))",
         "x = df.__class__.__init__.__globals__\nsubmit(len(df))",
+        "f = __builtins__['op' + 'en']\nsubmit(len(df))",
+        f"import pandas as pd\nh = pd.io.common.get_handle({str(parquet)!r}, 'r')\nsubmit(1)",
+        f"from scipy import io\nm = io.loadmat({str(parquet)!r})\nsubmit(len(df))",
+        f"import numpy as np\nx = np.load({str(parquet)!r})\nsubmit(len(df))",
     ]
     for s, code in zip(score(world, *attempts), attempts, strict=True):
         assert (s.outcome, s.partial, s.process) == (0.0, 0.0, 0.0), code
@@ -184,6 +188,40 @@ def test_unknown_task_is_a_named_error(world) -> None:
 def test_hook_weights_follow_depends_on(world) -> None:
     _, q, _ = world
     assert hook_weights(q.hooks) == {"mean_a": 3.0, "above": 2.0, "final": 1.0}
+
+
+def test_pass_rates_per_template_from_stored_episodes(world) -> None:
+    from verilearn_assets.analysis.records import Episode
+    from verilearn_assets.analysis.rewards import grpo_pass_rates
+
+    home, q, _ = world
+    episodes = [
+        Episode(
+            id=Episode.make_id(q.id, "program", "k", "single", i),
+            question_id=q.id,
+            source=q.source,
+            split=q.split,
+            dataset=q.dataset,
+            template=q.template,
+            teacher="program",
+            sampling_key="k",
+            messages=[],
+            cells=[],
+            submissions=[],
+            answer=None,
+            hooks=[],
+            hooks_total=0,
+            hooks_grounded=0,
+            hooks_malformed=0,
+            verified=verified,
+            n_turns=0,
+        )
+        for i, verified in enumerate([True, False, False, True])
+    ]
+    root = lake.lake_root(home)
+    lake.write_records("analysis/episodes", episodes, Episode, root, source=q.source, split=q.split)
+    assert grpo_pass_rates(home, q.split) == {"count_above_mean": 0.5}
+    assert grpo_pass_rates(home, "dev") == {}
 
 
 def test_screen_data_flow() -> None:

@@ -101,7 +101,25 @@ FORBIDDEN_NAMES = frozenset(
     }
 )
 FORBIDDEN_ATTRS = frozenset(
-    {"load", "loadtxt", "genfromtxt", "fromfile", "memmap", "DataSource", "system", "popen"}
+    {
+        "io",  # pd.io / scipy.io: readers and raw file handles
+        "open",
+        "get_handle",
+        "load",
+        "loadtxt",
+        "genfromtxt",
+        "fromfile",
+        "fromregex",
+        "memmap",
+        "open_memmap",
+        "DataSource",
+        "HDFStore",
+        "ExcelFile",
+        "ExcelWriter",
+        "system",
+        "popen",
+        "urlopen",
+    }
 )
 
 
@@ -133,11 +151,17 @@ def _targets(node: ast.AST) -> set[str]:
 def _forbidden(tree: ast.AST) -> str | None:
     for node in ast.walk(tree):
         if isinstance(node, ast.Import | ast.ImportFrom):
-            mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
+            if isinstance(node, ast.Import):
+                mods = [a.name for a in node.names]
+            else:  # `from scipy import io` imports scipy.io
+                mods = [f"{node.module or ''}.{a.name}" for a in node.names]
             for mod in mods:
-                if (mod or "").split(".")[0] not in ALLOWED_IMPORTS:
+                parts = mod.split(".")
+                if parts[0] not in ALLOWED_IMPORTS or FORBIDDEN_ATTRS & set(parts[1:]):
                     return f"forbidden_import: {mod}"
-        elif isinstance(node, ast.Name) and node.id in FORBIDDEN_NAMES:
+        elif isinstance(node, ast.Name) and (
+            node.id in FORBIDDEN_NAMES or node.id.startswith("__")
+        ):
             return f"forbidden_name: {node.id}"
         elif isinstance(node, ast.Attribute):
             if node.attr.startswith("__") or node.attr in FORBIDDEN_ATTRS:
