@@ -15,7 +15,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
-SUBCOMMAND_MODULES = ("demo", "report", "gate", "inspect", "sandbox", "questions", "train")
+SUBCOMMAND_MODULES = ("demo", "report", "gate", "inspect", "sandbox", "questions", "train", "eval")
 
 
 class CliError(Exception):

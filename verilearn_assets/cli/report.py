@@ -63,6 +63,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="only this report table (repeatable), e.g. family_counts, pass_rate",
     )
     parser.add_argument(
+        "--models",
+        action="store_true",
+        help="only the model evaluations (mart_model_pass_rate: base and trained side by side)",
+    )
+    parser.add_argument(
         "--lock-timeout",
         type=float,
         default=60.0,
@@ -88,7 +93,8 @@ def run(args: argparse.Namespace) -> int:
         with writer(db, args.lock_timeout) as con:
             models = build_all(con, lake, SQL_DIR)
         with reader(db, args.lock_timeout) as con:
-            tables = _selected(report_data(con), args.table)
+            keys = [*(args.table or []), *(["mart_model_pass_rate"] if args.models else [])]
+            tables = _selected(report_data(con), keys or None)
             if args.format == "table":
                 console = Console()
                 console.print(

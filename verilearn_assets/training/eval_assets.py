@@ -1,7 +1,99 @@
-"""Dagster wiring of evaluation (`model_eval`, partitioned by split)."""
+"""Dagster wiring of evaluation: `model_eval`, partitioned by split, and `eval_job`.
 
-from dagster import AssetChecksDefinition, AssetsDefinition, JobDefinition
+Thin: `evaluate_model` does the work (the CLI calls it too). The asset refuses a trained
+model whose run shows no gated training data, or whose `sft_dataset` partition does not
+pass the gate in this instance now; a base model (no training run) is the baseline and
+always allowed.
+"""
 
-EVAL_ASSETS: list[AssetsDefinition] = []
+from dagster import (
+    AssetChecksDefinition,
+    AssetExecutionContext,
+    AssetsDefinition,
+    Config,
+    Failure,
+    JobDefinition,
+    MaterializeResult,
+    MetadataValue,
+    asset,
+    define_asset_job,
+)
+
+from resources.home import HomeResource
+from verilearn_assets.core.deploy import op_tags_for
+from verilearn_assets.platform.defs import SPLIT
+from verilearn_assets.training.config import load_training_config
+from verilearn_assets.training.evaluate import (
+    UngatedModel,
+    evaluate_model,
+    gate_evidence,
+    resolve_model,
+)
+
+
+class ModelEvalConfig(Config):
+    model: str | None = None  # model dir or served name; default: training.yaml's base_model
+    limit: int | None = None  # overrides eval.limit
+    question_ids: list[str] | None = None  # only these questions of the split
+    config_path: str | None = None  # a training.yaml; default configs/training.yaml
+
+
+@asset(
+    group_name="training",
+    partitions_def=SPLIT,
+    op_tags=op_tags_for(["container_pool"]),
+    description="The model under test, served on vLLM, as the student on the split's "
+    "accepted questions in the sandbox; one record per question in the lake "
+    "(mart_model_pass_rate). Refuses a trained model whose data did not pass the gate.",
+)
+def model_eval(
+    context: AssetExecutionContext, config: ModelEvalConfig, home: HomeResource
+) -> MaterializeResult:
+    split = context.partition_key
+    training = load_training_config(config.config_path)
+    model = config.model or str(training.base_model_dir())
+    mut = resolve_model(model)
+    try:
+        evidence = gate_evidence(mut)
+    except UngatedModel as exc:
+        raise Failure(description=f"model_eval [{split}] refuses {mut.name}: {exc}") from exc
+    if evidence is not None:
+        from verilearn_assets.training.sft_assets import sft_gate_reasons
+
+        reasons = sft_gate_reasons(context.instance, home.dir(), evidence.split)
+        if reasons:
+            raise Failure(
+                description=f"model_eval [{split}] refuses {mut.name}: its training data "
+                f"sft_dataset [{evidence.split}] does not pass the gate: " + "; ".join(reasons)
+            )
+    result = evaluate_model(
+        model,
+        split,
+        home.dir(),
+        limit=config.limit,
+        question_ids=config.question_ids,
+        settings=training.eval,
+        progress=lambda done, total: context.log.info(f"{done}/{total} questions"),
+    )
+    summary = result.summary()
+    context.log.info(f"{mut.name} on {split}: {summary}")
+    return MaterializeResult(
+        metadata={
+            "model": mut.name,
+            "baseline": evidence is None,
+            "questions": result.n,
+            "passed": result.n_passed,
+            "pass_rate": MetadataValue.float(round(result.pass_rate, 4)),
+            "format_error_rate": MetadataValue.float(round(result.format_error_rate, 4)),
+            "failures": MetadataValue.json(result.failures()),
+            "by_template": MetadataValue.md(result.template_markdown()),
+            "lake_path": str(result.lake_path),
+        }
+    )
+
+
+eval_job = define_asset_job("eval_job", selection=[model_eval], partitions_def=SPLIT)
+
+EVAL_ASSETS: list[AssetsDefinition] = [model_eval]
 EVAL_CHECKS: list[AssetChecksDefinition] = []
-EVAL_JOBS: list[JobDefinition] = []
+EVAL_JOBS: list[JobDefinition] = [eval_job]

