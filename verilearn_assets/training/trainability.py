@@ -7,7 +7,8 @@ Three things, each counted, none silent:
    documented rule (`sft.truncation`): `drop_last_turns` keeps the longest prefix that ends
    on an assistant turn and fits — whole turns, so no turn trains without the context it was
    written in; a row whose first assistant turn does not fit is dropped; `drop_row` drops
-   every row that does not fit. A row with no assistant token is dropped too;
+   every row that does not fit. A row with no assistant token is dropped too. The check
+   fails when more than `sft.max_dropped_fraction` of the rows cannot fit;
 3. one optimizer step (LoRA, the configured knobs) on a small sample gives a finite loss.
 
 `prepare_rows` is also what `train_sft` feeds the trainer, so the check and the run agree.
