@@ -118,6 +118,18 @@ def test_one_success_per_group_moves_the_weights(grpo_home: Path) -> None:
     assert changed, "a non-zero advantage must change the weights"
 
 
+def test_lora_policy_is_merged_when_saved(grpo_home: Path) -> None:
+    assert FAMILY.grpo is not None
+    probe = dataclasses.replace(
+        FAMILY, grpo=GrpoTask(prompts=FAMILY.grpo.prompts, scorer=FirstOfGroupScorer)
+    )
+    run = train_grpo(tiny_config(lora=True, max_steps=1), grpo_home, family=probe)
+    assert not list(run.model_dir.glob("adapter_*"))  # a plain model dir vLLM can serve
+    before, after = tensors(TINY), tensors(run.model_dir)
+    assert set(before) == set(after)
+    assert any(not torch.equal(before[k], after[k]) for k in before)
+
+
 def test_start_model_refuses_without_sft_and_takes_the_latest(tmp_path: Path) -> None:
     strict = tiny_config(allow_base_fallback=False)
     with pytest.raises(NoStartModel, match="no successful SFT run"):

@@ -25,6 +25,8 @@ Defaults (`grpo:` in configs/training.yaml) and why:
 - `temperature: 1.0`, `top_p: 1.0` — sample from the policy as it is: group variance is
   what GRPO learns from, and truncating the distribution shrinks it.
 - `learning_rate: 1e-5`, full weights — RL updates are small corrections of the SFT model.
+  `lora: true` trains a LoRA adapter instead (the `sft:` rank/alpha/targets) for models
+  too large to copy: the reference is then the policy with the adapter switched off.
 - `curriculum: none` — shuffled prompts; `easy_to_hard` orders by the family's difficulty,
   `pass_rate` by the stored pass rate per template (highest first); both turn shuffling
   off so the order is kept.
@@ -278,7 +280,8 @@ def train_grpo(
 
     model_dir = run.model_dir
     if g.save_model:
-        trainer.model.save_pretrained(str(model_dir))
+        policy = trainer.model.merge_and_unload() if g.lora else trainer.model
+        policy.save_pretrained(str(model_dir))
         trainer.processing_class.save_pretrained(str(model_dir))
     metrics = read_metrics(run.metrics_path)
     losses = [float(m["loss"]) for m in metrics if isinstance(m.get("loss"), int | float)]
@@ -310,6 +313,7 @@ def train_grpo(
             "tasks": len(rows),
             "reward_weights": weights,
             "curriculum": g.curriculum,
+            "lora": g.lora,
             "scored_batches": bank.batches,
             "task_order": [r["task_id"] for r in rows],
         },
@@ -364,6 +368,8 @@ def _trainer(
     from transformers import PrinterCallback
     from trl import GRPOConfig, GRPOTrainer
 
+    from verilearn_assets.training.trainability import lora_config
+
     g = config.grpo
     torch.manual_seed(g.seed)
     model, tokenizer = load_policy(start)
@@ -402,6 +408,7 @@ def _trainer(
         train_dataset=Dataset.from_list(rows),
         processing_class=tokenizer,
         callbacks=[metrics_callback(run, progress)],
+        peft_config=lora_config(config.sft) if g.lora else None,
     )
     trainer.remove_callback(PrinterCallback)
     return trainer

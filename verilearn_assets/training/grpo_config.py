@@ -48,6 +48,9 @@ class GrpoSettings(StrictConfig):
     process_weight: float = Field(default=0.5, ge=0.0, lt=1.0)
     curriculum: Literal["none", "easy_to_hard", "pass_rate"] = "none"
     save_model: bool = True  # write the trained policy to the run's model/ dir
+    # LoRA instead of full weights (rank/alpha/dropout/targets from `sft:`); the reference
+    # is then the policy with its adapter off (no second model copy); merged when saved
+    lora: bool = False
     # CPU only: torch intra-op threads (None = torch's default). On a small model on a busy
     # 2-core machine, 1 thread avoids spin-waiting threads (a 2-step run: 19 s -> 3 s)
     cpu_threads: int | None = Field(default=None, ge=1)
