@@ -301,8 +301,22 @@ def run_partition(
         repos={r.name: r for r in load_corpus(home=home, strict=False)},
         redis_url=redis_url,
     )
+    close = None
+    if actor.config.state.compaction_actor:
+        from verilearn_assets.refactor.teachers import load_actors, model_chat
+
+        chosen = load_actors().actor(actor.config.state.compaction_actor)
+        actor.compactor, close = model_chat(chosen)
+
+    async def run() -> RunSummary:
+        try:
+            return await actor.run(tasks or read_tasks(home, source, split), source, split)
+        finally:
+            if close is not None:
+                await close()
+
     try:
-        return asyncio.run(actor.run(tasks or read_tasks(home, source, split), source, split))
+        return asyncio.run(run())
     finally:
         actor.close()
 

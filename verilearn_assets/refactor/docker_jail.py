@@ -20,6 +20,7 @@ import logging
 import os
 import shutil
 import socket
+import struct
 import sys
 import tempfile
 import threading
@@ -218,6 +219,12 @@ class DockerSession:
         finally:
             listener.close()
             shutil.rmtree(rendezvous, ignore_errors=True)
+        creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        _, uid, _ = struct.unpack("3i", creds)
+        if uid != SANDBOX_UID:  # only the container's init (uid 65534) may hold the line
+            conn.close()
+            self._kill_container()
+            raise RuntimeError(f"refactor container socket: a peer with uid {uid} connected")
         self._conn = conn
         self._reader = conn.makefile("rb")
 
