@@ -200,3 +200,25 @@ def test_container_of_a_killed_process_is_reaped(docker_config: RefactorConfig) 
     finally:
         client.close()
     assert not _container_exists(container_id)
+
+
+def test_wedged_container_is_killed_and_replaced(
+    docker_config: RefactorConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the in-container runner cannot answer (here: the container frozen), the host
+    kills the container at timeout + grace; the next command gets a fresh one."""
+    from verilearn_assets.refactor import docker_jail
+
+    monkeypatch.setattr(docker_jail, "HOST_GRACE_S", 1.0)
+    ws = prepare_workspace("t-wedge", FILES, docker_config)
+    try:
+        frozen = ws.jail.container_id
+        ws.jail.client.api.pause(frozen)
+        stuck = ws.jail.run([sys.executable, "-c", "print(1)"], 1.0)
+        assert stuck.timed_out and "no answer" in stuck.stderr, stuck
+        assert not _container_exists(frozen)
+        again = run_tests(ws, TestSpec(argv=["python", "-c", "print(2)"]), use_cache=False)
+        assert again.status == "passed" and ws.jail.started == 2
+        assert (ws.tree / "pkg" / "mod.py").read_text() == "X = 1\n"  # the files stayed
+    finally:
+        cleanup(ws)
