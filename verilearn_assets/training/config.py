@@ -60,7 +60,7 @@ class SftSettings(StrictConfig):
     lr_scheduler_type: Literal[
         "linear", "cosine", "constant", "constant_with_warmup", "cosine_with_restarts"
     ] = "linear"
-    warmup_ratio: float = Field(default=0.0, ge=0.0, le=1.0)
+    warmup_ratio: float = Field(default=0.0, ge=0.0, lt=1.0)  # fraction of the steps
     weight_decay: float = Field(default=0.0, ge=0.0)
     per_device_train_batch_size: int = Field(default=2, ge=1)
     gradient_accumulation_steps: int = Field(default=1, ge=1)
