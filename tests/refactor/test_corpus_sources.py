@@ -83,3 +83,55 @@ def test_archive_by_url_is_fetched_verified_and_bad_entries_fail_alone(tmp_path:
     tasks = generate_tasks("template", "dev", config, dev.repos, rule)
     assert tasks and all(t.repo == "fetched" and t.licence == "MIT" for t in tasks)
     assert all(t.status == "accepted" for t in tasks), [t.status for t in tasks]
+
+
+def test_tasks_asset_writes_the_good_entries_and_names_the_bad(tmp_path: Path) -> None:
+    """Through Dagster: `corpus:` points at our own catalog; the pinned archive's tasks are
+    written, the entry with a wrong pin is named in the log and metadata, nothing fails."""
+    from dagster import DagsterInstance, materialize
+
+    from resources.home import HomeResource
+    from verilearn_assets.core import lake
+    from verilearn_assets.platform.defs import partition_key
+    from verilearn_assets.refactor.assets import tasks
+    from verilearn_assets.refactor.family import FAMILY
+
+    repo_root = Path(__file__).resolve().parents[2]
+    served, catalog, configs = tmp_path / "served", tmp_path / "catalog", tmp_path / "configs"
+    home = tmp_path / "home"
+    for d in (served, catalog, configs, home / "dagster"):
+        d.mkdir(parents=True)
+    bundled = {r.name: r for r in load_corpus()}
+    digest = pack_repo(bundled["pathconf"].path, served / "pathconf.tar.gz", "pathconf-1.2")
+    # the archive limits come from the platform catalog (datasets.yaml) of the config dir
+    (configs / "datasets.yaml").write_text((repo_root / "configs" / "datasets.yaml").read_text())
+    data = yaml.safe_load((repo_root / "configs" / "refactor.yaml").read_text())
+    data["corpus"] = str(catalog)
+    data["generation"] = {"max_pairs_per_repo": 0, "rules": ["eq-none-to-is"]}
+    (configs / "refactor.yaml").write_text(yaml.safe_dump(data))
+    with serve_directory(served) as base, pytest.MonkeyPatch.context() as mp:
+        archive = {"url": f"{base}/pathconf.tar.gz", "sha256": digest, "subdir": "pathconf-1.2"}
+        bad = {**archive, "sha256": "2" * 64}
+        repos = {
+            "fetched": {"split": "dev", "licence": "MIT", "archive": archive},
+            "badpin": {"split": "dev", "licence": "MIT", "archive": bad},
+        }
+        _write(catalog, repos, LOOPBACK_HTTP)
+        mp.setenv("VERILEARN_CONFIG_DIR", str(configs))
+        mp.setenv("VERILEARN_HOME", str(home))
+        mp.setenv("DAGSTER_HOME", str(home / "dagster"))
+        result = materialize(
+            [tasks],
+            partition_key=str(partition_key("template", "dev")),
+            resources={"home": HomeResource(path=str(home))},
+            instance=DagsterInstance.ephemeral(),
+        )
+    assert result.success
+    (event,) = result.get_asset_materialization_events()
+    meta = event.materialization.metadata
+    assert "repo 'badpin'" in meta["corpus_failures"].value
+    assert "sha256 mismatch" in meta["corpus_failures"].value
+    assert meta["repos"].value == "fetched"
+    written = FAMILY.read_tasks(home, "template", "dev")
+    assert written and {t.repo for t in written} == {"fetched"}
+    assert lake.lake_root(home).is_dir()

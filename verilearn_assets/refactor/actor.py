@@ -20,7 +20,7 @@ from typing import Any
 from verilearn_assets.core import lake
 from verilearn_assets.core.records import content_hash
 from verilearn_assets.refactor.actions import ActionRejected, parse_action
-from verilearn_assets.refactor.catalog import Repo, load_corpus
+from verilearn_assets.refactor.catalog import Repo, corpus_dir, load_corpus
 from verilearn_assets.refactor.compaction import Chat, compact_with_model
 from verilearn_assets.refactor.config import RefactorConfig, load_refactor_config
 from verilearn_assets.refactor.prompts import (
@@ -293,12 +293,13 @@ def run_partition(
     tasks: list[RefactorTask] | None = None,
     redis_url: str | None = None,
 ) -> RunSummary:
+    config = config or load_refactor_config()
     actor = Actor(
         home=home,
         teacher=teacher or ProgramTeacher(),
-        config=config or load_refactor_config(),
+        config=config,
         prompts=load_prompts(),
-        repos={r.name: r for r in load_corpus(home=home, strict=False)},
+        repos={r.name: r for r in load_corpus(corpus_dir(config), home, strict=False)},
         redis_url=redis_url,
     )
     close = None

@@ -14,7 +14,7 @@ from verilearn_assets.core import lake
 from verilearn_assets.core.deploy import op_tags_for
 from verilearn_assets.platform.defs import SOURCE_SPLIT, source_split
 from verilearn_assets.refactor.actor import TASKS_LAKE, Actor
-from verilearn_assets.refactor.catalog import load_corpus, load_rules, read_corpus
+from verilearn_assets.refactor.catalog import corpus_dir, load_corpus, load_rules, read_corpus
 from verilearn_assets.refactor.config import load_refactor_config
 from verilearn_assets.refactor.family import FAMILY
 from verilearn_assets.refactor.llm_tasks import generate_llm_tasks, vllm_proposer
@@ -53,7 +53,7 @@ def tasks(context: AssetExecutionContext, home: HomeResource) -> MaterializeResu
     gen = config.generation
     # an entry that cannot be fetched or fails its pin fails alone: the split's other
     # repositories still get their tasks, and the failure is logged and in the metadata
-    corpus = read_corpus(home=home.dir()).for_split(split)
+    corpus = read_corpus(corpus_dir(config), home=home.dir()).for_split(split)
     for failure in corpus.failures:
         context.log.error(f"refactor corpus: {failure.error}")
     if source == "llm":
@@ -137,7 +137,7 @@ def trajectories(context: AssetExecutionContext, home: HomeResource) -> Material
         teacher=teacher,
         config=config,
         prompts=load_prompts(),
-        repos={r.name: r for r in load_corpus(home=home.dir(), strict=False)},
+        repos={r.name: r for r in load_corpus(corpus_dir(config), home.dir(), strict=False)},
         extra_steps=config.actors.extra_steps,
         seed=config.actors.seed,
         concurrency=config.actors.concurrency,

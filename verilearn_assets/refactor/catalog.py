@@ -163,6 +163,13 @@ class CorpusLoad(BaseModel):
         )
 
 
+def corpus_dir(config: Any) -> Path:
+    """Where `corpus.yaml` is for this `RefactorConfig` (`corpus:`), else the bundled one."""
+    from verilearn_assets.refactor.config import expand_home
+
+    return expand_home(config.corpus) if config.corpus else CORPUS_DIR
+
+
 def read_corpus(directory: Path = CORPUS_DIR, home: Path | None = None) -> CorpusLoad:
     """Every repository of `<directory>/corpus.yaml`. Archives are fetched (URL) or read
     (path), checked against their sha256 and extracted, hardened, once under

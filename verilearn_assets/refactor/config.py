@@ -85,6 +85,8 @@ class RefactorConfig(StrictConfig):
     system_ro_paths: list[str] = Field(
         default_factory=lambda: ["/usr/lib", "/usr/lib64", "/lib", "/lib64"]
     )
+    # the directory holding corpus.yaml; null: the bundled corpora beside the family
+    corpus: str | None = None
     workspace_root: str = "${VERILEARN_HOME}/refactor/workspaces"
     log_dir: str = "${VERILEARN_HOME}/logs/sandbox"
     # test results by (tree hash, command): a tree already tested is not tested again;

@@ -56,12 +56,13 @@ class RefactorScorer:
     """Scores completions of accepted refactor tasks in the configured jail."""
 
     def __init__(self, home: Path, tasks: Sequence[Record], role: str) -> None:
-        from verilearn_assets.refactor.catalog import load_corpus
+        from verilearn_assets.refactor.catalog import corpus_dir, load_corpus
         from verilearn_assets.refactor.config import load_refactor_config
 
         self.tasks = {t.id: t for t in _accepted(tasks, role)}
         self.config = load_refactor_config().for_home(home)
-        self.repos = {r.name: r for r in load_corpus(home=home, strict=False)}
+        corpus = corpus_dir(self.config)
+        self.repos = {r.name: r for r in load_corpus(corpus, home, strict=False)}
         self.workers = max(1, self.config.actors.concurrency)
 
     def _one(self, task_id: str, completion: str) -> dict[str, float]:

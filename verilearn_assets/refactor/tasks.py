@@ -17,7 +17,13 @@ from dataclasses import dataclass
 
 from verilearn_assets.core.records import content_hash
 from verilearn_assets.refactor.actions import RuleAction
-from verilearn_assets.refactor.catalog import CatalogRule, Repo, load_corpus, load_rules
+from verilearn_assets.refactor.catalog import (
+    CatalogRule,
+    Repo,
+    corpus_dir,
+    load_corpus,
+    load_rules,
+)
 from verilearn_assets.refactor.config import RefactorConfig
 from verilearn_assets.refactor.records import Difficulty, RefactorTask
 from verilearn_assets.refactor.runner import (
@@ -165,7 +171,7 @@ def generate_tasks(
     if source not in ("template", "procedural"):
         return []
     if repos is None:
-        repos = load_corpus(strict=False)
+        repos = load_corpus(corpus_dir(config), strict=False)
     repos = [r for r in repos if r.split == split]
     rules = rules if rules is not None else load_rules()
     tasks = [
