@@ -74,14 +74,16 @@ async def bench_source(pool: SandboxPool, tables, source: str, cfg) -> dict:
 
 
 def _generate_all(tables, sources, cfg) -> tuple[float, dict[tuple[str, str], str | None]]:
-    """(seconds, verdict per candidate: None for passed, else the reason's class)."""
+    """(seconds, verdict per candidate: None for passed, else the reason's class or the
+    in-process reference failure)."""
     t0 = time.perf_counter()
     verdicts: dict[tuple[str, str], str | None] = {}
     for table in tables:
         for source in sources:
             gen = generate(table, source, cfg)
-            for c in gen.candidates:
-                verdicts[(table.id, c.code)] = None
+            for c in gen.candidates:  # a reference that failed in-process is a verdict too
+                failed = [x for x in c.conventions if x.startswith("reference:")]
+                verdicts[(table.id, c.code)] = failed[0] if failed else None
             for c in gen.rejected:
                 verdicts[(table.id, c.code)] = (c.rejection_reason or "").split(":", 1)[0]
     return time.perf_counter() - t0, verdicts

@@ -1,7 +1,9 @@
 """Named convention variants: the readings a careful analyst may take where a question is
 silent (which tied mode, sample or population spread, Mann-Whitney continuity, ...).
 
-Each variant is a rewrite of the reference code. Re-running the reference under every
+Each variant is a rewrite of the reference code, or (for ID-like columns) a reading of the
+table: without the row keys where the code uses one, with them where a wording leaves its
+candidate columns implicit. Re-running the reference under every
 variant that applies shows whether the answer depends on an unstated choice: an answer that
 moves beyond the schema's tolerance must be stated in the wording or accepted through an
 alternative, otherwise the question is rejected (`tie_unstated` for a tie-break,
@@ -184,14 +186,19 @@ _PROBE_DEFS = (
     "    if tied:\n"
     f"        hook(True, '', name={TIE_MARK!r} + name)\n"
     "    return obj.idxmax() if how == 'max' else obj.idxmin()\n"
+    "def __tie_max(obj):\n"
+    "    return __tie_probe(obj, 'argmax_last_tied', 'max')\n"
+    "def __tie_min(obj):\n"
+    "    return __tie_probe(obj, 'argmin_last_tied', 'min')\n"
     "def __mode_probe(m):\n"
     "    if len(m) > 1:\n"
     f"        hook(True, '', name={TIE_MARK + 'mode_largest_tied'!r})\n"
     "    return m\n"
 )
+# replacements without quotes: they also land inside the hook's code-line string literals
 _PROBES = (
-    (r"\.idxmax\(\)", ".pipe(__tie_probe, 'argmax_last_tied', 'max')"),
-    (r"\.idxmin\(\)", ".pipe(__tie_probe, 'argmin_last_tied', 'min')"),
+    (r"\.idxmax\(\)", ".pipe(__tie_max)"),
+    (r"\.idxmin\(\)", ".pipe(__tie_min)"),
     (r"\.mode\(\)\.iloc\[0\]", ".mode().pipe(__mode_probe).iloc[0]"),
 )
 PROBED = frozenset({"argmax_last_tied", "argmin_last_tied", "mode_largest_tied"})
