@@ -67,3 +67,11 @@ def test_wordings_of_one_computation_run_once_per_table():
     other = ARGMAX.code.replace("# Row of the largest x?", "# Which row holds the maximum?")
     assert cache.get("run", ARGMAX.code, compute) == cache.get("run", other, compute) == 1.0
     assert len(runs) == 1
+
+
+def test_probes_survive_single_quoted_hook_literals():
+    # a statement with double quotes is hooked as a single-quoted literal, and the probe
+    # rewrite lands inside it too: it must stay valid Python
+    code = cand("Row of the largest x?", 'int(df["x"].idxmax())', INTEGER).code
+    assert "hook(v, 'v = int(df[\"x\"].idxmax())'" in code
+    assert probed_reference(code, FRAME) == (6, frozenset())
