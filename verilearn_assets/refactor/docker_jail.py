@@ -369,9 +369,17 @@ def open_session(config: RefactorConfig, root: Path) -> DockerSession:
         except Exception as exc:  # the synchronous start below raises if it persists
             log.warning("refactor: the spare container failed to start (%s); starting one", exc)
         else:
-            os.rename(spare_root, root)
-            session.rebind(root / "tree", root / "control")
-            session.from_spare = True
+            try:
+                root.parent.mkdir(parents=True, exist_ok=True)
+                os.rename(spare_root, root)
+            except OSError as exc:  # another file system (the home moved): not usable
+                log.warning("refactor: spare %s not movable to %s (%s)", spare_root, root, exc)
+                session.close()
+                shutil.rmtree(spare_root, ignore_errors=True)
+                session = None
+            else:
+                session.rebind(root / "tree", root / "control")
+                session.from_spare = True
     if session is None:
         session = _new_session(config, root)
     if config.docker.prestart:
