@@ -11,6 +11,7 @@ episodes come from, in the same sandbox, judged by the same strict answer compar
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import statistics
@@ -401,13 +402,15 @@ def evaluate_model(
     vllm_cfg: VllmConfig | None = None,
     teacher: TeacherConfig | None = None,
     sandbox: SandboxConfig | None = None,
+    served: VllmConfig | None = None,
 ) -> EvalResult:
     """Serve `model`, run it as the student on `split`'s accepted questions, write one
     record per question to the lake and return the summary.
 
     `model` is a model directory (full or LoRA adapter; a launched server serves it) or a
     model name served by configs/vllm.yaml's base_urls. Configs default to the files under
-    the config directory. Raises when any question could not be run at all.
+    the config directory; `served` is a client config for a server already serving the
+    model under its name (the caller owns it). Raises when any question could not be run.
     """
     home = Path(home)
     settings = settings or EvalSettings()
@@ -425,7 +428,8 @@ def evaluate_model(
     cfg = student_config(settings, teacher or load_teacher_config(), mut.name)
     vllm_cfg = vllm_cfg or load_vllm_config()
     sandbox = sandbox or load_sandbox_config()
-    with serving(mut, vllm_cfg) as client_cfg:
+    with contextlib.ExitStack() as stack:
+        client_cfg = served or stack.enter_context(serving(mut, vllm_cfg))
         records, errors = asyncio.run(
             run_questions(questions, tables, client_cfg, cfg, sandbox, mut, progress)
         )
@@ -475,3 +479,32 @@ def gate_evidence(mut: ModelUnderTest) -> Any | None:
             "data it names is gone"
         )
     return ev
+
+
+# --- proof that the served weights are the trained ones ---------------------------------------
+def served_logprob(client_cfg: VllmConfig, prompt: str, reply: str, n_reply_tokens: int) -> float:
+    """Sum of the log-probabilities the served model gives the last `n_reply_tokens` tokens
+    of `prompt + reply` (vLLM `prompt_logprobs` on /v1/completions, nothing generated)."""
+    import httpx
+
+    url = f"{client_cfg.base_urls[0]}/v1/completions"
+    body = {
+        "model": client_cfg.model,
+        "prompt": prompt + reply,
+        "max_tokens": 1,
+        "temperature": 0.0,
+        "prompt_logprobs": 0,
+    }
+    resp = httpx.post(url, json=body, timeout=client_cfg.timeouts.request_s)
+    if resp.status_code != 200:
+        raise RuntimeError(f"{url}: HTTP {resp.status_code}: {resp.text[:300]}")
+    entries = resp.json()["choices"][0]["prompt_logprobs"]
+    if n_reply_tokens >= len(entries):
+        raise ValueError(f"reply of {n_reply_tokens} tokens in a prompt of {len(entries)}")
+    total = 0.0
+    for entry in entries[-n_reply_tokens:]:
+        # with prompt_logprobs=0 each entry holds exactly the prompt's own token
+        if not entry or len(entry) != 1:
+            raise ValueError(f"{url}: expected one log-probability per prompt token, got {entry}")
+        total += float(next(iter(entry.values()))["logprob"])
+    return total
