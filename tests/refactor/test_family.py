@@ -184,3 +184,15 @@ def test_marts_report_precision_failures_and_latency(materialized: Path, tmp_pat
     assert 0 < p50 <= p90 and sandbox > 0
     tasks = con.execute("SELECT count(*), min(matches) FROM stg_refactor_tasks").fetchone()
     assert tasks[0] > 0 and tasks[1] >= 1
+
+
+def test_grpo_pass_rates_count_verified_steps_per_rule(materialized: Path) -> None:
+    from verilearn_assets.refactor.grpo import group
+
+    rates = FAMILY.grpo.pass_rates(materialized, SPLIT)
+    tasks = [*FAMILY.read_tasks(materialized, "template", SPLIT)]
+    tasks += FAMILY.read_tasks(materialized, "procedural", SPLIT)
+    assert set(rates) == {group(t) for t in tasks if t.status == "accepted"}
+    assert "eq-none-to-is" in rates and any("+" in g for g in rates)
+    assert all(r == 1.0 for r in rates.values())  # the program teacher verifies every step
+    assert FAMILY.grpo.pass_rates(materialized, "train") == {}

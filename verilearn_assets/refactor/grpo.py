@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from verilearn_assets.core.records import Record
-from verilearn_assets.refactor.records import RefactorTask
+from verilearn_assets.refactor.records import RefactorTask, TrajectoryStep
 
 ROLE = "default"
 
@@ -26,6 +26,31 @@ def _accepted(tasks: Sequence[Record], role: str) -> list[RefactorTask]:
     if role != ROLE:
         raise ValueError(f"refactor GRPO: the only role is {ROLE!r}, got {role!r}")
     return [t for t in cast(Sequence[RefactorTask], tasks) if t.status == "accepted"]
+
+
+def group(task: RefactorTask) -> str:
+    """What pass rates are counted by: the rule, or the rules in sequence."""
+    return "+".join(task.rules)
+
+
+def grpo_pass_rates(home: Path, split: str) -> dict[str, float]:
+    """Verified share of the stored trajectory steps per group, over every source of
+    `split` (the curriculum's `pass_rate` order)."""
+    from verilearn_assets.core.records import SOURCES
+    from verilearn_assets.refactor.family import FAMILY
+
+    groups: dict[str, str] = {}
+    for source in SOURCES:
+        for task in cast(list[RefactorTask], FAMILY.read_tasks(home, source, split)):
+            groups[task.id] = group(task)
+    counts: dict[str, list[int]] = {}
+    for source in SOURCES:
+        for step in cast(list[TrajectoryStep], FAMILY.read_rollouts(home, source, split)):
+            if step.task_id in groups:
+                c = counts.setdefault(groups[step.task_id], [0, 0])
+                c[0] += int(step.verified)
+                c[1] += 1
+    return {k: v / n for k, (v, n) in counts.items() if n}
 
 
 def grpo_prompts(home: Path, tasks: Sequence[Record], role: str) -> list[dict[str, Any]]:
@@ -46,7 +71,7 @@ def grpo_prompts(home: Path, tasks: Sequence[Record], role: str) -> list[dict[st
                 "prompt": render_messages(prompts, task, empty, 1, max_steps, ""),
                 "task_id": task.id,
                 "difficulty": float(d.steps + d.rule_complexity / 10 + d.matches / 100),
-                "group": task.rules[0] if len(task.rules) == 1 else "+".join(task.rules),
+                "group": group(task),
             }
         )
     return rows
