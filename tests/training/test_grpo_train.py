@@ -66,13 +66,25 @@ def grpo_home(tmp_path_factory: pytest.TempPathFactory):
         yield home
 
 
-def test_two_steps_on_real_rewards(grpo_home: Path) -> None:
-    run = train_grpo(tiny_config(), grpo_home, family="analysis")
-    assert run.steps == 2 and run.run_dir.parent == grpo_home / "runs"
+@pytest.fixture(scope="module")
+def orm_prm(grpo_home: Path) -> dict:
+    """The ORM-vs-PRM experiment, 2 steps per arm on the real sandbox rewards (one run
+    serves both the run-directory tests and the experiment's)."""
+    from verilearn_assets.training.grpo_experiment import load_experiment, run_experiment
+
+    return run_experiment(load_experiment(), grpo_home, base=tiny_config(), max_steps=2)
+
+
+def _metrics(run_dir: Path) -> list[dict]:
+    return [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_two_steps_on_real_rewards(grpo_home: Path, orm_prm: dict) -> None:
+    run_dir = Path(orm_prm["arms"]["orm"]["run_dir"])
+    assert run_dir.parent == grpo_home / "runs"
     for name in ("config.yaml", "seeds.json", "system.json", "metrics.jsonl", "result.json"):
-        assert (run.run_dir / name).is_file(), name
-    rows = [json.loads(x) for x in (run.run_dir / "metrics.jsonl").read_text().splitlines()]
-    steps = [r for r in rows if "reward" in r]
+        assert (run_dir / name).is_file(), name
+    steps = [r for r in _metrics(run_dir) if "reward" in r]
     assert len(steps) == 2
     for r in steps:
         for key in (
@@ -87,13 +99,14 @@ def test_two_steps_on_real_rewards(grpo_home: Path) -> None:
         ):
             assert key in r and math.isfinite(r[key]), key
         assert 0.0 <= r["rewards/partial/mean"] <= 1.0
-    assert run.final_loss is not None and math.isfinite(run.final_loss)
-    result = json.loads((run.run_dir / "result.json").read_text())
-    assert result["kind"] == "grpo" and result["extra"]["start"] == "base"
+    result = json.loads((run_dir / "result.json").read_text())
+    assert result["kind"] == "grpo-orm" and result["steps"] == 2
+    assert result["extra"]["start"] == "base"
+    assert result["final_loss"] is not None and math.isfinite(result["final_loss"])
     assert result["extra"]["scored_batches"] == 2  # one sandbox scoring per batch, not per reward
-    assert {p.name for p in run.plots} >= {"rewards.png", "loss.png"}
+    assert {p.name for p in (run_dir / "plots").glob("*.png")} >= {"rewards.png", "loss.png"}
     # a random model earns nothing: zero advantages, so the policy must not move
-    before, after = tensors(TINY), tensors(run.model_dir)
+    before, after = tensors(TINY), tensors(run_dir / "model")
     if all(r["reward_std"] == 0.0 for r in steps):
         assert all(torch.equal(before[k], after[k]) for k in before)
 
@@ -172,19 +185,14 @@ def test_settings_refuse_partial_groups() -> None:
         GrpoSettings(num_generations=3, per_device_train_batch_size=4)
 
 
-def test_orm_vs_prm_experiment_writes_both_curves(grpo_home: Path) -> None:
-    from verilearn_assets.training.grpo_experiment import load_experiment, run_experiment
-
-    summary = run_experiment(load_experiment(), grpo_home, base=tiny_config(), max_steps=1)
+def test_orm_vs_prm_experiment_writes_both_curves(orm_prm: dict) -> None:
+    summary = orm_prm
     assert set(summary["arms"]) == {"orm", "prm"}
     saved = json.loads((Path(summary["dir"]) / "summary.json").read_text())
     assert saved["arms"] == summary["arms"] and Path(saved["plot"]).is_file()
     keys = {}
     for arm, info in summary["arms"].items():
-        rows = [
-            json.loads(x) for x in Path(info["run_dir"], "metrics.jsonl").read_text().splitlines()
-        ]
-        keys[arm] = {k for r in rows for k in r}
-        assert info["steps"] == 1 and info["outcome_last"] is not None
+        keys[arm] = {k for r in _metrics(Path(info["run_dir"])) for k in r}
+        assert info["steps"] == 2 and info["outcome_last"] is not None
     assert "rewards/process/mean" in keys["prm"] and "rewards/process/mean" not in keys["orm"]
     assert "rewards/outcome/mean" in keys["orm"] & keys["prm"]
