@@ -63,6 +63,8 @@ def test_refuses_until_the_gate_passed_then_trains(
     assert not out.success and "never materialized" in _failure(out)
     assert main(["train", "sft"]) == 2
     assert "never materialized" in capsys.readouterr().err
+    assert main(["train", "grpo"]) == 2  # GRPO starts from gated data too
+    assert "never materialized" in capsys.readouterr().err
 
     # 2. materialized, but its blocking trainability check failed
     lake.write_records("sft_dataset", sft_rows_real, SftRow, lake.lake_root(home), split="train")

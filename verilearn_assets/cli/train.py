@@ -3,7 +3,8 @@
 `train sft` asks the Dagster instance the same question `sft_model` asks (was
 `sft_dataset[split]` materialized, and did every blocking check on it pass on its latest
 materialization?) and exits 2 naming the reason when not; then it calls `train_sft`, the
-function the asset calls, with a progress bar. `train grpo` calls `train_grpo` likewise.
+function the asset calls, with a progress bar. `train grpo` asks `grpo_gate_reasons` (the
+`grpo_model` asset's question) and calls `train_grpo` likewise.
 """
 
 from __future__ import annotations
@@ -98,11 +99,15 @@ def _sft(config: Any, home: Path, args: argparse.Namespace, console: Any) -> Any
 
 def _grpo(config: Any, home: Path, args: argparse.Namespace, console: Any) -> Any:
     from verilearn_assets.cli import CliError
+    from verilearn_assets.cli.orchestrate import instance_for_home
+    from verilearn_assets.training.grpo import train_grpo
+    from verilearn_assets.training.grpo_assets import grpo_gate_reasons
 
-    try:
-        from verilearn_assets.training.grpo import train_grpo
-    except ImportError as exc:
-        raise CliError(f"GRPO training is not available: {exc}") from exc
+    reasons = grpo_gate_reasons(instance_for_home(home), home, config, args.family)
+    if reasons:
+        raise CliError(
+            f"GRPO on split {config.split!r} refused: the gate did not pass: " + " | ".join(reasons)
+        )
     with _bar(console, f"grpo [{config.split}]") as progress:
         return train_grpo(
             config, home, family=args.family, max_steps=args.max_steps, progress=progress
