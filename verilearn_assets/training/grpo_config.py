@@ -52,7 +52,8 @@ class GrpoSettings(StrictConfig):
     # is then the policy with its adapter off (no second model copy); merged when saved
     lora: bool = False
     # CPU only: torch intra-op threads (None = torch's default). On a small model on a busy
-    # 2-core machine, 1 thread avoids spin-waiting threads (a 2-step run: 19 s -> 3 s)
+    # shared machine, 1 thread avoids threads spin-waiting on each other: measure it with
+    # `benchmarks/grpo.py` (default threads vs 1, same run)
     cpu_threads: int | None = Field(default=None, ge=1)
 
     @model_validator(mode="after")
