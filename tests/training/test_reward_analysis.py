@@ -229,6 +229,9 @@ def test_screen_data_flow() -> None:
     assert s.ok and s.submits_computed
     assert "b = a.sum()" in s.computed_lines and "c = 3" not in s.computed_lines
     assert not screen_code("c = 3\nsubmit(c)\n").submits_computed
+    # ordinary pandas constructors stay allowed (from_dict is not a file reader)
+    ok = "t = pd.DataFrame.from_dict({'n': [len(df)]})\nsubmit(int(t['n'][0]))\n"
+    assert screen_code(ok).ok and screen_code(ok).submits_computed
     assert screen_code("x = (\n").reason.startswith("syntax_error")
 
 

@@ -166,7 +166,7 @@ def _forbidden(tree: ast.AST) -> str | None:
         elif isinstance(node, ast.Attribute):
             if node.attr.startswith("__") or node.attr in FORBIDDEN_ATTRS:
                 return f"forbidden_attribute: {node.attr}"
-            if node.attr.startswith(("read_", "from_")):  # pd.read_csv, np.from_file, ...
+            if node.attr.startswith("read_"):  # pd.read_csv, pd.read_parquet, ...
                 return f"forbidden_attribute: {node.attr} (reads a file)"
     return None
 
@@ -186,9 +186,8 @@ def _tainted(tree: ast.Module) -> set[str]:
                         tainted |= _targets(t)
             elif isinstance(node, ast.For | ast.comprehension) and _names(node.iter) & tainted:
                 tainted |= _targets(node.target)
-            elif isinstance(node, ast.FunctionDef | ast.Lambda):
-                if _names(node) & tainted and isinstance(node, ast.FunctionDef):
-                    tainted.add(node.name)
+            elif isinstance(node, ast.FunctionDef) and _names(node) & tainted:
+                tainted.add(node.name)
         if len(tainted) == before:
             return tainted
 
