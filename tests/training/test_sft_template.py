@@ -5,6 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from transformers import AutoTokenizer
+from trl.chat_template_utils import (
+    is_chat_template_prefix_preserving,
+    is_chat_template_stop_token_trained,
+)
 
 from verilearn_assets.core.family import SftRow
 from verilearn_assets.training.sft_data import chat_messages
@@ -47,6 +51,8 @@ def test_assistant_spans_carry_labels_with_their_end_of_turn(
         if m["role"] != "assistant":
             assert m["content"] in unlabelled
     assert "<|im_start|>tool\n" in unlabelled and "<|im_start|>assistant\n" in unlabelled
+    # TRL's own checks agree: the end-of-turn token is trained, prefixes are preserved
+    assert is_chat_template_stop_token_trained(tok) and is_chat_template_prefix_preserving(tok)
     # the rendered text is plain ChatML: what vLLM serves is what trains
     text = tok.apply_chat_template(msgs, tokenize=False)
     assert "generation" not in text
