@@ -28,3 +28,34 @@ def test_grpo_model_refuses_ungated_data(home: Path) -> None:
     assert "grpo_model refuses: the gate did not pass" in text
     assert not (home / "runs").exists()  # nothing was trained
     assert grpo_job.name == "grpo_job"
+
+
+def test_gate_opens_only_when_every_blocking_check_passed(home: Path) -> None:
+    from dagster import AssetCheckResult, AssetKey, AssetMaterialization
+
+    from verilearn_assets.gate.adapter import all_blocking_check_keys, record_evaluation
+    from verilearn_assets.platform.defs import partition_key
+    from verilearn_assets.training.sft_assets import sft_dataset_trainable
+
+    instance = DagsterInstance.ephemeral()
+    config = load_training_config()
+    part = str(partition_key("template", "train"))
+    keys = all_blocking_check_keys(["analysis"])
+    for asset in {k.asset_key for k in keys}:
+        instance.report_runless_asset_event(AssetMaterialization(asset_key=asset, partition=part))
+    instance.report_runless_asset_event(
+        AssetMaterialization(asset_key=AssetKey("sft_dataset"), partition="train")
+    )
+    (home / "lake" / "sft_dataset" / "split=train").mkdir(parents=True)
+    (home / "lake" / "sft_dataset" / "split=train" / "part-0.parquet").write_bytes(b"")
+    ok = AssetCheckResult(passed=True)
+    record_evaluation(instance, sft_dataset_trainable.check_key, "train", ok, "grpo-gate-sft")
+    for i, key in enumerate(keys[1:]):
+        record_evaluation(instance, key, part, ok, f"grpo-gate-{i}")
+    reasons = grpo_gate_reasons(instance, home, config)
+    assert len(reasons) == 1 and keys[0].name in reasons[0] and "never evaluated" in reasons[0]
+    record_evaluation(instance, keys[0], part, AssetCheckResult(passed=False), "grpo-gate-x")
+    reasons = grpo_gate_reasons(instance, home, config)
+    assert len(reasons) == 1 and keys[0].name in reasons[0]
+    record_evaluation(instance, keys[0], part, ok, "grpo-gate-last")
+    assert grpo_gate_reasons(instance, home, config) == []
