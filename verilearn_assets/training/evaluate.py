@@ -22,8 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
-
 from verilearn_assets.analysis.records import QuestionRecord
 from verilearn_assets.analysis.teacher.config import (
     SamplingConfig,
@@ -37,49 +35,18 @@ from verilearn_assets.core.ingest.tables import load_table_records
 from verilearn_assets.core.llm.client import VllmClient
 from verilearn_assets.core.llm.config import VllmConfig, load_vllm_config
 from verilearn_assets.core.llm.launcher import REPO_ROOT, VllmServer, free_port
-from verilearn_assets.core.records import SPLITS, Record, content_hash
+from verilearn_assets.core.records import SPLITS
 from verilearn_assets.core.sandbox.config import SandboxConfig, load_sandbox_config
 from verilearn_assets.core.sandbox.pool import SandboxPool
 from verilearn_assets.training.eval_config import EvalSettings
+from verilearn_assets.training.eval_records import EVAL_ASSET, ModelEvalRecord
 
 log = logging.getLogger(__name__)
 
-EVAL_ASSET = "model_eval"  # lake path: lake/model_eval/split=<s>/
 QUESTIONS_ASSET = "analysis/questions"
 RESULT_FILE = "result.json"  # written by every training run beside its model dir
 
 Progress = Callable[[int, int], None]  # (questions done, questions in all)
-
-
-class ModelEvalRecord(Record):
-    """One question answered by one model: the verdict and what it cost."""
-
-    id: str  # content_hash(model, question_id)
-    model: str  # run id of a trained model, the dir name of a base model, or a served name
-    model_path: str | None = None  # the directory served, when launched from one
-    run_id: str | None = None  # the training run that made the model (None: a base model)
-    family: str
-    question_id: str
-    source: str
-    split: str
-    dataset: str
-    template: str | None = None
-    template_family: str  # template name, else '+'-joined operator families, else '(none)'
-    difficulty: str
-    passed: bool
-    failure_class: str | None = None  # wrong_answer, format_error, max_turns, ...
-    format_errors: int = 0  # rejected replies (no or several python blocks)
-    n_turns: int = 0  # assistant messages, rejected ones included
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    latency_ms: float = 0.0
-    answer: str | None = None
-    sampling_key: str = ""
-    extra: dict[str, Any] = Field(default_factory=dict)
-
-    @staticmethod
-    def make_id(model: str, question_id: str) -> str:
-        return content_hash("model_eval", model, question_id)
 
 
 @dataclass
