@@ -85,7 +85,7 @@ def test_celery_lake_equals_in_process_with_a_worker_killed_mid_step(
     }
     with distributed_instance() as instance:
         target = PARTITIONS[0]
-        run_id = wait_for(lambda: running_run(instance, target), 120, f"the {target} run")
+        run_id = wait_for(lambda: running_run(instance, target), 300, f"the {target} run")
         victim, index, parent = kill_worker_mid_step(cluster, instance, run_id)
         for i, (p, proc) in enumerate(procs.items()):
             assert proc.wait(timeout=600) == 0, (p, (tmp_path / f"run-{i}.log").read_text()[-3000:])

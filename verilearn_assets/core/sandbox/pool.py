@@ -432,12 +432,17 @@ class SandboxPool:
         hosts = list(self._hosts)
         while self._started:
             await asyncio.sleep(interval)
-            answers = await asyncio.gather(*(asyncio.to_thread(self._impl.ping, h) for h in hosts))
-            for host, (ok, why) in zip(hosts, answers, strict=True):
-                if not ok:
-                    self._drain(host, why)
-                elif not self._hosts[host].healthy:
-                    await self._recover(host)
+            try:
+                answers = await asyncio.gather(
+                    *(asyncio.to_thread(self._impl.ping, h) for h in hosts)
+                )
+                for host, (ok, why) in zip(hosts, answers, strict=True):
+                    if not ok:
+                        self._drain(host, why)
+                    elif not self._hosts[host].healthy:
+                        await self._recover(host)
+            except Exception:  # a failed round must not end the health checks
+                log.exception("sandbox pool %s: host health check failed", self.pool_id)
 
     async def _launch_somewhere(self, slot: Slot) -> None:
         """Launch on the slot's target host; a host that fails and stops answering is
