@@ -12,7 +12,9 @@ Conventions every family follows:
   path in the lake (`<home>/lake/<family>/<asset>/source=<s>/split=<t>/`);
 - task records carry `id`, `source`, `split` and `status` (accepted/rejected); rollout records
   carry `id`, `source`, `split` and `verified`, which is what the reports count;
-- blocking rules are plain functions `RuleContext -> RuleOutcome`.
+- blocking rules are plain functions `RuleContext -> RuleOutcome`;
+- optionally, `grpo: GrpoTask` (prompts per role, a verifier reward scorer): the GRPO
+  trainer (`training/grpo.py`) RL-trains any family that sets it, with no family code.
 """
 
 from __future__ import annotations
