@@ -83,3 +83,22 @@ def test_annotator_rewards(dafny_world) -> None:
     assert cheat == {"outcome": 0.0, "partial": 0.0}
     with pytest.raises(KeyError, match="no accepted task"):
         scorers["annotator"].score([_task(tasks, "writer").id], said[:1])
+
+
+def test_pass_rates_per_group_from_stored_trajectories(dafny_world) -> None:
+    from verilearn_assets.core import lake
+    from verilearn_assets.dafny.cascade import ProgramTeacher, cascade_sample, trajectory
+    from verilearn_assets.dafny.records import DafnyTrajectory
+
+    home, tasks, scorers = dafny_world
+    t = _task(tasks, "writer")
+    verifier = scorers["writer"].verifier
+    traj = trajectory(t, ProgramTeacher(), cascade_sample(t, ProgramTeacher(), verifier))
+    assert traj.verified
+    failed = traj.model_copy(update={"id": traj.id + "x", "verified": False})
+    root = lake.lake_root(home)
+    lake.write_records(
+        "dafny/trajectories", [traj, failed], DafnyTrajectory, root, source=t.source, split=t.split
+    )
+    assert FAMILY.grpo is not None and FAMILY.grpo.pass_rates is not None
+    assert FAMILY.grpo.pass_rates(Path(home), t.split) == {"template": 0.5}

@@ -31,10 +31,28 @@ def grpo_prompts(home: Path, tasks: Sequence[Record], role: str) -> list[dict[st
             "prompt": prompts.messages(t, role, config=cfg),
             "task_id": t.id,
             "difficulty": t.n_lines / 100.0 + (0.0 if t.easy else 1.0),
-            "group": (t.mutation or "template").split("@")[0],
+            "group": _group(t.mutation),
         }
         for t in _grpo_tasks(tasks, role)
     ]
+
+
+def _group(mutation: str | None) -> str:
+    return (mutation or "template").split("@")[0]
+
+
+def grpo_pass_rates(home: Path, split: str) -> dict[str, float]:
+    """Verified share of the stored trajectories per group (template, or mutation kind)."""
+    from verilearn_assets.core.records import SOURCES
+
+    counts: dict[str, list[int]] = {}
+    for source in SOURCES:
+        for t in FAMILY.read_rollouts(home, source, split):
+            if isinstance(t, DafnyTrajectory):
+                c = counts.setdefault(_group(t.mutation), [0, 0])
+                c[0] += int(t.verified)
+                c[1] += 1
+    return {k: v / n for k, (v, n) in counts.items() if n}
 
 
 class DafnyScorer:
@@ -112,5 +130,7 @@ FAMILY = Family(
     ),
     task_columns=("role", "name", "status", "input_status", "mutation"),
     rollout_columns=("role", "status", "failure_bucket", "reward", "latency_ms"),
-    grpo=GrpoTask(grpo_prompts, DafnyScorer, roles=("writer", "annotator")),
+    grpo=GrpoTask(
+        grpo_prompts, DafnyScorer, roles=("writer", "annotator"), pass_rates=grpo_pass_rates
+    ),
 )
