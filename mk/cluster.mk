@@ -104,10 +104,16 @@ cluster-down:
 # Needs root (sudo when not root). The data root persists, so the imported scratch image
 # is reused. Keep DOCKER2_DIR short: unix socket paths are capped at 108 bytes.
 #
-#   make docker2-up     start it (idempotent); prints its DOCKER_HOST URL
+# It also listens on tcp://127.0.0.1:$(DOCKER2_TLS_PORT) with TLS (client certificates
+# required), from a throwaway CA made with openssl under $(DOCKER2_DIR)/tls: ca.pem,
+# cert.pem/key.pem for the client, server-*.pem for the daemon.
+#
+#   make docker2-up     start it (idempotent); prints its DOCKER_HOST URLs
 #   make docker2-down   stop it (SIGTERM; its containers stop within --shutdown-timeout)
 DOCKER2_DIR ?= /tmp/verilearn-docker2
 DOCKER2_SOCK = $(DOCKER2_DIR)/docker.sock
+DOCKER2_TLS_PORT ?= 23760
+DOCKER2_TLS = $(DOCKER2_DIR)/tls
 
 .PHONY: docker2-up docker2-down
 
@@ -116,15 +122,31 @@ docker2-up:
 	if docker -H "unix://$(DOCKER2_SOCK)" version >/dev/null 2>&1; then \
 	  echo "docker2: already answers on unix://$(DOCKER2_SOCK)"; exit 0; fi; \
 	command -v dockerd >/dev/null || { echo "docker2: dockerd is not installed"; exit 1; }; \
-	$$SUDO mkdir -p "$(DOCKER2_DIR)"; \
+	$$SUDO mkdir -p "$(DOCKER2_TLS)"; T="$(DOCKER2_TLS)"; \
+	if [ ! -f "$$T/server-cert.pem" ]; then \
+	  $$SUDO sh -c 'cd "$$1" && umask 077 && \
+	    openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj /CN=verilearn-test-ca \
+	      -keyout ca-key.pem -out ca.pem && \
+	    openssl req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -keyout server-key.pem -out server.csr && \
+	    printf "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n" > server.ext && \
+	    openssl x509 -req -in server.csr -CA ca.pem -CAkey ca-key.pem -CAcreateserial -days 30 \
+	      -extfile server.ext -out server-cert.pem && \
+	    openssl req -newkey rsa:2048 -nodes -subj /CN=client -keyout key.pem -out client.csr && \
+	    printf "extendedKeyUsage=clientAuth\n" > client.ext && \
+	    openssl x509 -req -in client.csr -CA ca.pem -CAkey ca-key.pem -CAcreateserial -days 30 \
+	      -extfile client.ext -out cert.pem && chmod 644 ca.pem cert.pem key.pem' sh "$$T" \
+	    >/dev/null 2>&1 || { echo "docker2: could not make TLS certificates in $$T"; exit 1; }; \
+	fi; \
 	( $$SUDO nohup dockerd --host "unix://$(DOCKER2_SOCK)" \
+	    --host "tcp://127.0.0.1:$(DOCKER2_TLS_PORT)" --tlsverify --tlscacert "$$T/ca.pem" \
+	    --tlscert "$$T/server-cert.pem" --tlskey "$$T/server-key.pem" \
 	    --data-root "$(DOCKER2_DIR)/data" --exec-root "$(DOCKER2_DIR)/exec" \
 	    --pidfile "$(DOCKER2_DIR)/dockerd.pid" --bridge=none --iptables=false --ip-masq=false \
 	    --shutdown-timeout 2 >>"$(DOCKER2_DIR)/dockerd.log" 2>&1 & ); \
 	for i in $$(seq 1 120); do docker -H "unix://$(DOCKER2_SOCK)" version >/dev/null 2>&1 && break; sleep 0.5; done; \
 	docker -H "unix://$(DOCKER2_SOCK)" version >/dev/null 2>&1 \
 	  || { echo "docker2: dockerd did not start:"; tail -20 "$(DOCKER2_DIR)/dockerd.log"; exit 1; }; \
-	echo "docker2: started on unix://$(DOCKER2_SOCK)"
+	echo "docker2: started on unix://$(DOCKER2_SOCK) and tcp://127.0.0.1:$(DOCKER2_TLS_PORT) (TLS, $(DOCKER2_TLS))"
 
 docker2-down:
 	@SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); pidf="$(DOCKER2_DIR)/dockerd.pid"; \

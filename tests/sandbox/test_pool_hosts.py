@@ -28,6 +28,8 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCKER2_DIR = os.environ.get("VERILEARN_DOCKER2_DIR", "/tmp/verilearn-docker2")
 HOST1 = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
 HOST2 = f"unix://{DOCKER2_DIR}/docker.sock"
+TLS_PORT = os.environ.get("VERILEARN_DOCKER2_TLS_PORT", "23760")
+TLS_DIR = f"{DOCKER2_DIR}/tls"  # throwaway CA and client certificate from `make docker2-up`
 
 # Each task squares its number after a pause, so tasks are in flight when a host stops.
 SQUARE = "import time\ntime.sleep({pause})\nsubmit({n} * {n})"
@@ -87,7 +89,15 @@ class Daemon2:
 
     def make(self, target: str) -> str:
         done = subprocess.run(
-            ["make", "-s", "-C", str(ROOT), target, f"DOCKER2_DIR={DOCKER2_DIR}"],
+            [
+                "make",
+                "-s",
+                "-C",
+                str(ROOT),
+                target,
+                f"DOCKER2_DIR={DOCKER2_DIR}",
+                f"DOCKER2_TLS_PORT={TLS_PORT}",
+            ],
             capture_output=True,
             text=True,
             timeout=120,
@@ -231,3 +241,37 @@ def test_host_down_at_start_gets_no_slots(daemon2: Daemon2, tmp_path: Path) -> N
     assert result.answer == "42" and result.host == "h1"
     assert status["h1"] == "healthy" and status["gone"].startswith("drained:")
     assert slots == {"h1": 2, "gone": 0}
+
+
+def test_tcp_host_with_tls_client_certificates(daemon2: Daemon2) -> None:
+    """The second daemon over tcp:// + TLS: with the client certificate it serves slots;
+    the same URL without one fails its ping (bad certificate) and is drained at start."""
+    daemon2.start()  # a test above stopped and restarted it
+    url = f"tcp://127.0.0.1:{TLS_PORT}"
+    with_cert = {
+        "ca_cert": f"{TLS_DIR}/ca.pem",
+        "client_cert": f"{TLS_DIR}/cert.pem",
+        "client_key": f"{TLS_DIR}/key.pem",
+    }
+    hosts = [
+        {"url": url, "name": "tls", "same_machine": True, "tls": with_cert},
+        {
+            "url": url,
+            "name": "no-cert",
+            "same_machine": True,
+            "tls": {"ca_cert": with_cert["ca_cert"]},
+        },
+    ]
+    config = test_config("docker", preload=[], docker={"hosts": hosts[::-1]})
+
+    async def go(pool: SandboxPool):
+        async with pool:
+            result = await pool.run_program("submit(6 * 7)", None)
+            return result, pool.host_status(), pool.slots_per_host()
+
+    pool = SandboxPool(config)
+    result, status, slots = asyncio.run(go(pool))
+    assert result.answer == "42" and result.host == "tls"
+    assert status["tls"] == "healthy" and slots == {"tls": 2, "no-cert": 0}
+    assert status["no-cert"].startswith("drained:") and "certificate" in status["no-cert"]
+    assert labelled(HOST2, pool.pool_id) == []

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import docker
+from docker.constants import MINIMUM_DOCKER_API_VERSION
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.tls import TLSConfig
 
@@ -55,7 +56,21 @@ def host_client(host: DockerHost | None, timeout: float = 10) -> docker.DockerCl
             ca_cert=host.tls.ca_cert,
             verify=host.tls.ca_cert if host.tls.verify else False,
         )
-    return docker.DockerClient(base_url=host.url, tls=tls, timeout=int(timeout))
+    if not tls:
+        return docker.DockerClient(base_url=host.url, timeout=int(timeout))
+    # requests lets REQUESTS_CA_BUNDLE / CURL_CA_BUNDLE (and proxy variables) override the
+    # session's CA, so the host's own CA would be ignored: open the client without the
+    # environment, at the minimum API version, then use the version the daemon speaks.
+    client = docker.DockerClient(
+        base_url=host.url, tls=tls, timeout=int(timeout), version=MINIMUM_DOCKER_API_VERSION
+    )
+    client.api.trust_env = False
+    try:
+        client.api._version = client.api.version(api_version=False)["ApiVersion"]
+    except BaseException:
+        client.close()
+        raise
+    return client
 
 
 def docker_available() -> tuple[bool, str]:
@@ -80,7 +95,7 @@ def hosts_available(config: SandboxConfig) -> tuple[bool, str]:
             finally:
                 client.close()
             return True, f"{host.label} answered"
-        except DockerException as exc:
+        except Exception as exc:  # docker-py lets requests' TLS/connection errors through
             said.append(f"{host.label}: {exc}")
     return False, "no Docker host answered: " + "; ".join(said)
 
@@ -263,7 +278,7 @@ class DockerBackend:
         for host in hosts if hosts is not None else list(self.hosts):
             try:
                 containers = self.own_containers(host)
-            except DockerException as exc:
+            except Exception as exc:  # an unreachable host (requests' errors included)
                 failures.append((f"<all on {host}>", f"host unreachable: {exc}"))
                 continue
             failures += self._remove_all(containers)
