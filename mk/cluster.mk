@@ -120,6 +120,9 @@ DOCKER2_TLS = $(DOCKER2_DIR)/tls
 docker2-up:
 	@SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	if docker -H "unix://$(DOCKER2_SOCK)" version >/dev/null 2>&1; then \
+	  T="$(DOCKER2_TLS)"; docker -H "tcp://127.0.0.1:$(DOCKER2_TLS_PORT)" --tlsverify \
+	    --tlscacert "$$T/ca.pem" --tlscert "$$T/cert.pem" --tlskey "$$T/key.pem" version >/dev/null 2>&1 \
+	    || { echo "docker2: answers on unix://$(DOCKER2_SOCK) but not on its TLS port $(DOCKER2_TLS_PORT): make docker2-down first"; exit 1; }; \
 	  echo "docker2: already answers on unix://$(DOCKER2_SOCK)"; exit 0; fi; \
 	command -v dockerd >/dev/null || { echo "docker2: dockerd is not installed"; exit 1; }; \
 	$$SUDO mkdir -p "$(DOCKER2_TLS)"; T="$(DOCKER2_TLS)"; \
