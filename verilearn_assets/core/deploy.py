@@ -112,7 +112,9 @@ def celery_app_settings(cfg: CeleryConfig) -> dict:
     """Celery settings shared by the executor (client side) and every worker.
 
     Late acknowledgement + reject-on-worker-lost: a step whose worker process dies is put
-    back on its queue and taken by another worker instead of being lost.
+    back on its queue and taken by another worker instead of being lost. The result
+    backend is retried (up to ~1 min): the orchestrator polls each step's result in Redis,
+    and without retries one poll during a broker restart fails the whole run.
     """
     return {
         "task_default_queue": cfg.default_queue,
@@ -128,6 +130,10 @@ def celery_app_settings(cfg: CeleryConfig) -> dict:
             "interval_max": 0.5,
         },
         "result_backend_transport_options": {"visibility_timeout": cfg.visibility_timeout_s},
+        "result_backend_always_retry": True,
+        "result_backend_max_retries": 30,
+        "result_backend_base_sleep_between_retries_ms": 200,
+        "result_backend_max_sleep_between_retries_ms": 2000,
     }
 
 
