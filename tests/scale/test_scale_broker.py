@@ -1,13 +1,12 @@
 """Redis (broker and result backend) restarted while a Celery run is in flight.
 
-What happens today, and why: the orchestrating process polls each step's result in the
-Redis result backend every second; the first poll during the restart raises a connection
-error, so the run fails, in one line naming the broker's address. The step already on a
-worker finishes there, but its run is gone. Nothing is half-written: a re-run of the
-partition completes and the lake holds one complete version of it. (A run that rides out
-the restart needs the result backend to retry on connection errors and a broker that keeps
-its queue across restarts; see docs/scale.md.) If that lands, the first run succeeds and
-this test checks the lake the same way.
+The orchestrating process polls each step's result in the Redis result backend; those
+polls are retried on connection errors (`core/deploy.py`: up to about a minute), so a
+restart mid-run is ridden out: the step already on a worker finishes, the next step is
+queued once Redis is back, and the run succeeds with one complete version of the partition
+in the lake. (Steps queued but not yet taken at the moment of the restart would need a
+broker that keeps its queue, `appendonly yes`: see docs/scale.md. This job has one step in
+flight at a time, so none is queued when Redis goes down.)
 """
 
 from __future__ import annotations
@@ -67,7 +66,7 @@ def latest_metadata(instance: DagsterInstance, asset: str) -> dict:
     return {k: v.value for k, v in records[0].asset_materialization.metadata.items()}
 
 
-def test_broker_restart_mid_run_then_rerun_leaves_one_complete_partition(
+def test_broker_restart_mid_run_is_ridden_out_with_one_complete_partition(
     cluster: Cluster, tmp_path: Path
 ):
     ingest(cluster.home)
@@ -79,16 +78,11 @@ def test_broker_restart_mid_run_then_rerun_leaves_one_complete_partition(
         address = restart_redis(cluster)
         first = proc.wait(timeout=300)
         status = instance.get_run_by_id(run_id).status
-        if first != 0:
-            text = first_log.read_text()
-            assert status == DagsterRunStatus.FAILURE, status
-            assert f"analysis_job [{PARTITION}]: FAILED" in text, text[-3000:]
-            assert address in text and "ConnectionError" in text, text[-3000:]
-            second_log = tmp_path / "second.log"
-            rerun = launch_run(cluster, "analysis_job", PARTITION, second_log)
-            assert rerun.wait(timeout=600) == 0, second_log.read_text()[-3000:]
-        else:
-            assert status == DagsterRunStatus.SUCCESS, status
+        # The result backend is retried (core/deploy.py), so the orchestrator's polls wait
+        # for Redis to come back: the run rides out the restart, no re-run needed.
+        assert first == 0, first_log.read_text()[-3000:]
+        assert status == DagsterRunStatus.SUCCESS, status
+        assert address  # the restart really happened against this broker
         questions_meta = latest_metadata(instance, QUESTIONS)
         episodes_meta = latest_metadata(instance, EPISODES)
 
