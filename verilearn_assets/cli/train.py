@@ -39,6 +39,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         )
         if stage == "grpo":
             s.add_argument("--family", default=None, help="family to train (default: config)")
+            s.add_argument(
+                "--role",
+                default=None,
+                help="role to train, e.g. dafny's writer or annotator (default: config, "
+                "else the family's first GRPO role)",
+            )
         s.set_defaults(handler=run)
 
 
@@ -110,7 +116,12 @@ def _grpo(config: Any, home: Path, args: argparse.Namespace, console: Any) -> An
         )
     with _bar(console, f"grpo [{config.split}]") as progress:
         return train_grpo(
-            config, home, family=args.family, max_steps=args.max_steps, progress=progress
+            config,
+            home,
+            family=args.family,
+            role=args.role,
+            max_steps=args.max_steps,
+            progress=progress,
         )
 
 
