@@ -200,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
         home = work / "home"
         questions = build_home(home, TEMPLATES, split="train")
         rows = FAMILY.sft_rows([e for e in episodes(home) if e.verified])
-        base = build_tiny_model(work / "base", hidden_size=256)
+        base = build_tiny_model(work / "base", hidden_size=256, num_heads=4)  # heads x 64
         sft_speed(base, rows, work, args.steps, args.batch)
         if args.grpo_steps:
             grpo_speed(home, base, args.grpo_steps)
