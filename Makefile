@@ -91,6 +91,8 @@ bench: install dockerd vllm-env tiny-model $(TEST_DEPS)
 	$(VPY) benchmarks/context_budget.py
 	$(VPY) benchmarks/dafny.py
 	$(VPY) benchmarks/refactor.py
+	$(VPY) benchmarks/training.py
+	$(VPY) benchmarks/grpo.py
 
 clean: cluster-down
 	rm -rf .verilearn .pytest_cache .ruff_cache

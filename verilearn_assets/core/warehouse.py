@@ -36,6 +36,7 @@ from verilearn_assets.core.family import SftRow, families
 from verilearn_assets.core.llm.budget import LAKE_ASSET as CONTEXT_BUDGET_ASSET
 from verilearn_assets.core.llm.budget import ContextBudgetRecord
 from verilearn_assets.core.records import Record, TableRecord
+from verilearn_assets.training.eval_records import EVAL_ASSET, ModelEvalRecord
 
 WAREHOUSE_FILE = "warehouse.duckdb"
 DEFAULT_LOCK_TIMEOUT_S = 120.0
@@ -47,6 +48,7 @@ PLATFORM_LAKE_MODELS: dict[str, type[Record]] = {
     "tables": TableRecord,
     "sft_dataset": SftRow,
     CONTEXT_BUDGET_ASSET: ContextBudgetRecord,
+    EVAL_ASSET: ModelEvalRecord,
 }
 FAMILY_UNION_VIEWS = {"stg_family_tasks": "tasks", "stg_family_rollouts": "rollouts"}
 
