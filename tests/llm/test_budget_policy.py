@@ -16,6 +16,7 @@ import pytest
 
 from verilearn_assets.analysis.records import Message
 from verilearn_assets.analysis.teacher.context import CellOutput, budget_messages
+from verilearn_assets.analysis.teacher.policy import chat_messages
 from verilearn_assets.analysis.teacher.prompts import (
     Observation,
     question_prompt,
@@ -235,7 +236,7 @@ def test_fit_chat_applies_the_same_policy_to_plain_messages(counter: TokenCounte
 
 def test_estimate_is_an_upper_bound_of_the_byte_level_tokenizer(counter: TokenCounter) -> None:
     msgs, outputs, table = long_episode(4)
-    chat = [{"role": "user" if m.role == "tool" else m.role, "content": m.content} for m in msgs]
+    chat = chat_messages(msgs)
     assert EstimateCounter().count_chat(chat) >= counter.count_chat(chat)
     budget = for_server(None, 64, BudgetConfig(max_model_len=4096))
     assert budget is not None and budget.counter.name.startswith("estimate:")

@@ -102,7 +102,8 @@ def test_program_policy_replays_cells_in_order_and_ignores_rejected_replies() ->
     assert not isinstance(parse_reply(exhausted.text), ParsedReply)
 
 
-def test_chat_messages_send_tool_output_as_user_content_verbatim() -> None:
+def test_chat_messages_keep_the_tool_role_and_content_verbatim() -> None:
+    # SFT rows train on `tool` turns: the student is prompted with the same turns.
     convo = [
         _msg(0, "system", "prompt", "S"),
         _msg(1, "user", "prompt", "Q"),
@@ -113,5 +114,5 @@ def test_chat_messages_send_tool_output_as_user_content_verbatim() -> None:
         {"role": "system", "content": "S"},
         {"role": "user", "content": "Q"},
         {"role": "assistant", "content": "A"},
-        {"role": "user", "content": "T\n"},
+        {"role": "tool", "content": "T\n"},
     ]

@@ -88,7 +88,7 @@ def budget_messages(
     """One `BudgetMessage` per transcript message, in order; `outputs` by tool turn."""
     out: list[BudgetMessage] = []
     for m in messages:
-        role = "user" if m.role == "tool" else m.role  # as `chat_messages` sends it
+        role = m.role  # as `chat_messages` sends it
         seg: Segment
         if m.role == "system" and m.turn == 0:
             out.append(_system(m, table, max_turns))

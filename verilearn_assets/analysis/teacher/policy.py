@@ -235,14 +235,14 @@ class ProgramPolicy:
 
 # --- the vLLM teacher ----------------------------------------------------------------
 def chat_messages(conversation: Sequence[Message]) -> list[dict[str, str]]:
-    """OpenAI chat messages for a conversation.
+    """OpenAI chat messages for a conversation, byte-for-byte the stored messages.
 
-    Tool output is sent with role `user` (plain chat templates have no tool role without
-    tool calls); its content is byte-for-byte the stored message.
+    Tool output keeps its `tool` role: SFT rows train on `tool` turns, so a trained student
+    must be prompted with the same turns at evaluation (ChatML templates such as Qwen's and
+    our tiny model's render a `tool` turn without a tool call; vLLM accepts it without a
+    `tool_call_id`).
     """
-    return [
-        {"role": "user" if m.role == "tool" else m.role, "content": m.content} for m in conversation
-    ]
+    return [{"role": m.role, "content": m.content} for m in conversation]
 
 
 class VllmPolicy:
