@@ -18,14 +18,7 @@ CLUSTER_ENV = eval "$$($(VPY) -m verilearn_assets.core.deploy "$(VERILEARN_HOME)
 .PHONY: cluster-deps cluster-up cluster-down
 
 cluster-deps:
-	@missing=""; for p in $(CLUSTER_APT); do \
-	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then \
-	  echo "installing apt packages:$$missing"; \
-	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq; \
-	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
-	fi
+	@$(call apt_install,$(CLUSTER_APT))
 	@# Debian starts a system-wide cluster/server on install; ours are private, on their own ports.
 
 TEST_DEPS += cluster-deps

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from verilearn_assets.cli.progress import progress_bar
 from verilearn_assets.core.records import SPLITS
 
 DEFAULT_SOURCES = ("template", "procedural")  # `llm` needs a vLLM server
@@ -188,14 +188,7 @@ def run(args: argparse.Namespace) -> int:
         for job in skipped:
             console.print(f"  {job}: skipped (no such job in the code location yet)")
         failed: list[str] = []
-        progress = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=console,
-            transient=True,
-        )
+        progress = progress_bar(console)
         with progress:
             task = progress.add_task("starting", total=len(steps))
             for step in steps:

@@ -32,9 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from verilearn_assets.cli import CliError
+    from verilearn_assets.cli.progress import progress_bar
     from verilearn_assets.core import lake
     from verilearn_assets.core.config import ConfigError
     from verilearn_assets.training.config import load_training_config
@@ -62,14 +62,7 @@ def run(args: argparse.Namespace) -> int:
     console = Console()
     kind = "baseline (no training run)" if evidence is None else f"trained (run {mut.name})"
     console.print(f"evaluating {mut.name} — {kind} — on {args.split}", markup=False)
-    bar = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-    )
+    bar = progress_bar(console)
     with bar:
         task = bar.add_task(f"eval [{args.split}] (serving {mut.name})", total=None)
         result = evaluate_model(

@@ -129,23 +129,10 @@ class _bar:
     """A rich progress bar fed by the trainers' `progress(step, total, logs)` callback."""
 
     def __init__(self, console: Any, label: str) -> None:
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-        )
+        from verilearn_assets.cli.progress import progress_bar
 
         self.label = label
-        self.progress = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=console,
-            transient=True,
-        )
+        self.progress = progress_bar(console)
         self.task: Any = None
 
     def __enter__(self) -> _bar:
