@@ -28,6 +28,7 @@ from dagster import (
     AssetRecordsFilter,
     DagsterInstance,
     EventLogRecord,
+    Failure,
     MetadataValue,
     asset_check,
 )
@@ -106,6 +107,15 @@ def _rule_check(family: Family, rule: GateRule) -> AssetChecksDefinition:
 def blocking_checks(family: Family) -> list[AssetChecksDefinition]:
     """Every blocking rule of `family` as a Dagster asset check."""
     return [_rule_check(family, rule) for rule in family.rules]
+
+
+def gate_closed(description: str, reasons: list[str]) -> Failure:
+    """The failure an asset behind the gate raises: `description` + every reason on one
+    line (the console shows it), and the reasons as a list in the UI's metadata."""
+    return Failure(
+        description=description + " | ".join(reasons),
+        metadata={"blocked_by": MetadataValue.md("\n".join(f"- {r}" for r in reasons))},
+    )
 
 
 def new_gate_run_id() -> str:

@@ -27,7 +27,12 @@ from verilearn_assets.core.deploy import op_tags_for
 from verilearn_assets.core.family import SftRow, families, family
 from verilearn_assets.core.records import SOURCES
 from verilearn_assets.core.sandbox.smoke import run_smoke_suite
-from verilearn_assets.gate.adapter import all_blocking_check_keys, asset_key, gate_failures
+from verilearn_assets.gate.adapter import (
+    all_blocking_check_keys,
+    asset_key,
+    gate_closed,
+    gate_failures,
+)
 from verilearn_assets.platform.defs import SPLIT, partition_key, source_split
 
 _BY_SPLIT = MultiToSingleDimensionPartitionMapping(partition_dimension_name="split")
@@ -109,10 +114,7 @@ def sft_dataset(context: AssetExecutionContext, home: HomeResource) -> Materiali
     if not considered:
         reasons.append(f"no task or rollout partition of split {split!r} has been materialized")
     if reasons:
-        raise Failure(
-            description=f"training gate closed for split {split!r}: " + " | ".join(reasons),
-            metadata={"blocked_by": MetadataValue.md("\n".join(f"- {r}" for r in reasons))},
-        )
+        raise gate_closed(f"training gate closed for split {split!r}: ", reasons)
     rows: list[SftRow] = []
     seen = 0
     per_family: dict[str, int] = {}

@@ -15,7 +15,6 @@ from dagster import (
     AssetsDefinition,
     Config,
     DagsterInstance,
-    Failure,
     JobDefinition,
     MaterializeResult,
     MetadataValue,
@@ -26,7 +25,12 @@ from dagster import (
 from resources.home import HomeResource
 from verilearn_assets.core.family import families
 from verilearn_assets.core.records import SOURCES
-from verilearn_assets.gate.adapter import all_blocking_check_keys, asset_key, gate_failures
+from verilearn_assets.gate.adapter import (
+    all_blocking_check_keys,
+    asset_key,
+    gate_closed,
+    gate_failures,
+)
 from verilearn_assets.platform.defs import partition_key
 from verilearn_assets.training.config import TrainingConfig, load_training_config
 from verilearn_assets.training.grpo import resolve_family, train_grpo
@@ -96,10 +100,7 @@ def grpo_model(
     training = load_training_config(config.config_path)
     reasons = grpo_gate_reasons(context.instance, home.dir(), training, config.family)
     if reasons:
-        raise Failure(
-            description="grpo_model refuses: the gate did not pass: " + " | ".join(reasons),
-            metadata={"blocked_by": MetadataValue.md("\n".join(f"- {r}" for r in reasons))},
-        )
+        raise gate_closed("grpo_model refuses: the gate did not pass: ", reasons)
 
     def log_progress(step: int, total: int, logs: dict) -> None:
         if "reward" in logs:

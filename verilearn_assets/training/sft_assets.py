@@ -33,7 +33,7 @@ from dagster import (
 )
 
 from resources.home import HomeResource
-from verilearn_assets.gate.adapter import gate_failures, latest_materialization
+from verilearn_assets.gate.adapter import gate_closed, gate_failures, latest_materialization
 from verilearn_assets.platform.defs import SPLIT
 from verilearn_assets.training.assets import sft_dataset
 from verilearn_assets.training.config import TrainingConfig, load_training_config
@@ -160,10 +160,8 @@ def sft_model(
     split = training.split
     reasons = sft_gate_reasons(context.instance, home.dir(), split)
     if reasons:
-        raise Failure(
-            description=f"sft_model refuses: the gate on sft_dataset [{split}] did not pass: "
-            + " | ".join(reasons),
-            metadata={"blocked_by": MetadataValue.md("\n".join(f"- {r}" for r in reasons))},
+        raise gate_closed(
+            f"sft_model refuses: the gate on sft_dataset [{split}] did not pass: ", reasons
         )
     try:
         evidence = gate_evidence(context.instance, home.dir(), split)
