@@ -32,11 +32,11 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
+from verilearn_assets.core.eval_records import EVAL_ASSET, ModelEvalRecord
 from verilearn_assets.core.family import SftRow, families
 from verilearn_assets.core.llm.budget import LAKE_ASSET as CONTEXT_BUDGET_ASSET
 from verilearn_assets.core.llm.budget import ContextBudgetRecord
 from verilearn_assets.core.records import Record, TableRecord
-from verilearn_assets.training.eval_records import EVAL_ASSET, ModelEvalRecord
 
 WAREHOUSE_FILE = "warehouse.duckdb"
 DEFAULT_LOCK_TIMEOUT_S = 120.0

@@ -31,6 +31,7 @@ from verilearn_assets.analysis.teacher.config import (
 from verilearn_assets.analysis.teacher.loop import run_episode
 from verilearn_assets.analysis.teacher.policy import VllmPolicy
 from verilearn_assets.core import lake
+from verilearn_assets.core.eval_records import EVAL_ASSET, ModelEvalRecord
 from verilearn_assets.core.ingest.tables import load_table_records
 from verilearn_assets.core.llm.client import VllmClient
 from verilearn_assets.core.llm.config import VllmConfig, load_vllm_config
@@ -39,7 +40,6 @@ from verilearn_assets.core.records import SPLITS
 from verilearn_assets.core.sandbox.config import SandboxConfig, load_sandbox_config
 from verilearn_assets.core.sandbox.pool import SandboxPool
 from verilearn_assets.training.eval_config import EvalSettings
-from verilearn_assets.training.eval_records import EVAL_ASSET, ModelEvalRecord
 
 log = logging.getLogger(__name__)
 
