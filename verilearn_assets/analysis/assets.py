@@ -42,7 +42,8 @@ from verilearn_assets.analysis.teacher.runner import (
 )
 from verilearn_assets.core import lake
 from verilearn_assets.core.deploy import op_tags_for
-from verilearn_assets.core.ingest.tables import load_table_records
+from verilearn_assets.core.ingest.catalog import load_datasets_config
+from verilearn_assets.core.ingest.tables import catalog_table_records, load_table_records
 from verilearn_assets.core.llm.budget import BudgetCounts, ContextBudgetRecord
 from verilearn_assets.core.llm.budget import lake_asset as budget_lake_asset
 from verilearn_assets.platform.assets import tables
@@ -153,7 +154,12 @@ def questions(
     home: HomeResource,
 ) -> MaterializeResult:
     source, split = source_split(context.partition_key)
-    split_tables = load_table_records(home.dir(), split)
+    split_tables, left_out = catalog_table_records(load_datasets_config(), home.dir(), split)
+    if left_out:
+        context.log.warning(
+            f"{source}/{split}: tables of datasets not enabled in datasets.yaml are not "
+            f"generated from: {', '.join(f'{d} ({n} tables)' for d, n in left_out.items())}"
+        )
     qcfg = load_questions_config()
     llm_metadata: dict[str, Any] = {}
 
@@ -193,6 +199,7 @@ def questions(
     return MaterializeResult(
         metadata={
             "tables": len(split_tables),
+            "tables_not_in_catalog": sum(left_out.values()),
             "candidates": built.candidates,
             "accepted": summary["accepted"],
             "rejected": summary["rejected"],

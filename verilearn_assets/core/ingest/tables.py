@@ -185,6 +185,26 @@ def load_table_records(home: Path, split: str | None = None) -> list[TableRecord
     return out
 
 
+def catalog_table_records(
+    cfg: DatasetsConfig, home: Path, split: str
+) -> tuple[list[TableRecord], dict[str, int]]:
+    """The split's tables whose dataset is enabled in the catalog now, and the number of
+    tables left out per dataset that is not (removed or `enabled: false`).
+
+    The lake keeps a dataset's tables after it leaves the catalog (questions made from them
+    still need them to verify); generation must not keep drawing from them.
+    """
+    enabled = {d.name for d in cfg.enabled()}
+    kept: list[TableRecord] = []
+    left_out: dict[str, int] = {}
+    for rec in load_table_records(home, split):
+        if rec.dataset in enabled:
+            kept.append(rec)
+        else:
+            left_out[rec.dataset] = left_out.get(rec.dataset, 0) + 1
+    return kept, dict(sorted(left_out.items()))
+
+
 def split_stats(records: list[TableRecord]) -> dict[str, dict[str, int]]:
     """Per split: tables, datasets, rows and columns (summed over tables)."""
     stats = {}
