@@ -218,3 +218,22 @@ def celery_workers(instance: DagsterInstance, run_id: str, step: str | None = No
         if "Celery worker" in md and (step is None or rec.dagster_event.step_key == step):
             out.append(md["Celery worker"].value)
     return out
+
+
+def run_story(cluster: Cluster, instance: DagsterInstance, run_id: str, lines: int = 40) -> str:
+    """What a failed assertion should show: the run's step events (with the Celery worker
+    that took each step) and the tail of every worker's log."""
+    out = [f"run {run_id} step events:"]
+    for rec in instance.all_logs(run_id):
+        ev = rec.dagster_event
+        if ev is None or ev.step_key is None:
+            continue
+        worker = ""
+        if ev.event_type == DagsterEventType.ENGINE_EVENT:
+            md = ev.engine_event_data.metadata or {}
+            worker = md["Celery worker"].value if "Celery worker" in md else ""
+        out.append(f"  {rec.timestamp:.1f} {ev.event_type_value} {ev.step_key} {worker}".rstrip())
+    for log in sorted(cluster.logs.glob("worker*.log")):
+        tail = log.read_text(errors="replace").splitlines()[-lines:]
+        out += [f"--- {log.name} (last {lines} lines)", *tail]
+    return "\n".join(out)

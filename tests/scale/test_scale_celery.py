@@ -27,6 +27,7 @@ from cluster_support import (
     ingest,
     launch_run,
     questions_view,
+    run_story,
     running_run,
     stray_files,
     wait_for,
@@ -88,11 +89,14 @@ def test_celery_lake_equals_in_process_with_a_worker_killed_mid_step(
         run_id = wait_for(lambda: running_run(instance, target), 300, f"the {target} run")
         victim, index, parent = kill_worker_mid_step(cluster, instance, run_id)
         for i, (p, proc) in enumerate(procs.items()):
-            assert proc.wait(timeout=600) == 0, (p, (tmp_path / f"run-{i}.log").read_text()[-3000:])
+            rc = proc.wait(timeout=600)
+            log = (tmp_path / f"run-{i}.log").read_text()[-3000:]
+            assert rc == 0, (p, log, run_story(cluster, instance, run_id))
         starts = instance.all_logs(run_id, of_type=DagsterEventType.STEP_START)
-        assert sum(1 for s in starts if s.dagster_event.step_key == KILLED_STEP) >= 2
+        n_starts = sum(1 for s in starts if s.dagster_event.step_key == KILLED_STEP)
+        assert n_starts >= 2, run_story(cluster, instance, run_id)
         takers = celery_workers(instance, run_id, KILLED_STEP)
-        assert takers[0] == victim and takers[-1] != victim, takers
+        assert takers[0] == victim and takers[-1] != victim, run_story(cluster, instance, run_id)
 
     for partition in PARTITIONS:
         q_local = questions_view(local, partition)
