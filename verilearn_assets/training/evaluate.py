@@ -1,6 +1,10 @@
-"""Evaluate a model as the student on a split's questions (pure of Dagster).
+"""Evaluate a model on a split's tasks, any family and role (pure of Dagster).
 
-The model under test is served on vLLM (launched here from a model directory, or an
+`evaluate_model` routes by family: analysis (the default) runs the multi-turn student loop
+below; every other family (and role) goes through its contract's GRPO hook in
+`eval_family.py` — one greedy completion per task, scored by the family's verifier.
+
+For analysis, the model under test is served on vLLM (launched here from a model directory, or an
 existing server named in configs/vllm.yaml) and runs the same `vllm` teacher loop the
 episodes come from, in the same sandbox, judged by the same strict answer comparison. One
 `ModelEvalRecord` per question goes to the lake (`model_eval`, partition `split=<s>`), where
@@ -14,6 +18,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import statistics
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -40,9 +45,11 @@ from verilearn_assets.core.records import SPLITS
 from verilearn_assets.core.sandbox.config import SandboxConfig, load_sandbox_config
 from verilearn_assets.core.sandbox.pool import SandboxPool
 from verilearn_assets.training.eval_config import EvalSettings
+from verilearn_assets.training.eval_family import CompletionSource, evaluate_family
 
 log = logging.getLogger(__name__)
 
+ANALYSIS = "analysis"
 QUESTIONS_ASSET = "analysis/questions"
 RESULT_FILE = "result.json"  # written by every training run beside its model dir
 
@@ -58,6 +65,8 @@ class EvalResult:
     records: list[ModelEvalRecord]
     lake_path: Path | None = None
     errors: list[str] = field(default_factory=list)
+    family: str = "analysis"
+    role: str = "default"
 
     @property
     def n(self) -> int:
@@ -86,6 +95,8 @@ class EvalResult:
         return {
             "model": self.model,
             "split": self.split,
+            "family": self.family,
+            "role": self.role,
             "questions": self.n,
             "passed": self.n_passed,
             "pass_rate": round(self.pass_rate, 4),
@@ -95,7 +106,18 @@ class EvalResult:
             "mean_completion_tokens": mean([r.completion_tokens for r in self.records]),
             "mean_latency_ms": mean([r.latency_ms for r in self.records]),
             "errors": len(self.errors),
+            **self.extra_means(),
         }
+
+    def extra_means(self) -> dict[str, float]:
+        """Mean of every numeric or boolean score key the family's scorer gave (dafny
+        writer: exact_match, bleu, covered), as `mean_<key>`."""
+        keys = sorted({k for r in self.records for k, v in r.extra.items() if _numeric(v)})
+        out = {}
+        for k in keys:
+            vals = [float(r.extra[k]) for r in self.records if _numeric(r.extra.get(k))]
+            out[f"mean_{k}"] = round(statistics.fmean(vals), 4)
+        return out
 
     def by_template(self) -> list[tuple[str, int, int]]:
         """(template family, questions, passed), sorted by template family."""
@@ -105,13 +127,18 @@ class EvalResult:
         return [(k, len(v), sum(v)) for k, v in sorted(groups.items())]
 
     def template_markdown(self) -> str:
+        head = "template family" if self.family == "analysis" else "group"
         lines = [
-            "| template family | questions | passed | pass rate |",
+            f"| {head} | questions | passed | pass rate |",
             "| --- | --- | --- | --- |",
         ]
         for name, n, ok in self.by_template():
             lines.append(f"| {name} | {n} | {ok} | {ok / n:.1%} |")
         return "\n".join(lines)
+
+
+def _numeric(v: Any) -> bool:
+    return isinstance(v, bool | int | float)
 
 
 # --- which model ----------------------------------------------------------------------------
@@ -284,11 +311,12 @@ def to_record(
     episode: Any, question: QuestionRecord, mut: ModelUnderTest, sampling_key: str
 ) -> ModelEvalRecord:
     return ModelEvalRecord(
-        id=ModelEvalRecord.make_id(mut.name, question.id),
+        id=ModelEvalRecord.make_id(mut.name, question.id, question.family),
         model=mut.name,
         model_path=str(mut.path) if mut.path else None,
         run_id=mut.run_dir.name if mut.run_dir else None,
         family=question.family,
+        role="default",
         question_id=question.id,
         source=question.source,
         split=question.split,
@@ -309,16 +337,15 @@ def to_record(
 
 
 def write_eval_records(home: Path, split: str, records: Sequence[ModelEvalRecord]) -> Path:
-    """Replace this model's records for these questions in the split's partition; other
-    models' records stay, so base and trained models sit side by side."""
+    """Replace this model's records for these tasks in this family and role in the split's
+    partition (`ModelEvalRecord.scope`); other models', families' and roles' records stay,
+    so base and trained models sit side by side and a re-run gives the same lake."""
     root = lake.lake_root(home)
-    fresh = {r.id for r in records}
-    kept = [
-        r
-        for r in lake.read_records(EVAL_ASSET, ModelEvalRecord, root, split=split)
-        if r.id not in fresh
-    ]
-    return lake.write_records(EVAL_ASSET, [*kept, *records], ModelEvalRecord, root, split=split)
+    fresh = {r.scope for r in records}
+    stored = lake.read_records(EVAL_ASSET, ModelEvalRecord, root, split=split)
+    kept = [r for r in stored if r.scope not in fresh]  # type: ignore[attr-defined]
+    rows = sorted([*kept, *records], key=lambda r: (*r.scope, r.id))  # type: ignore[attr-defined]
+    return lake.write_records(EVAL_ASSET, rows, ModelEvalRecord, root, split=split)
 
 
 async def run_questions(
@@ -370,15 +397,42 @@ def evaluate_model(
     teacher: TeacherConfig | None = None,
     sandbox: SandboxConfig | None = None,
     served: VllmConfig | None = None,
+    family: str = ANALYSIS,
+    role: str = "default",
+    source: CompletionSource | None = None,
 ) -> EvalResult:
-    """Serve `model`, run it as the student on `split`'s accepted questions, write one
-    record per question to the lake and return the summary.
+    """Serve `model`, run it on `split`'s accepted tasks of `family` in `role`, write one
+    record per task to the lake and return the summary.
 
     `model` is a model directory (full or LoRA adapter; a launched server serves it) or a
     model name served by configs/vllm.yaml's base_urls. Configs default to the files under
     the config directory; `served` is a client config for a server already serving the
-    model under its name (the caller owns it). Raises when any question could not be run.
+    model under its name (the caller owns it). Analysis runs the student loop (raises when
+    any question could not be run); any other family goes through its GRPO hook
+    (`eval_family.evaluate_family`; `source` replaces the served model there, for tests).
     """
+    if family != ANALYSIS:
+        return evaluate_family(
+            model,
+            split,
+            home,
+            family,
+            role,
+            limit=limit,
+            task_ids=question_ids,
+            progress=progress,
+            settings=settings,
+            vllm_cfg=vllm_cfg,
+            served=served,
+            source=source,
+        )
+    if role != "default":
+        raise ValueError(f"family analysis has one role, 'default' (got {role!r})")
+    if source is not None:
+        raise ValueError(
+            "analysis runs the multi-turn student loop: a completion source "
+            "does not apply (pass family=... for a single-turn family)"
+        )
     home = Path(home)
     settings = settings or EvalSettings()
     mut = resolve_model(model)
@@ -414,14 +468,55 @@ class UngatedModel(ValueError):
     """The model's training run has no (or broken) evidence of gated training data."""
 
 
-def gate_evidence(mut: ModelUnderTest) -> Any | None:
-    """The run's `GateEvidence`, or None for a baseline (a model no run of ours trained).
+class NotABaseline(UngatedModel):
+    """A model outside any training run that is neither the base model nor a listed baseline
+    (a trained model copied elsewhere must not pass as "base")."""
 
-    Raises `UngatedModel` naming the file and field when a trained model's result.json
-    shows no gated data: rows passed in by hand, another asset, nothing used, or a
-    partition that is gone.
+
+def _baseline_dir(entry: str) -> Path | None:
+    """An `eval.baselines` entry as a directory (relative: from the cwd, then the repo), or
+    None when it names no directory (then it is a served model name)."""
+    raw = Path(os.path.expandvars(os.path.expanduser(entry)))
+    for base in (raw,) if raw.is_absolute() else (Path.cwd() / raw, REPO_ROOT / raw):
+        if base.is_dir():
+            return base.resolve()
+    return None
+
+
+def check_baseline(mut: ModelUnderTest, base_model: Path | str, baselines: Sequence[str]) -> None:
+    """Allow a model without a training run only when it is the configured base model or
+    listed in `eval.baselines` (a directory, or a served name); raise `NotABaseline`."""
+    dirs = {d for d in (_baseline_dir(str(base_model)), *map(_baseline_dir, baselines)) if d}
+    names = {b for b in baselines if _baseline_dir(b) is None}
+    how = (
+        "list it under eval.baselines in configs/training.yaml to evaluate it as a baseline "
+        f"(the base model {base_model} is always one)"
+    )
+    if mut.path is not None:
+        if mut.path.resolve() not in dirs:
+            raise NotABaseline(
+                f"{mut.path}: not in a training run directory (no {RESULT_FILE}) and not a "
+                f"baseline: {how}"
+            )
+    elif mut.name not in names:
+        raise NotABaseline(
+            f"served model {mut.name!r}: no training run to check and not a baseline: {how}"
+        )
+
+
+def gate_evidence(
+    mut: ModelUnderTest, *, base_model: Path | str, baselines: Sequence[str] = ()
+) -> Any | None:
+    """The run's `GateEvidence`, or None for a baseline (the base model, or a model listed in
+    `eval.baselines`).
+
+    Raises `NotABaseline` for a model outside any run that is not a baseline, and
+    `UngatedModel` naming the file and field when a trained model's result.json shows no
+    gated data: rows passed in by hand, another asset, nothing used, or a partition that
+    is gone.
     """
     if mut.run_dir is None:
+        check_baseline(mut, base_model, baselines)
         return None
     from verilearn_assets.training.run_dir import RunResult  # the training side's own schema
 

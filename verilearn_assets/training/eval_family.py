@@ -1,0 +1,328 @@
+"""Evaluate a model on any family with a GRPO hook: one greedy completion per task (pure of
+Dagster).
+
+The family contract already says what a model is asked and how its answer is judged: its
+`grpo.prompts(home, tasks, role)` gives one chat prompt per accepted task and
+`grpo.scorer(home, tasks, role)` the verifier reward (`outcome` 1.0 = verified). Evaluation
+reuses both, so a family gets evaluated without any code here knowing it: the split's
+accepted tasks → prompts → one completion each from the served model (greedy by default,
+the prompt fitted to the served window by the context budget) → the family's scorer → one
+`ModelEvalRecord` per task, every score key in `extra`. A scorer may offer
+`evaluate(task_ids, completions)` returning richer dicts (status, per-role metrics) than the
+reward-only `score`; the evaluator prefers it.
+
+What a model says comes from a `CompletionSource`: `VllmCompletions` (the served model), or
+in tests a scripted source standing in for a model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from verilearn_assets.core import lake
+from verilearn_assets.core.eval_records import ModelEvalRecord
+from verilearn_assets.core.family import Family, family
+from verilearn_assets.core.llm.budget import FAILURE_CLASS as CONTEXT_OVERFLOW
+from verilearn_assets.core.llm.client import VllmClient, VllmContextOverflow
+from verilearn_assets.core.llm.config import VllmConfig, load_vllm_config
+from verilearn_assets.core.records import SOURCES, SPLITS, Record, content_hash
+from verilearn_assets.training.eval_config import EvalSettings
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[int, int], None]  # (tasks done, tasks in all)
+ANSWER_CHARS = 8000  # the completion kept in the record (its head)
+
+
+@dataclass(frozen=True)
+class Completion:
+    """What the model said to one prompt, and what it cost; `failure` when nothing could be
+    asked (the prompt does not fit the window)."""
+
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: float = 0.0
+    finish_reason: str | None = None
+    failure: str | None = None
+
+
+class CompletionSource(Protocol):
+    """Answers prompt rows (from `grpo.prompts`) in order; `name` goes to `sampling_key`."""
+
+    name: str
+
+    def complete(
+        self, rows: Sequence[dict[str, Any]], progress: Progress | None = None
+    ) -> list[Completion]: ...
+
+
+# --- the served model -----------------------------------------------------------------------
+class VllmCompletions:
+    """One completion per prompt from a vLLM server, `settings.concurrency` in flight.
+
+    Prompts are fitted to the served window by the context budget (`fit_chat`, the policy
+    training uses on SFT rows); one that still does not fit is not sent and ends as
+    `context_overflow`, as does one the server refuses as too long.
+    """
+
+    name = "vllm"
+
+    def __init__(self, client_cfg: VllmConfig, settings: EvalSettings) -> None:
+        self.client_cfg = client_cfg
+        self.settings = settings
+
+    def sampling(self) -> dict[str, Any]:
+        s = self.settings
+        return {"temperature": s.temperature, "top_p": 1.0, "max_tokens": s.max_tokens}
+
+    def complete(
+        self, rows: Sequence[dict[str, Any]], progress: Progress | None = None
+    ) -> list[Completion]:
+        return asyncio.run(self._complete(rows, progress))
+
+    async def _complete(
+        self, rows: Sequence[dict[str, Any]], progress: Progress | None
+    ) -> list[Completion]:
+        out: list[Completion | None] = [None] * len(rows)
+        gate = asyncio.Semaphore(self.settings.concurrency)
+        done = 0
+        async with VllmClient(self.client_cfg) as client:
+            budget = client.budget(self.settings.max_tokens)
+
+            async def one(i: int, row: dict[str, Any]) -> None:
+                nonlocal done
+                async with gate:
+                    out[i] = await self._one(client, budget, row)
+                done += 1
+                if progress is not None:
+                    progress(done, len(rows))
+
+            await asyncio.gather(*(one(i, r) for i, r in enumerate(rows)))
+        return [c for c in out if c is not None]
+
+    async def _one(self, client: VllmClient, budget: Any, row: dict[str, Any]) -> Completion:
+        messages = list(row["prompt"])
+        if budget is not None:
+            fit = budget.fit_chat(messages)
+            if fit.overflow:
+                log.warning("task %s: %s", row["task_id"], fit.reason)
+                return Completion("", prompt_tokens=fit.prompt_tokens, failure=CONTEXT_OVERFLOW)
+            messages = fit.messages
+        extra = {"stop": row["stop"]} if row.get("stop") else {}
+        started = time.perf_counter()
+        try:
+            res = await client.chat(messages, seed=self.settings.seed, **self.sampling(), **extra)
+        except VllmContextOverflow as exc:
+            log.warning("task %s: %s", row["task_id"], exc)
+            ms = (time.perf_counter() - started) * 1000
+            return Completion("", latency_ms=ms, failure=CONTEXT_OVERFLOW)
+        return Completion(
+            res.text,
+            prompt_tokens=res.prompt_tokens,
+            completion_tokens=res.completion_tokens,
+            latency_ms=round(res.latency_ms, 3),
+            finish_reason=res.finish_reason,
+        )
+
+
+# --- which tasks ------------------------------------------------------------------------------
+def family_rows(
+    home: Path,
+    fam: Family,
+    split: str,
+    role: str,
+    *,
+    task_ids: Sequence[str] | None = None,
+    limit: int | None = None,
+) -> tuple[list[Record], list[dict[str, Any]]]:
+    """The split's accepted tasks (every source) and their prompt rows for `role`, sorted by
+    task id; `task_ids` keeps only those (each must be one of the role's accepted tasks)."""
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r} (expected one of {', '.join(SPLITS)})")
+    grpo = fam.grpo
+    if grpo is None:
+        raise ValueError(f"family {fam.name!r} has no grpo hook (prompts and scorer) to evaluate")
+    if role not in grpo.roles:
+        raise ValueError(
+            f"family {fam.name!r} has no role {role!r} (roles: {', '.join(grpo.roles)})"
+        )
+    tasks = [
+        t
+        for source in SOURCES
+        for t in fam.read_tasks(home, source, split)
+        if getattr(t, "status", None) == "accepted"
+    ]
+    where = lake.lake_root(home) / fam.task_lake
+    if not tasks:
+        raise ValueError(
+            f"split {split!r} has no accepted {fam.name} tasks under {where} "
+            f"(materialize {fam.task_lake} first, e.g. `verilearn demo`)"
+        )
+    rows = sorted(grpo.prompts(home, tasks, role), key=lambda r: r["task_id"])
+    if task_ids is not None:
+        by_id = {r["task_id"]: r for r in rows}
+        wanted = list(dict.fromkeys(task_ids))
+        missing = [i for i in wanted if i not in by_id]
+        if missing:
+            raise ValueError(
+                f"task id(s) {missing} are not accepted {fam.name} {role} tasks of split "
+                f"{split!r} under {where}"
+            )
+        rows = [by_id[i] for i in wanted]
+    if not rows:
+        raise ValueError(f"split {split!r} has no accepted {fam.name} tasks of role {role!r}")
+    return tasks, rows[:limit] if limit is not None else rows
+
+
+# --- scoring and records -----------------------------------------------------------------------
+def score_completions(
+    home: Path,
+    fam: Family,
+    role: str,
+    tasks: Sequence[Record],
+    rows: Sequence[dict[str, Any]],
+    completions: Sequence[Completion],
+) -> list[dict[str, Any] | None]:
+    """The family's verdict per completion (None for one never asked: context overflow)."""
+    assert fam.grpo is not None
+    asked = [i for i, c in enumerate(completions) if c.failure is None]
+    out: list[dict[str, Any] | None] = [None] * len(rows)
+    if not asked:
+        return out
+    scorer = fam.grpo.scorer(home, tasks, role)
+    try:
+        judge = getattr(scorer, "evaluate", None) or scorer.score
+        scores = judge([rows[i]["task_id"] for i in asked], [completions[i].text for i in asked])
+    finally:
+        scorer.close()
+    if len(scores) != len(asked):
+        raise ValueError(f"{fam.name} scorer returned {len(scores)} scores for {len(asked)}")
+    for i, s in zip(asked, scores, strict=True):
+        missing = [k for k in ("outcome", "partial") if k not in s]
+        if missing:
+            raise KeyError(f"{fam.name} scorer: score of task {rows[i]['task_id']} lacks {missing}")
+        out[i] = dict(s)
+    return out
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, bool | int | float | str) or value is None:
+        return value
+    return str(value)
+
+
+def to_record(
+    mut: Any,
+    fam: Family,
+    role: str,
+    task: Record,
+    row: dict[str, Any],
+    completion: Completion,
+    score: dict[str, Any] | None,
+    sampling_key: str,
+) -> ModelEvalRecord:
+    """One task's verdict: passed when the verifier's outcome is 1; the failure class is the
+    scorer's `status` when it gives one."""
+    passed = score is not None and float(score["outcome"]) == 1.0
+    if completion.failure is not None:
+        failure: str | None = completion.failure
+    elif passed:
+        failure = None
+    else:
+        status = (score or {}).get("status")
+        failure = str(status) if status and status != "verified" else "not_verified"
+    group = str(row.get("group") or "(none)")
+    extra = {k: _json_safe(v) for k, v in (score or {}).items()}
+    if completion.finish_reason is not None:
+        extra["finish_reason"] = completion.finish_reason
+    return ModelEvalRecord(
+        id=ModelEvalRecord.make_id(mut.name, task.id, fam.name, role),
+        model=mut.name,
+        model_path=str(mut.path) if mut.path else None,
+        run_id=mut.run_dir.name if mut.run_dir else None,
+        family=fam.name,
+        role=role,
+        question_id=task.id,
+        source=str(task.source),  # type: ignore[attr-defined]
+        split=str(task.split),  # type: ignore[attr-defined]
+        dataset=str(getattr(task, "dataset", None) or getattr(task, "repo", None) or fam.name),
+        template=group,
+        template_family=group,
+        difficulty=f"{float(row.get('difficulty', 0.0)):.1f}",
+        passed=passed,
+        failure_class=failure,
+        n_turns=0 if completion.failure else 1,
+        prompt_tokens=completion.prompt_tokens,
+        completion_tokens=completion.completion_tokens,
+        latency_ms=round(float(completion.latency_ms), 3),
+        answer=completion.text[:ANSWER_CHARS],
+        sampling_key=sampling_key,
+        extra=extra,
+    )
+
+
+def family_sampling_key(source: CompletionSource, model: str, settings: EvalSettings) -> str:
+    s = settings
+    return content_hash("eval", source.name, model, s.temperature, s.max_tokens, s.seed)
+
+
+# --- the run ----------------------------------------------------------------------------------
+def evaluate_family(
+    model: str | Path,
+    split: str,
+    home: Path,
+    family_name: str,
+    role: str = "default",
+    *,
+    limit: int | None = None,
+    task_ids: Sequence[str] | None = None,
+    progress: Progress | None = None,
+    settings: EvalSettings | None = None,
+    vllm_cfg: VllmConfig | None = None,
+    served: VllmConfig | None = None,
+    source: CompletionSource | None = None,
+) -> Any:  # EvalResult (evaluate.py imports this module)
+    """Serve `model` (or use `served`, or the scripted `source`), answer every accepted task
+    of `family_name`/`role` in `split` once, score with the family's verifier, write one
+    record per task to the lake and return the `EvalResult`."""
+    from verilearn_assets.training.evaluate import (
+        EvalResult,
+        resolve_model,
+        serving,
+        write_eval_records,
+    )
+
+    home = Path(home)
+    settings = settings or EvalSettings()
+    fam = family(family_name)
+    mut = resolve_model(model)
+    tasks, rows = family_rows(
+        home, fam, split, role, task_ids=task_ids, limit=limit or settings.limit
+    )
+    with contextlib.ExitStack() as stack:
+        if source is None:
+            client_cfg = served or stack.enter_context(serving(mut, vllm_cfg or load_vllm_config()))
+            source = VllmCompletions(client_cfg, settings)
+        completions = source.complete(rows, progress)
+    if len(completions) != len(rows):
+        raise RuntimeError(
+            f"evaluation of {mut.name} on {fam.name}/{role} [{split}]: {len(completions)} "
+            f"completions for {len(rows)} prompts"
+        )
+    scores = score_completions(home, fam, role, tasks, rows, completions)
+    by_id = {t.id: t for t in tasks}
+    key = family_sampling_key(source, mut.name, settings)
+    records = [
+        to_record(mut, fam, role, by_id[row["task_id"]], row, c, s, key)
+        for row, c, s in zip(rows, completions, scores, strict=True)
+    ]
+    path = write_eval_records(home, split, records)
+    return EvalResult(mut.name, split, records, path, family=fam.name, role=role)
