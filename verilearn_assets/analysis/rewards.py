@@ -30,6 +30,15 @@ Anti-gaming, checked on the code before the run counts (`screen_code`):
   submission or correct hooks) earns 0 in all three rewards.
 Known limit: an answer encoded arithmetically from table-derived zeros passes the static
 check; the held-out evaluation (fresh tables) is what catches a memorising policy.
+
+Multi-turn rollouts (`grpo.multi_turn`): `AnalysisEnvironment` runs the student loop
+itself (`teacher.loop.run_trace`, the code `model_eval` runs) with a bridge policy whose
+replies are the trainer's generations, so the model sees exactly the prompts, tool messages
+and re-prompts it is evaluated with. `score_trace` scores the finished episode with the
+same rules as one single-turn run: the cells form one program (a cell with a forbidden
+construct zeroes the episode; cells that do not parse ran nothing and are left out), the
+episode's answer is its submission, and a crash counts only in the cell that ended the
+episode — an agent that fixes an error in its next cell is doing its job.
 """
 
 from __future__ import annotations
@@ -44,14 +53,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from verilearn_assets.analysis.records import Episode, QuestionRecord
+from verilearn_assets.analysis.records import Episode, Message, QuestionRecord
+from verilearn_assets.analysis.teacher.config import TeacherConfig, load_teacher_config
 from verilearn_assets.analysis.teacher.grounding import ground_hooks, normalize_line
-from verilearn_assets.analysis.teacher.loop import judge
+from verilearn_assets.analysis.teacher.loop import Trace, judge, run_trace
 from verilearn_assets.analysis.teacher.parse import FormatError, parse_reply
+from verilearn_assets.analysis.teacher.policy import PolicyReply, chat_messages
 from verilearn_assets.analysis.teacher.prompts import question_prompt, system_prompt
 from verilearn_assets.core.answers import AnswerError, parse_answer, validate_answer
+from verilearn_assets.core.family import GrpoEnvOptions
 from verilearn_assets.core.ingest.tables import load_table_records
-from verilearn_assets.core.records import SOURCES, HookRecord, Record
+from verilearn_assets.core.llm.budget import ContextOverflow
+from verilearn_assets.core.records import SOURCES, HookRecord, Record, TableRecord
 from verilearn_assets.core.sandbox.config import SandboxConfig, load_sandbox_config
 from verilearn_assets.core.sandbox.pool import SandboxPool, TaskResult
 
@@ -399,6 +412,33 @@ def format_failure(reason: str) -> Scored:
     return Scored(0.0, 0.0, 0.0, f"format_error: {reason}")
 
 
+def score_trace(question: QuestionRecord, trace: Trace) -> Scored:
+    """Every reward of one multi-turn episode (module doc): the executed cells as one
+    program and one run, scored by `score_run`."""
+    if not trace.cells:
+        return format_failure(f"no cell ran (episode ended: {trace.end})")
+    codes = []
+    for cell in trace.cells:
+        screen = screen_code(cell.code)
+        if screen.reason and screen.reason.startswith("syntax_error"):
+            continue  # it ran nothing; its error was the tool message the model saw
+        if not screen.ok:
+            return Scored(0.0, 0.0, 0.0, f"cell at turn {cell.turn}: {screen.reason}")
+        codes.append(cell.code.rstrip("\n"))
+    last = trace.cells[-1]
+    result = TaskResult(
+        status=last.status,  # the cell that ended the episode; earlier errors were fixed
+        stdout="".join(c.stdout for c in trace.cells),
+        stderr="".join(c.stderr for c in trace.cells),
+        answer=trace.answer,
+        submissions=list(trace.submissions),
+        hooks=list(trace.hooks),
+        duration_ms=sum(c.duration_ms for c in trace.cells),
+        cells=[],
+    )
+    return score_run(question, "\n".join(codes), result)
+
+
 # --- batch scoring in the sandbox and the family's GRPO hook -------------------------------
 DIFFICULTY = {"easy": 0.0, "medium": 1.0, "hard": 2.0}
 
@@ -519,3 +559,156 @@ def grpo_pass_rates(home: Path, split: str) -> dict[str, float]:
                 c[0] += int(ep.verified)
                 c[1] += 1
     return {k: v / n for k, (v, n) in counts.items() if n}
+
+
+# --- multi-turn GRPO: the student loop as an environment ------------------------------------
+class _BridgePolicy:
+    """The loop's `Policy` whose replies come from outside (the trainer's generation): each
+    `next_message` hands the conversation out and waits for `reply` to be resolved."""
+
+    name = "grpo"
+
+    def __init__(self) -> None:
+        self.requests: asyncio.Queue[tuple[list[Message], asyncio.Future[PolicyReply]]] = (
+            asyncio.Queue()
+        )
+
+    async def next_message(self, conversation: list[Message]) -> PolicyReply:
+        reply: asyncio.Future[PolicyReply] = asyncio.get_running_loop().create_future()
+        await self.requests.put((list(conversation), reply))
+        return await reply
+
+
+class AnalysisEpisode:
+    """One student episode driven turn by turn (the `GrpoEpisode` protocol)."""
+
+    def __init__(self, env: AnalysisEnvironment, question: QuestionRecord, table: TableRecord):
+        self.env = env
+        self.question = question
+        self.policy = _BridgePolicy()
+        prompt = question_prompt(question.question, question.answer_schema)
+        self.task: asyncio.Task[Trace] = env._run(self._start(prompt, table))
+        self._reply: asyncio.Future[PolicyReply] | None = None
+        self._seen = 0
+        self.stopped: str | None = None
+        first = env._run(self._next())
+        if first is None:  # the loop ended before asking (cannot happen with a fresh trace)
+            raise RuntimeError(f"analysis episode {question.id}: the loop never asked")
+        self.opening = chat_messages(first)
+        self._seen = len(first)
+
+    async def _start(self, prompt: str, table: TableRecord) -> asyncio.Task[Trace]:
+        return asyncio.ensure_future(
+            run_trace(prompt, table, self.policy, self.env.pool, self.env.teacher)
+        )
+
+    async def _next(self) -> list[Message] | None:
+        """The loop's next request (its conversation), or None when the trace ended."""
+        get = asyncio.ensure_future(self.policy.requests.get())
+        done, _ = await asyncio.wait({get, self.task}, return_when=asyncio.FIRST_COMPLETED)
+        if get in done:
+            conversation, self._reply = get.result()
+            return conversation
+        get.cancel()
+        self._reply = None
+        self.task.result()  # re-raise a loop failure here, naming nothing twice
+        return None
+
+    def _answer(self, outcome: PolicyReply | BaseException) -> list[Message] | None:
+        reply = self._reply
+        if reply is None:
+            raise RuntimeError(f"analysis episode {self.question.id}: the episode is over")
+        if isinstance(outcome, BaseException):
+            self.env.loop.call_soon_threadsafe(reply.set_exception, outcome)
+        else:
+            self.env.loop.call_soon_threadsafe(reply.set_result, outcome)
+        return self.env._run(self._next())
+
+    def step(self, assistant_text: str) -> tuple[list[dict[str, Any]], bool]:
+        """Run the reply through the loop; the messages after it (tool output or a
+        re-prompt) and whether the episode ended."""
+        before = self._seen
+        conversation = self._answer(PolicyReply(assistant_text))
+        if conversation is None:
+            return chat_messages(self.trace.messages[before + 1 :]), True
+        self._seen = len(conversation)
+        return chat_messages(conversation[before + 1 :]), False
+
+    def stop(self, reason: str) -> None:
+        """End early: the loop sees a context overflow, its own way to end on length."""
+        if self._reply is not None:
+            self.stopped = reason
+            self._answer(ContextOverflow(reason))
+
+    @property
+    def trace(self) -> Trace:
+        if not self.task.done():
+            raise RuntimeError(f"analysis episode {self.question.id}: still running")
+        return self.task.result()
+
+    def scored(self) -> Scored:
+        return score_trace(self.question, self.trace)
+
+    def score(self) -> dict[str, float]:
+        s = self.scored()
+        return {"outcome": s.outcome, "partial": s.partial, "process": s.process}
+
+    def record(self) -> dict[str, Any]:
+        trace, s = self.trace, self.scored()
+        return {
+            "task_id": self.question.id,
+            "messages": [m.model_dump(mode="json") for m in trace.messages],
+            "end": trace.end,
+            "stopped": self.stopped,
+            "answer": trace.answer,
+            "cells": len(trace.cells),
+            "assistant_turns": trace.n_turns,
+            "reason": s.reason,
+            "hooks_credited": list(s.hooks_credited),
+        }
+
+
+class AnalysisEnvironment(AnalysisScorer):
+    """The student loop over the GRPO tasks (the `GrpoEnvironment` protocol): one sandbox
+    pool with a slot per episode that may be open at once, because an open episode keeps
+    its slot from its first cell to its end (its variables live there)."""
+
+    def __init__(
+        self,
+        home: Path,
+        tasks: Sequence[Record],
+        options: GrpoEnvOptions,
+        sandbox: SandboxConfig | None = None,
+        teacher: TeacherConfig | None = None,
+    ):
+        cfg = sandbox or load_sandbox_config()
+        cfg = cfg.model_copy(update={"slots": max(cfg.slots, options.max_open_episodes)})
+        base = teacher or load_teacher_config()
+        self.teacher = base.model_copy(update={"max_turns": options.max_turns})
+        self.table_records = {t.id: t for t in load_table_records(home)}
+        self.episodes: list[AnalysisEpisode] = []
+        super().__init__(home, tasks, cfg)
+
+    def reset(self, task_id: str) -> AnalysisEpisode:
+        if task_id not in self.questions:
+            raise KeyError(f"analysis environment: no question {task_id!r} among the GRPO tasks")
+        q = self.questions[task_id]
+        if q.table not in self.table_records:
+            raise KeyError(f"analysis environment: question {q.id}: table {q.table!r} not found")
+        episode = AnalysisEpisode(self, q, self.table_records[q.table])
+        self.episodes = [e for e in self.episodes if not e.task.done()] + [episode]
+        return episode
+
+    def close(self) -> None:
+        """Stop unfinished episodes (their slots are freed), then the pool."""
+        for e in self.episodes:
+            if not e.task.done():
+                self.loop.call_soon_threadsafe(e.task.cancel)
+        self.episodes = []
+        super().close()
+
+
+def grpo_environment(
+    home: Path, tasks: Sequence[Record], role: str, options: GrpoEnvOptions
+) -> AnalysisEnvironment:
+    return AnalysisEnvironment(home, tasks, options)

@@ -13,7 +13,8 @@ Conventions every family follows:
 - task records carry `id`, `source`, `split` and `status` (accepted/rejected); rollout records
   carry `id`, `source`, `split` and `verified`, which is what the reports count;
 - blocking rules are plain functions `RuleContext -> RuleOutcome`;
-- optionally, `grpo: GrpoTask` (prompts per role, a verifier reward scorer): the GRPO
+- optionally, `grpo: GrpoTask` (prompts per role, a verifier reward scorer, and a
+  multi-turn environment where the family's agent acts over several turns): the GRPO
   trainer (`training/grpo.py`) RL-trains any family that sets it, with no family code.
 """
 
@@ -120,6 +121,48 @@ class GrpoScorer(Protocol):
     def close(self) -> None: ...
 
 
+class GrpoEpisode(Protocol):
+    """One multi-turn rollout in progress (one per completion: a GRPO group holds several
+    episodes of the same task, hence an object and not a task-id key).
+
+    `opening` is the conversation the model sees first (system, user, ...). `step` takes
+    the model's next reply and returns the messages the environment answers with (a `tool`
+    message with the execution's output, or a re-prompt) and whether the episode is over.
+    `stop` ends it early (the trainer's completion budget is spent); `score` (after done or
+    stop) gives every name of `GrpoTask.rewards`, like `GrpoScorer.score`; `record` is the
+    JSON-ready episode (messages, end, verdict) written to the run's rollouts.jsonl.
+    """
+
+    opening: list[dict[str, Any]]
+
+    def step(self, assistant_text: str) -> tuple[list[dict[str, Any]], bool]: ...
+
+    def stop(self, reason: str) -> None: ...
+
+    def score(self) -> dict[str, float]: ...
+
+    def record(self) -> dict[str, Any]: ...
+
+
+class GrpoEnvironment(Protocol):
+    """An open multi-turn environment over a family's tasks (it may hold a sandbox pool);
+    `reset(task_id)` starts one episode, `close` frees what it holds."""
+
+    def reset(self, task_id: str) -> GrpoEpisode: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class GrpoEnvOptions:
+    """What the trainer tells an environment when opening it: the turn bound (the
+    family's own loop bound for the episodes) and how many episodes may be open at once
+    (a generation batch: the environment must not block the last one on the first)."""
+
+    max_turns: int
+    max_open_episodes: int
+
+
 @dataclass(frozen=True)
 class GrpoTask:
     """What a family gives the GRPO trainer, so the trainer has no family-specific code.
@@ -132,6 +175,9 @@ class GrpoTask:
       `group` (template / rule: what pass rates are counted by).
     - `scorer(home, tasks, role)`: opens a `GrpoScorer` over those tasks.
     - `pass_rates(home, split)`: optional current pass rate per group (curriculum).
+    - `environment(home, tasks, role, options)`: optional multi-turn environment, used
+      when `grpo.multi_turn` is on: the model's turns alternate with the environment's
+      (tool output), and the episode's own score is the reward.
     """
 
     prompts: Callable[[Path, Sequence[Record], str], list[dict[str, Any]]]
@@ -139,6 +185,9 @@ class GrpoTask:
     rewards: tuple[str, ...] = ("outcome", "partial")
     roles: tuple[str, ...] = ("default",)
     pass_rates: Callable[[Path, str], dict[str, float]] | None = None
+    environment: Callable[[Path, Sequence[Record], str, GrpoEnvOptions], GrpoEnvironment] | None = (
+        None
+    )
 
     def __post_init__(self) -> None:
         missing = [r for r in ("outcome", "partial") if r not in self.rewards]

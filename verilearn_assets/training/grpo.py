@@ -5,10 +5,16 @@ all call `train_grpo`. Everything family-specific comes through the family contr
 (`Family.grpo`: prompts, a reward scorer, roles, pass rates), so this module names no
 family.
 
-Rollouts are single-turn: a completion is one reply, scored as one task by the family's
-verifier (analysis: one sandbox task running its python block; dafny: one verification
-of the spliced program). TRL calls every reward function separately with the same batch;
-`RewardBank` scores a batch once and hands each function its column.
+Rollouts are single-turn by default: a completion is one reply, scored as one task by
+the family's verifier (analysis: one sandbox task running its python block; dafny: one
+verification of the spliced program). TRL calls every reward function separately with the
+same batch; `RewardBank` scores a batch once and hands each function its column.
+
+`multi_turn: true` trains the agent the family evaluates instead: the family's
+`GrpoTask.environment` (analysis: the student loop in the sandbox) answers each reply
+until the episode ends or `max_turns`, through TRL's `rollout_func` (why not TRL's tool
+loop: `training/grpo_rollout.py`); the environment's messages carry no loss, and the
+episode's score is the reward. Every rollout lands in the run's `rollouts.jsonl`.
 
 Defaults (`grpo:` in configs/training.yaml) and why:
 - `num_generations: 4` — the group the advantage is normalised over. Four is the smallest
@@ -46,11 +52,12 @@ from pathlib import Path
 from typing import Any
 
 from verilearn_assets.core import lake
-from verilearn_assets.core.family import Family, GrpoScorer
+from verilearn_assets.core.family import Family, GrpoEnvOptions, GrpoScorer
 from verilearn_assets.core.family import family as family_by_name
 from verilearn_assets.core.records import SOURCES, Record
 from verilearn_assets.training.config import TrainingConfig
 from verilearn_assets.training.grpo_config import GrpoSettings
+from verilearn_assets.training.grpo_rollout import MultiTurnRollout, TurnGenerator, unique_prompts
 from verilearn_assets.training.run_dir import (
     RunDir,
     RunResult,
@@ -221,12 +228,15 @@ def train_grpo(
     max_steps: int | None = None,
     progress: Progress | None = None,
     run_kind: str = "grpo",
+    turn_generator: TurnGenerator | None = None,
 ) -> TrainRun:
     """One GRPO run on `config.split`'s accepted tasks of one family and role (module doc).
 
     `family`/`role` override `grpo.family`/`grpo.role`; `max_steps` overrides
     `grpo.max_steps` (the CLI's `--max-steps`). Writes a RunDir with metrics.jsonl (loss,
-    reward mean/std, per-reward mean/std, KL, ...), reward/loss/KL plots and result.json.
+    reward mean/std, per-reward mean/std, KL, ...), reward/loss/KL plots and result.json
+    (multi-turn: also rollouts.jsonl). `turn_generator` writes the assistant turns of
+    multi-turn rollouts instead of the policy (tests script what a model says).
     """
     home = Path(home) if home is not None else lake.home()
     g = config.grpo
@@ -254,6 +264,14 @@ def train_grpo(
     if g.curriculum == "pass_rate" and grpo.pass_rates is None:
         raise ValueError(f"grpo: curriculum pass_rate: family {fam.name!r} gives no pass rates")
     rows = order_rows(rows, g.curriculum, rates)[: g.max_tasks]
+    duplicates = 0
+    if g.multi_turn:
+        if grpo.environment is None:
+            raise ValueError(
+                f"grpo.multi_turn: family {fam.name!r} gives no multi-turn environment "
+                "(GrpoTask.environment is None); set grpo.multi_turn: false"
+            )
+        rows, duplicates = unique_prompts(rows)
     if not rows:
         raise NoGrpoTasks(
             f"grpo: family {fam.name!r} role {role!r} split {config.split!r}: no accepted task "
@@ -267,16 +285,32 @@ def train_grpo(
     run.write_system(dafny=fam.name == "dafny")
     steps = max_steps if max_steps is not None else g.max_steps
 
-    scorer = grpo.scorer(home, tasks, role)
+    rollout: MultiTurnRollout | None = None
+    bank: RewardBank | None = None
+    if g.multi_turn:
+        assert grpo.environment is not None
+        # a generation batch is per_device_train_batch_size × steps_per_generation (TRL's
+        # default: gradient_accumulation_steps), and all its episodes are open at once
+        open_episodes = g.per_device_train_batch_size * g.gradient_accumulation_steps
+        env = grpo.environment(home, tasks, role, GrpoEnvOptions(g.max_turns, open_episodes))
+        rollout = MultiTurnRollout(
+            env, rows, g.max_completion_length, run.path / "rollouts.jsonl", turn_generator
+        )
+        funcs = [rollout.reward_function(n, first=i == 0) for i, n in enumerate(weights)]
+        closer: Any = env
+    else:
+        scorer = grpo.scorer(home, tasks, role)
+        bank = RewardBank(scorer, list(weights))
+        funcs = [bank.function(n) for n in weights]
+        closer = scorer
     with _cpu_threads(g.cpu_threads):
         try:
-            bank = RewardBank(scorer, list(weights))
-            trainer = _trainer(config, start, rows, bank, weights, run, steps, progress)
+            trainer = _trainer(config, start, rows, funcs, weights, run, steps, progress, rollout)
             started = time.monotonic()
             out = trainer.train()
             seconds = time.monotonic() - started
         finally:
-            scorer.close()
+            closer.close()
 
     model_dir = run.model_dir
     if g.save_model:
@@ -314,8 +348,19 @@ def train_grpo(
             "reward_weights": weights,
             "curriculum": g.curriculum,
             "lora": g.lora,
-            "scored_batches": bank.batches,
+            "scored_batches": bank.batches if bank else rollout.batches if rollout else 0,
             "task_order": [r["task_id"] for r in rows],
+            "multi_turn": g.multi_turn,
+            **(
+                {
+                    "max_turns": g.max_turns,
+                    "rollouts": rollout.rollouts,
+                    "rollouts_file": str(rollout.record_path),
+                    "duplicate_prompts_dropped": duplicates,
+                }
+                if rollout
+                else {}
+            ),
         },
     )
     run.write_result(result)
@@ -357,11 +402,12 @@ def _trainer(
     config: TrainingConfig,
     start: StartModel,
     rows: list[dict[str, Any]],
-    bank: RewardBank,
+    reward_funcs: list[Callable[..., list[float]]],
     weights: dict[str, float],
     run: RunDir,
     max_steps: int,
     progress: Progress | None,
+    rollout: MultiTurnRollout | None = None,
 ) -> Any:
     import torch
     from datasets import Dataset
@@ -403,7 +449,8 @@ def _trainer(
     )
     trainer = GRPOTrainer(
         model=model,
-        reward_funcs=[bank.function(n) for n in weights],
+        reward_funcs=reward_funcs,
+        rollout_func=rollout,
         args=args,
         train_dataset=Dataset.from_list(rows),
         processing_class=tokenizer,

@@ -47,6 +47,11 @@ class GrpoSettings(StrictConfig):
     process_reward: bool = False  # add hook-grounded process credit beside the outcome
     process_weight: float = Field(default=0.5, ge=0.0, lt=1.0)
     curriculum: Literal["none", "easy_to_hard", "pass_rate"] = "none"
+    # multi-turn rollouts: the family's environment answers each reply (analysis: the
+    # sandbox output as a `tool` turn) until the episode ends or `max_turns`; the loss
+    # covers only the model's turns. Needs a family whose GRPO hook has an `environment`.
+    multi_turn: bool = False
+    max_turns: int = Field(default=4, ge=1)  # the loop's bound (it is in the system prompt)
     save_model: bool = True  # write the trained policy to the run's model/ dir
     # LoRA instead of full weights (rank/alpha/dropout/targets from `sft:`); the reference
     # is then the policy with its adapter off (no second model copy); merged when saved
