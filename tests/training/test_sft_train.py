@@ -85,3 +85,25 @@ def test_adapter_only_when_merge_is_off(
     # the K=2 traces of one question were drawn as one row, the other question as one
     assert run.result is not None and run.result.extra["tasks"] == 2
     assert run.rows_used == 2 and run.result.extra["rows_in_split"] == 3
+
+
+def test_full_fine_tuning_refuses_to_keep_an_adapter() -> None:
+    with pytest.raises(ValueError, match=r"sft\.method is 'full' but sft\.merge is false"):
+        TrainingConfig.model_validate({"sft": {"method": "full", "merge": False}})
+    assert TrainingConfig.model_validate({"sft": {"method": "full"}}).sft.merge
+
+
+def test_full_fine_tuning_saves_a_plain_model_with_every_weight_trained(
+    tiny_model_dir: Path, two_rows: list[SftRow], home: Path
+) -> None:
+    config = _config(tiny_model_dir, method="full", weighting="one_per_task")
+    run = train_sft(config, two_rows, home=home, max_steps=2)
+    assert run.merged and run.model_dir == run.run_dir / "model" and run.steps == 2
+    assert not (run.model_dir / "adapter_config.json").exists()
+    assert run.result is not None and run.result.extra["method"] == "full"
+    base = AutoModelForCausalLM.from_pretrained(str(tiny_model_dir)).state_dict()
+    trained = AutoModelForCausalLM.from_pretrained(str(run.model_dir)).state_dict()
+    assert trained.keys() == base.keys()
+    # LoRA never touches the embeddings or the norms; full fine-tuning does
+    assert not torch.equal(trained["model.embed_tokens.weight"], base["model.embed_tokens.weight"])
+    assert any(not torch.equal(v, base[k]) for k, v in trained.items() if "norm" in k)

@@ -17,10 +17,14 @@ from verilearn_assets.core.records import SPLITS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("train", help="train a model on the gated data (SFT with LoRA, GRPO)")
+    p = sub.add_parser("train", help="train a model on the gated data (SFT, GRPO)")
     stages = p.add_subparsers(dest="stage", required=True)
     for stage, helptext in (
-        ("sft", "LoRA SFT (TRL SFTTrainer) on sft_dataset[split]; merged model dir by default"),
+        (
+            "sft",
+            "SFT (TRL SFTTrainer; sft.method lora or full) on sft_dataset[split]; "
+            "merged model dir by default",
+        ),
         ("grpo", "GRPO (TRL GRPOTrainer) from the latest SFT model, with verifier rewards"),
     ):
         s = stages.add_parser(stage, help=helptext)

@@ -49,8 +49,12 @@ class MixtureSettings(StrictConfig):
 
 
 class SftSettings(StrictConfig):
-    """LoRA adapter, optimizer and sequence knobs of the SFT run (TRL SFTTrainer)."""
+    """Method (LoRA adapter or full weights), optimizer and sequence knobs of the SFT run
+    (TRL SFTTrainer)."""
 
+    # lora: train a PEFT LoRA adapter (the lora_* knobs); full: train every weight (the
+    # lora_* knobs are ignored; the result is always a normal HF model dir)
+    method: Literal["lora", "full"] = "lora"
     lora_r: int = Field(default=16, ge=1)
     lora_alpha: int = Field(default=32, ge=1)
     lora_dropout: float = Field(default=0.0, ge=0.0, lt=1.0)
@@ -80,6 +84,16 @@ class SftSettings(StrictConfig):
     # with 2 threads at load average 12 on 2 cores).
     cpu_threads: int | None = Field(default=None, ge=1)
     merge: bool = True  # True: merged HF model dir; False: adapter dir (vLLM --enable-lora)
+
+    @model_validator(mode="after")
+    def _full_has_no_adapter(self) -> SftSettings:
+        if self.method == "full" and not self.merge:
+            raise ValueError(
+                "sft.method is 'full' but sft.merge is false: full fine-tuning trains every "
+                "weight and saves a normal model directory, there is no adapter to keep "
+                "(set merge: true, or method: lora to serve an adapter)"
+            )
+        return self
 
 
 class TrainingConfig(StrictConfig):

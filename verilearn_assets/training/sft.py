@@ -1,4 +1,5 @@
-"""Supervised fine-tuning on the gated rows: TRL `SFTTrainer` + a PEFT LoRA adapter (no dagster).
+"""Supervised fine-tuning on the gated rows: TRL `SFTTrainer`, with a PEFT LoRA adapter
+(`sft.method: lora`) or on every weight (`sft.method: full`); no dagster.
 
 The asset (`sft_model`) and the CLI (`verilearn train sft`) both call `train_sft`, so a model
 trained from the command line is the one the UI would have produced. Loss is on assistant
@@ -56,7 +57,8 @@ def train_sft(
     progress: Progress | None = None,
     evidence: GateEvidence | None = None,
 ) -> TrainRun:
-    """Train one LoRA adapter on `config.split`'s rows; merge it (or keep it); fill a RunDir.
+    """Train on `config.split`'s rows (a LoRA adapter, merged or kept, or all weights with
+    `sft.method: full`, saved as a normal model dir); fill a RunDir.
 
     `rows_or_home` is either the rows themselves or a home whose `sft_dataset[split]` is read.
     Runs go under `config.runs_root(home)` (`home` defaults to the given home or
@@ -99,7 +101,8 @@ def train_sft(
 
     run = RunDir.create(config, home, "sft")
     run.write_config(config)
-    run.write_seeds(seed=sft.seed, data_seed=sft.seed, lora_init_seed=sft.seed)
+    seeds = {"lora_init_seed": sft.seed} if sft.method == "lora" else {}
+    run.write_seeds(seed=sft.seed, data_seed=sft.seed, **seeds)
     run.write_system(dafny="dafny" in {r.family for r in rows})
 
     steps = max_steps if max_steps is not None else sft.max_steps
@@ -108,7 +111,10 @@ def train_sft(
     out = trainer.train()
     seconds = time.monotonic() - started
 
-    if sft.merge:
+    if sft.method == "full":  # the trained weights are the model (config forbids merge: false)
+        model_dir = run.model_dir
+        trainer.model.save_pretrained(str(model_dir))
+    elif sft.merge:
         model_dir = run.model_dir
         merged = trainer.model.merge_and_unload()
         merged.save_pretrained(str(model_dir))
@@ -156,6 +162,7 @@ def train_sft(
             "rows_truncated": len(prep.truncated_ids),
             "rows_dropped_too_long": len(prep.dropped_too_long_ids),
             "rows_dropped_no_assistant": len(prep.dropped_no_assistant_ids),
+            "method": sft.method,
             "weighting": sft.weighting,
             "truncation": sft.truncation,
         },
@@ -236,7 +243,7 @@ def _trainer(
         args=args,
         train_dataset=dataset,
         processing_class=tokenizer,
-        peft_config=lora_config(sft),
+        peft_config=lora_config(sft) if sft.method == "lora" else None,
         callbacks=[metrics_callback(run, progress)],
     )
     trainer.remove_callback(PrinterCallback)  # metrics go to metrics.jsonl / the progress bar

@@ -149,8 +149,9 @@ def train_metadata(run: TrainRun) -> dict[str, object]:
 @asset(
     group_name="training",
     deps=[AssetDep(sft_dataset, partition_mapping=SpecificPartitionsPartitionMapping(["train"]))],
-    description="A LoRA SFT of the base model (TRL SFTTrainer) on sft_dataset[train], merged "
-    "into a normal model directory (or kept as an adapter); refuses unless sft_dataset[train] "
+    description="An SFT of the base model (TRL SFTTrainer) on sft_dataset[train]: a LoRA "
+    "adapter merged into a normal model directory (or kept as an adapter), or all weights "
+    "(sft.method: full); refuses unless sft_dataset[train] "
     "passed every blocking check on its latest materialization.",
 )
 def sft_model(
@@ -185,7 +186,8 @@ def sft_model(
 sft_job = define_asset_job(
     "sft_job",
     selection=[sft_model],
-    description="LoRA SFT on the gated train split (sft_model).",
+    description="SFT (LoRA or full, per configs/training.yaml) on the gated train split "
+    "(sft_model).",
 )
 
 SFT_ASSETS: list[AssetsDefinition] = [sft_model]

@@ -9,7 +9,8 @@ Three things, each counted, none silent:
    written in; a row whose first assistant turn does not fit is dropped; `drop_row` drops
    every row that does not fit. A row with no assistant token is dropped too. The check
    fails when more than `sft.max_dropped_fraction` of the rows cannot fit;
-3. one optimizer step (LoRA, the configured knobs) on a small sample gives a finite loss.
+3. one optimizer step (LoRA or all weights, per `sft.method`; the configured knobs) on a
+   small sample gives a finite loss.
 
 `prepare_rows` is also what `train_sft` feeds the trainer, so the check and the run agree.
 """
@@ -169,7 +170,8 @@ def one_step_loss(
     conversations: list[list[dict[str, str]]],
     sft: SftSettings,
 ) -> tuple[float, float]:
-    """Loss before and after one AdamW step of a fresh LoRA adapter on `conversations`.
+    """Loss before and after one AdamW step on `conversations`: of a fresh LoRA adapter, or
+    of every weight with `sft.method: full` (what training will update).
 
     Labels are the assistant tokens only, as in training. Plain torch + PEFT (no trainer):
     the point is whether this model, template and data give a finite loss at all.
@@ -181,7 +183,8 @@ def one_step_loss(
     torch.manual_seed(sft.seed)
     apply_cpu_threads(sft)
     model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32)
-    model = get_peft_model(model, lora_config(sft))
+    if sft.method == "lora":
+        model = get_peft_model(model, lora_config(sft))
     model.train()
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     enc = [
