@@ -100,6 +100,14 @@ def run_job(
     )
 
 
+_STEP_ENDS = (
+    DagsterEventType.STEP_SUCCESS,
+    DagsterEventType.STEP_FAILURE,
+    DagsterEventType.STEP_SKIPPED,
+    DagsterEventType.STEP_UP_FOR_RETRY,
+)
+
+
 def outcome_from_events(
     job_name: str,
     partition: str | None,
@@ -111,8 +119,13 @@ def outcome_from_events(
     """Failed checks, failed steps and run errors of a run, one line each."""
     out = RunOutcome(job_name, partition, success, run_id=run_id)
     where = f" [{partition}]" if partition else ""
+    in_flight: dict[str, None] = {}  # started, not ended: what a run-level failure cut off
     for event in events:
         kind = event.event_type
+        if kind == DagsterEventType.STEP_START:
+            in_flight[event.step_key] = None
+        elif kind in _STEP_ENDS:
+            in_flight.pop(event.step_key, None)
         if kind == DagsterEventType.ASSET_CHECK_EVALUATION:
             ev = event.event_specific_data
             if not ev.passed:
@@ -131,9 +144,9 @@ def outcome_from_events(
             if kind == DagsterEventType.RUN_FAILURE and out.failed_steps:
                 continue
             err = _innermost(getattr(event.event_specific_data, "error", None))
-            out.errors.append(
-                f"{event.event_type_value}: {one_line(err.message if err else event.message)}"
-            )
+            cut = f" (steps in flight: {', '.join(in_flight)})" if in_flight else ""
+            what = "run failed" if kind == DagsterEventType.RUN_FAILURE else "resources failed"
+            out.errors.append(f"{what}: {one_line(err.message if err else event.message)}{cut}")
     if log is not None:
         print(f"=== {job_name}{where}: {'ok' if success else 'FAILED'} (run {run_id})", file=log)
         for line in out.reasons():
