@@ -52,3 +52,38 @@ def test_grpo_prompts_and_scores(small_tasks, tmp_path: Path, monkeypatch) -> No
     assert scores[4] == {"outcome": 0.0, "partial": 0.0}
     with pytest.raises(ValueError, match="only role"):
         grpo.prompts(tmp_path, tasks, "writer")
+
+
+def test_multi_turn_environment_runs_a_trajectory(small_tasks, tmp_path: Path, monkeypatch) -> None:
+    """A scripted policy (the reference actions) solves a two-step task over two turns; the
+    environment answers the first with the actor's next-step prompt, state updated."""
+    from verilearn_assets.core.family import GrpoEnvOptions
+
+    monkeypatch.setenv("VERILEARN_HOME", str(tmp_path))
+    grpo = FAMILY.grpo
+    assert grpo is not None and grpo.environment is not None
+    tasks = small_tasks["template"] + small_tasks["procedural"]
+    pair = next(t for t in small_tasks["procedural"] if len(t.rules) == 2)
+    env = grpo.environment(tmp_path, tasks, "default", GrpoEnvOptions(4, 2))
+    try:
+        solved, cut = env.reset(pair.id), env.reset(pair.id)  # a group: two open episodes
+        assert solved.opening[-1]["role"] == "user"
+        assert pair.instruction in solved.opening[-1]["content"]
+        feedback, done = solved.step(_answer(pair.reference_actions[0]))
+        assert not done and [m["role"] for m in feedback] == ["user"]
+        assert "Step 2 of at most" in feedback[0]["content"]
+        assert "step 1: one rewrite" in feedback[0]["content"]  # the merged state update
+        assert "tests passed" in feedback[0]["content"]  # the last result, from the jail
+        feedback, done = solved.step(_answer(pair.reference_actions[1]))
+        assert done and feedback == []
+        assert solved.score() == {"outcome": 1.0, "partial": 1.0}
+        assert solved.record()["end"] == "solved" and solved.record()["assistant_turns"] == 2
+
+        feedback, done = cut.step("no blocks at all")  # a parse failure is a step too
+        assert not done and "failure: parse" in feedback[0]["content"]
+        cut.stop("completion budget spent")
+        assert cut.score() == {"outcome": 0.0, "partial": 0.0}
+        assert cut.record()["stopped"] == "completion budget spent"
+    finally:
+        env.close()
+    assert not env.scratch.exists()

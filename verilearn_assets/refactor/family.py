@@ -8,7 +8,12 @@ from typing import cast
 from verilearn_assets.core.family import Family, GateRule, GrpoTask, SftRow
 from verilearn_assets.core.records import Record
 from verilearn_assets.refactor import gate_rules
-from verilearn_assets.refactor.grpo import RefactorScorer, grpo_pass_rates, grpo_prompts
+from verilearn_assets.refactor.grpo import (
+    RefactorScorer,
+    grpo_environment,
+    grpo_pass_rates,
+    grpo_prompts,
+)
 from verilearn_assets.refactor.records import RefactorTask, TrajectoryStep
 
 NAME = "refactor"
@@ -97,5 +102,10 @@ FAMILY = Family(
             "Rewards recomputed from what each step recorded equal the stored ones.",
         ),
     ),
-    grpo=GrpoTask(grpo_prompts, RefactorScorer, pass_rates=grpo_pass_rates),
+    grpo=GrpoTask(
+        grpo_prompts,
+        RefactorScorer,
+        pass_rates=grpo_pass_rates,
+        environment=grpo_environment,
+    ),
 )

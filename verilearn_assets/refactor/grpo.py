@@ -7,15 +7,31 @@ repository, runs the tests when the action changed something, and rewards with t
 own `compute_reward`: `outcome` 1.0 when the tree equals the task's target and the tests
 pass (a one-step task solved; a multi-step task can only reach it with an action that does
 all steps at once), `partial` the step reward (1.0, capped partial credit, or 0).
+
+Multi-turn (`grpo.multi_turn`): `RefactorEnvironment` runs whole trajectories with the
+actor's own step (`Actor._step`: parse, state merge, the action in the jail, tests,
+`compute_reward`, the state committed as a new version) behind a teacher whose reply is
+the trainer's generation. The environment's answer to a step is the user message the actor
+renders for the next step (the updated `<state>` block and the last result); the episode
+ends when a step reaches the target, or at the actor's step bound (reference steps +
+`extra_steps`, capped by `max_turns`). Its reward is the last step's (`outcome` 1.0 when it
+solved the task). One difference from the actor, by construction of a GRPO completion: the
+model also sees its earlier turns, where the actor sends only the current step's prompt
+(the state block is the memory the actor relies on; it is there in both).
 """
 
 from __future__ import annotations
 
+import asyncio
+import itertools
+import shutil
+import tempfile
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, cast
 
+from verilearn_assets.core.family import GrpoEnvOptions
 from verilearn_assets.core.records import Record
 from verilearn_assets.refactor.records import RefactorTask, TrajectoryStep
 
@@ -144,3 +160,178 @@ class RefactorScorer:
 
     def close(self) -> None:
         """Nothing is held between calls: each completion gets its own workspace."""
+
+
+class _GivenReply:
+    """The actor's teacher whose reply is set from outside (the trainer's generation)."""
+
+    name = "grpo"
+    model = "policy"
+
+    def __init__(self) -> None:
+        self.text = ""
+
+    async def respond(
+        self, messages: list[dict[str, Any]], task: Any, step: int, state: Any, seed: int
+    ) -> str:
+        return self.text
+
+
+class RefactorEpisode:
+    """One trajectory driven step by step (the `GrpoEpisode` protocol)."""
+
+    def __init__(self, env: RefactorEnvironment, task: RefactorTask, n: int) -> None:
+        from verilearn_assets.refactor.actor import state_key
+        from verilearn_assets.refactor.prompts import render_messages
+        from verilearn_assets.refactor.runner import prepare_workspace
+        from verilearn_assets.refactor.state import State, render
+
+        self.env = env
+        self.task = task
+        self.run = f"grpo:{n}"  # one actor run per episode: a group repeats the task
+        self.key = state_key(task.id, f"grpo-{n}")
+        bound = len(task.reference_actions) + env.config.actors.extra_steps
+        self.max_steps = min(bound, env.options.max_turns)
+        self.step_no = 1
+        self.last = ""
+        self.steps: list[TrajectoryStep] = []
+        self.stopped: str | None = None
+        self.opening = render_messages(env.prompts, task, render(State()), 1, self.max_steps, "")
+        self.ws: Any = prepare_workspace(
+            f"grpo-{task.id}-{n}", env.repos[task.repo].path, env.actor.config
+        )
+
+    @property
+    def done(self) -> bool:
+        return self.ws is None
+
+    def step(self, assistant_text: str) -> tuple[list[dict[str, Any]], bool]:
+        from verilearn_assets.refactor.actor import _last_result
+        from verilearn_assets.refactor.prompts import render_messages
+        from verilearn_assets.refactor.state import render
+
+        if self.done:
+            raise RuntimeError(f"refactor episode {self.task.id}: the episode is over")
+        actor = self.env.actor
+        actor.teacher.text = assistant_text  # type: ignore[attr-defined]
+        record = asyncio.run(
+            actor._step(
+                self.run, self.task, self.ws, self.key, self.step_no, self.max_steps, self.last
+            )
+        )
+        self.steps.append(record)
+        self.last = _last_result(record)
+        self.step_no += 1
+        if record.done or self.step_no > self.max_steps:
+            self._end()
+            return [], True
+        state, _ = actor.store.load(self.key)
+        nxt = render_messages(
+            self.env.prompts, self.task, render(state), self.step_no, self.max_steps, self.last
+        )
+        return [nxt[-1]], False
+
+    def _end(self) -> None:
+        from verilearn_assets.refactor.runner import cleanup
+
+        if self.ws is not None:
+            ws, self.ws = self.ws, None
+            cleanup(ws)
+
+    def stop(self, reason: str) -> None:
+        if not self.done:
+            self.stopped = reason
+            self._end()
+
+    def score(self) -> dict[str, float]:
+        last = self.steps[-1] if self.steps else None
+        value = last.reward if last else 0.0
+        return {"outcome": 1.0 if last is not None and last.done else 0.0, "partial": value}
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "task_id": self.task.id,
+            "messages": self.opening
+            + [
+                m
+                for s in self.steps
+                for m in (
+                    {"role": "assistant", "content": s.model_output.raw or s.model_output.action},
+                    {"role": "environment", "content": _step_note(s)},
+                )
+            ],
+            "end": "solved"
+            if self.steps and self.steps[-1].done
+            else "stopped"
+            if self.stopped
+            else "max_steps",
+            "stopped": self.stopped,
+            "steps": [
+                s.model_dump(mode="json", exclude={"prompt", "prompt_messages"}) for s in self.steps
+            ],
+            "assistant_turns": len(self.steps),
+            "reason": (self.steps[-1].failure or "ok") if self.steps else "no_step",
+        }
+
+
+def _step_note(step: TrajectoryStep) -> str:
+    from verilearn_assets.refactor.actor import _last_result
+
+    return f"reward {step.reward}: {_last_result(step)}"
+
+
+class RefactorEnvironment:
+    """Trajectories over the GRPO tasks (the `GrpoEnvironment` protocol). The actor's
+    state store lives in a scratch directory removed on close: GRPO episodes are not
+    trajectories of the dataset."""
+
+    def __init__(
+        self, home: Path, tasks: Sequence[Record], role: str, options: GrpoEnvOptions
+    ) -> None:
+        from verilearn_assets.refactor.actor import Actor
+        from verilearn_assets.refactor.catalog import corpus_dir, load_corpus
+        from verilearn_assets.refactor.config import load_refactor_config
+        from verilearn_assets.refactor.prompts import load_prompts
+
+        self.tasks = {t.id: t for t in _accepted(tasks, role)}
+        self.options = options
+        self.config = load_refactor_config().for_home(home)
+        self.prompts = load_prompts()
+        self.repos = {r.name: r for r in load_corpus(corpus_dir(self.config), home, strict=False)}
+        self.scratch = Path(tempfile.mkdtemp(prefix="grpo-refactor-"))
+        self.actor = Actor(
+            home=self.scratch,
+            teacher=_GivenReply(),
+            config=self.config,
+            prompts=self.prompts,
+            repos=self.repos,
+            extra_steps=self.config.actors.extra_steps,
+        )
+        self.episodes: list[RefactorEpisode] = []
+        self._ids = itertools.count()
+
+    def reset(self, task_id: str) -> RefactorEpisode:
+        if task_id not in self.tasks:
+            raise KeyError(f"refactor environment: no accepted task {task_id!r}")
+        task = self.tasks[task_id]
+        if task.repo not in self.repos:
+            raise KeyError(
+                f"refactor environment: task {task_id}: repository {task.repo!r} not loaded"
+            )
+        episode = RefactorEpisode(self, task, next(self._ids))
+        self.episodes = [e for e in self.episodes if not e.done] + [episode]
+        return episode
+
+    def close(self) -> None:
+        try:
+            for e in self.episodes:
+                e.stop("environment closed")
+            self.actor.close()
+        finally:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def grpo_environment(
+    home: Path, tasks: Sequence[Record], role: str, options: GrpoEnvOptions
+) -> RefactorEnvironment:
+    return RefactorEnvironment(home, tasks, role, options)
