@@ -19,10 +19,34 @@ from pydantic import BaseModel
 
 from verilearn_assets.dafny.records import DafnyTask
 from verilearn_assets.dafny.rewards import Scored, score_candidate
-from verilearn_assets.dafny.syntax import normalize, strip_comments
+from verilearn_assets.dafny.syntax import match_brace, normalize, strip_comments
 from verilearn_assets.dafny.verifier import DafnyVerifier
 
 _TOKEN = re.compile(r"[A-Za-z_][\w']*|\d+|:=|==>|<==>|==|!=|<=|>=|&&|\|\||\.\.|::|\S")
+
+
+NO_BODY = "no_body"  # the answer is not one `{ … }` block
+
+
+def is_block(body: str) -> bool:
+    """True when `body` (comments aside) is exactly one `{ … }` block. An empty or
+    comment-only answer spliced into the program leaves the method bodiless, and Dafny 2.3
+    accepts a bodiless method without proving its ensures: a reward hack the random-weight
+    model found by answering with newlines."""
+    code = strip_comments(body).strip()
+    if not code.startswith("{"):
+        return False
+    try:
+        return match_brace(code, 0) == len(code)
+    except ValueError:
+        return False
+
+
+def score_body(task: DafnyTask, body: str, verifier: DafnyVerifier) -> Scored:
+    """`score_candidate` on the task's program with `body`, after the block-shape rule."""
+    if not is_block(body):
+        return Scored(0.0, 0.0, NO_BODY, (), None)
+    return score_candidate(task.gold_program, task.assemble(body), verifier)
 
 
 def tokens(code: str) -> list[str]:
@@ -67,9 +91,7 @@ def writer_score(task: DafnyTask, body: str, verifier: DafnyVerifier) -> WriterS
     """Exact match and BLEU against the gold body; `covered` when the body itself
     verifies against the unchanged spec (hint-free code that needs no invariants, or a
     writer that annotated as it wrote)."""
-    return writer_score_of(
-        task, body, score_candidate(task.gold_program, task.assemble(body), verifier)
-    )
+    return writer_score_of(task, body, score_body(task, body, verifier))
 
 
 def writer_score_of(task: DafnyTask, body: str, scored: Scored) -> WriterScore:
@@ -83,8 +105,7 @@ def writer_score_of(task: DafnyTask, body: str, scored: Scored) -> WriterScore:
 
 
 def annotator_score(task: DafnyTask, annotated: str, verifier: DafnyVerifier) -> AnnotatorScore:
-    scored = score_candidate(task.gold_program, task.assemble(annotated), verifier)
-    return annotator_score_of(scored)
+    return annotator_score_of(score_body(task, annotated, verifier))
 
 
 def annotator_score_of(scored: Scored) -> AnnotatorScore:

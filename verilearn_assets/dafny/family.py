@@ -58,7 +58,9 @@ def grpo_pass_rates(home: Path, split: str) -> dict[str, float]:
 class DafnyScorer:
     """The pooled verifier over one role's tasks: the completion's last dafny block is the
     body (writer) or annotated body (annotator), spliced into the task's program; rewards
-    are `binary_reward` (outcome) and the capped `partial_reward` (anti-cheat first).
+    are `binary_reward` (outcome) and the capped `partial_reward` (anti-cheat first). An
+    answer that is not one `{ … }` block scores 0 unverified (status `no_body`): spliced in,
+    an empty answer would leave the method bodiless, which Dafny 2.3 accepts.
 
     `score` gives the GRPO rewards only; `evaluate` (what `verilearn eval` calls) adds the
     verifier status and the role's metrics of `evaluate.py` from the same verification:
@@ -74,14 +76,13 @@ class DafnyScorer:
         self.verifier = DafnyVerifier(load_dafny_config().verifier, cache_dir=cache_dir(home))
 
     def _detail(self, task_id: str, completion: str) -> dict[str, Any]:
-        from verilearn_assets.dafny.evaluate import annotator_score_of, writer_score_of
-        from verilearn_assets.dafny.rewards import score_candidate
+        from verilearn_assets.dafny.evaluate import annotator_score_of, score_body, writer_score_of
 
         if task_id not in self.tasks:
             raise KeyError(f"dafny rewards: no accepted task {task_id!r} of this role")
         task = self.tasks[task_id]
         body = prompts.answer(completion)
-        scored = score_candidate(task.gold_program, task.assemble(body), self.verifier)
+        scored = score_body(task, body, self.verifier)  # not one `{ … }` block: 0, no_body
         out: dict[str, Any] = {
             "outcome": scored.reward,
             "partial": scored.partial,
