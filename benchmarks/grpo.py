@@ -52,10 +52,12 @@ def timed(threads: int | None, steps: int, tokens: int, root: Path) -> float:
         for i in range(steps)
     ]
     run = RunDir.create(config, root, "bench")
-    bank = RewardBank(OnePerGroup(), list(settings.reward_weights()))
+    weights = settings.reward_weights()
+    bank = RewardBank(OnePerGroup(), list(weights))
+    funcs = [bank.function(n) for n in weights]
     start = StartModel(REPO_ROOT / DEFAULT_BASE_MODEL, "base")
     with _cpu_threads(threads):
-        trainer = _trainer(config, start, rows, bank, settings.reward_weights(), run, steps, None)
+        trainer = _trainer(config, start, rows, funcs, weights, run, steps, None)
         t0 = time.perf_counter()
         trainer.train()
         return time.perf_counter() - t0

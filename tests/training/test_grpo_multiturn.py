@@ -33,6 +33,7 @@ from verilearn_assets.core.sandbox.config import load_sandbox_config
 from verilearn_assets.core.sandbox.pool import SandboxPool
 from verilearn_assets.training.config import DEFAULT_BASE_MODEL, REPO_ROOT, TrainingConfig
 from verilearn_assets.training.grpo import train_grpo
+from verilearn_assets.training.grpo_assets import grpo_metadata
 from verilearn_assets.training.grpo_config import GrpoSettings
 from verilearn_assets.training.grpo_rollout import trainer_generate
 
@@ -188,6 +189,8 @@ def test_multi_turn_grpo_step(mt_home) -> None:
     )
     extra = json.loads((run.run_dir / "result.json").read_text())["extra"]
     assert extra["multi_turn"] is True and extra["rollouts"] == 2
+    meta = grpo_metadata(run)  # what the Dagster asset shows
+    assert meta["multi_turn"] is True and meta["last/turns/mean"] == pytest.approx(1.5)
 
 
 def test_multi_turn_needs_an_environment(mt_home) -> None:

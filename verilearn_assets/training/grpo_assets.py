@@ -70,13 +70,17 @@ def grpo_metadata(run: TrainRun) -> dict[str, object]:
         if extra.get(key) is not None:
             meta[key] = extra[key]
     meta["reward_weights"] = MetadataValue.json(extra.get("reward_weights", {}))
+    meta["multi_turn"] = bool(extra.get("multi_turn", False))
+    if extra.get("rollouts_file"):  # multi-turn: every episode, readable (grpo_rollout.py)
+        meta["rollouts"] = MetadataValue.path(str(extra["rollouts_file"]))
+        meta["max_turns"] = extra.get("max_turns")
     from verilearn_assets.training.run_dir import read_metrics
 
     steps = [m for m in read_metrics(run.run_dir / "metrics.jsonl") if "reward" in m]
     if steps:
         last = steps[-1]
         for key, value in last.items():
-            if key in ("reward", "reward_std", "kl") or key.startswith("rewards/"):
+            if key in ("reward", "reward_std", "kl") or key.startswith(("rewards/", "turns/")):
                 meta[f"last/{key}"] = float(value)
     return meta
 
