@@ -14,6 +14,7 @@ import asyncio
 import dataclasses
 import json
 import math
+from pathlib import Path
 
 import pytest
 from grpo_support import (
@@ -89,8 +90,12 @@ def test_environment_scores_a_scripted_two_turn_episode(mt_home) -> None:
         cut.stop("completion budget spent")
         assert cut.score()["outcome"] == 0.0 and cut.record()["end"] == "context_overflow"
         assert right.record()["assistant_turns"] == 2 and right.record()["cells"] == 2
+
+        left = env.reset(q.id)  # still holding its slot when the environment closes
+        assert not left.step(reply(LOOK))[1]
     finally:
         env.close()
+    assert left.task.cancelled()
 
 
 def _mixed_writer(trainer, prompt_ids: list[list[int]], max_new_tokens: int):
@@ -209,3 +214,28 @@ def test_multi_turn_needs_an_environment(mt_home) -> None:
     )
     with pytest.raises(ValueError, match="no multi-turn environment"):
         train_grpo(config, home, family=probe)
+
+
+def test_feedback_tokens_and_prompt_identity() -> None:
+    """The masked span is the chat template's own rendering of the tool turn, from the
+    previous reply's EOS to the next generation prompt; one prompt maps to one task."""
+    from transformers import AutoTokenizer
+
+    from verilearn_assets.training.grpo_rollout import (
+        MultiTurnRollout,
+        feedback_ids,
+        unique_prompts,
+    )
+
+    tok = AutoTokenizer.from_pretrained(str(TINY))
+    fb = feedback_ids(tok, [{"role": "tool", "content": "[cell ok, 3 ms]"}])
+    assert (
+        tok.decode(fb) == "\n<|im_start|>tool\n[cell ok, 3 ms]<|im_end|>\n<|im_start|>assistant\n"
+    )
+
+    prompt = [{"role": "user", "content": "q"}]
+    rows = [{"prompt": prompt, "task_id": "a"}, {"prompt": prompt, "task_id": "b"}]
+    kept, dropped = unique_prompts(rows)
+    assert [r["task_id"] for r in kept] == ["a"] and dropped == 1
+    with pytest.raises(ValueError, match="same prompt"):
+        MultiTurnRollout(env=None, rows=rows, max_completion_length=8, record_path=Path("x"))  # type: ignore[arg-type]

@@ -700,12 +700,20 @@ class AnalysisEnvironment(AnalysisScorer):
         return episode
 
     def close(self) -> None:
-        """Stop unfinished episodes (their slots are freed), then the pool."""
-        for e in self.episodes:
-            if not e.task.done():
-                self.loop.call_soon_threadsafe(e.task.cancel)
+        """Stop unfinished episodes (their slots are freed first), then the pool."""
+        open_tasks = [e.task for e in self.episodes if not e.task.done()]
         self.episodes = []
-        super().close()
+
+        async def cancel() -> None:
+            for t in open_tasks:
+                t.cancel()
+            await asyncio.gather(*open_tasks, return_exceptions=True)
+
+        try:
+            if open_tasks:
+                self._run(cancel())
+        finally:
+            super().close()
 
 
 def grpo_environment(
