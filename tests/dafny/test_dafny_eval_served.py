@@ -133,17 +133,18 @@ def test_gold_bodies_pass_and_a_wrong_body_fails_with_its_status(
     assert result.extra_means()["mean_bleu"] == pytest.approx(1.0)
 
     abs_task = next(t for t in writers if t.name == "abs_max.Abs")
-    wrong = Scripted({abs_task.id: prompts.fenced("{\n  y := x;\n}")})  # fails for x < 0
-    bad = run("scripted-wrong", wrong, [abs_task.id])
-    (r,) = bad.records
+    max_task = next(t for t in writers if t.name == "abs_max.Max3")
+    # Abs: a body that is wrong for x < 0. Max3: nothing but a comment, which would leave
+    # the method bodiless, which Dafny 2.3 accepts unproven: no `{ … }` block is no body,
+    # never a pass (the tiny model found that hole by answering with newlines)
+    wrong = Scripted({abs_task.id: prompts.fenced("{\n  y := x;\n}"), max_task.id: "// done\n\n"})
+    bad = {r.question_id: r for r in run("scripted-wrong", wrong).records}
+    r = bad[abs_task.id]
     assert not r.passed and r.failure_class == "verification_error"
     assert r.extra["exact_match"] is False and r.extra["covered"] is False
     assert 0.0 < r.extra["bleu"] < 1.0
-    # nothing but newlines or a comment would leave the method bodiless, which Dafny 2.3
-    # accepts unproven: no `{ … }` block is no body, never a pass (the tiny model found it)
-    hollow = Scripted({t.id: "\n\n\n" if t is abs_task else "// done\n" for t in writers})
-    for r in run("scripted-hollow", hollow).records:
-        assert not r.passed and r.failure_class == "no_body" and r.extra["outcome"] == 0.0
+    r = bad[max_task.id]
+    assert not r.passed and r.failure_class == "no_body" and r.extra["outcome"] == 0.0
 
     root = lake.lake_root(home)
 
@@ -151,7 +152,7 @@ def test_gold_bodies_pass_and_a_wrong_body_fails_with_its_status(
         return lake.read_records(EVAL_ASSET, ModelEvalRecord, root, split=SPLIT)  # type: ignore
 
     before = sorted(r.model_dump_json() for r in stored())
-    assert len(before) == 2 * len(writers) + 1  # every model side by side
+    assert len(before) == 2 * len(writers)  # both models side by side
     run("scripted-gold", gold)  # a re-run replaces only its own records: the same lake
     assert sorted(r.model_dump_json() for r in stored()) == before
 
@@ -159,7 +160,53 @@ def test_gold_bodies_pass_and_a_wrong_body_fails_with_its_status(
     n, passed, rate, exact, bleu, covered = rows[("dafny", "writer", "(all)")]
     assert (n, passed, rate, exact, covered) == (len(writers), len(writers), 1.0, 1.0, 1.0)
     assert bleu == pytest.approx(1.0)
-    n, passed, rate, exact, bleu, covered = {r[0:3]: r[3:] for r in _mart(home, "scripted-wrong")}[
-        ("dafny", "writer", "(all)")
-    ]
-    assert (n, passed, rate, exact, covered) == (1, 0, 0.0, 0.0, 0.0)
+    wrong_row = {r[0:3]: r[3:] for r in _mart(home, "scripted-wrong")}
+    n, passed, rate, exact, bleu, covered = wrong_row[("dafny", "writer", "(all)")]
+    assert (n, passed, rate, exact, covered) == (2, 0, 0.0, 0.0, 0.0)
+
+
+class ScriptedCascade:
+    """Stands in for a model in both cascade turns: it answers the writer prompt and the
+    annotator prompt (told apart by their system message) from fixed replies per task."""
+
+    name = "scripted"
+
+    def __init__(self, writer: dict[str, str], annotator: dict[str, str]) -> None:
+        self.replies = {"writer": writer, "annotator": annotator}
+        self.asked: list[str] = []
+
+    def complete(self, rows: Sequence[dict[str, Any]], progress: Any = None) -> list[Completion]:
+        out = []
+        for r in rows:
+            system = r["prompt"][0]["content"]
+            role = "annotator" if system == prompts.SYSTEM["annotator"] else "writer"
+            self.asked.append(role)
+            out.append(Completion(self.replies[role][r["task_id"]], completion_tokens=2))
+        return out
+
+
+def test_cascade_writer_then_annotator(home: Path, writer_tasks: list[DafnyTask]) -> None:
+    writers = {t.name: t for t in _write_tasks(home, writer_tasks, NAMES)}
+    mult, absw = writers["multiply.Multiply"], writers["abs_max.Abs"]
+    source = ScriptedCascade(
+        writer={mult.id: prompts.fenced(mult.body), absw.id: "\n\n"},  # Abs: no body
+        annotator={mult.id: prompts.fenced(mult.annotated_body), absw.id: "{ }"},
+    )
+    result = evaluate_model(
+        "scripted-cascade",
+        SPLIT,
+        home,
+        family="dafny",
+        role="cascade",
+        source=source,
+        question_ids=[mult.id, absw.id],
+    )
+    assert source.asked == ["writer", "writer", "annotator", "annotator"]
+    by_task = {r.question_id: r for r in result.records}
+    ok, hollow = by_task[mult.id], by_task[absw.id]
+    # the hint-free writer body verifies only once the annotator adds the invariant
+    assert ok.passed and ok.role == "cascade" and ok.extra["writer_exact_match"] is True
+    assert ok.completion_tokens == 4 and ok.extra["first_turn"] == prompts.fenced(mult.body)
+    assert not hollow.passed and hollow.failure_class == "no_body"
+    rows = {r[0:3]: r[3:6] for r in _mart(home, "scripted-cascade")}
+    assert rows[("dafny", "cascade", "(all)")] == (2, 1, 0.5)

@@ -31,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--role",
         default=None,
-        help="the family's role (dafny: writer|annotator; default: the first)",
+        help="the family's role (dafny: writer|annotator|cascade; default: the first)",
     )
     p.add_argument("--limit", type=int, default=None, help="at most N questions (tasks)")
     p.add_argument(
@@ -118,12 +118,13 @@ def _role(family_name: str, role: str | None) -> str:
     """The role to evaluate: analysis has only 'default'; another family its grpo roles."""
     from verilearn_assets.cli import CliError
     from verilearn_assets.core.family import families
+    from verilearn_assets.training.eval_family import eval_roles
 
     known = families()
     if family_name not in known:
         raise CliError(f"--family {family_name!r} unknown (known: {', '.join(known)})")
     grpo = known[family_name].grpo
-    roles = ("default",) if family_name == "analysis" or grpo is None else grpo.roles
+    roles = ("default",) if family_name == "analysis" else eval_roles(known[family_name])
     if family_name != "analysis" and grpo is None:
         raise CliError(f"--family {family_name}: no grpo hook (prompts and scorer) to evaluate")
     if role is None:

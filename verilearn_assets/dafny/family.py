@@ -114,6 +114,62 @@ class DafnyScorer:
         self.verifier.close()
 
 
+# --- evaluation: the writer → annotator → verifier cascade as one chained role ---------------
+def cascade_prompts(
+    home: Path, tasks: Sequence[Record], rows: Sequence[dict[str, Any]], writer_texts: Sequence[str]
+) -> list[dict[str, Any]]:
+    """The annotator's prompt over the body the writer gave (same writer task ids)."""
+    cfg = prompts.load_prompt_config()
+    by_id = {t.id: t for t in _grpo_tasks(tasks, "writer")}
+    return [
+        {
+            **row,
+            "prompt": prompts.messages(by_id[row["task_id"]], "annotator", body=body, config=cfg),
+        }
+        for row, body in zip(rows, map(prompts.answer, writer_texts), strict=True)
+    ]
+
+
+def cascade_score(
+    home: Path,
+    tasks: Sequence[Record],
+    task_ids: Sequence[str],
+    writer_texts: Sequence[str],
+    annotator_texts: Sequence[str],
+) -> list[dict[str, Any]]:
+    """The cascade's verdict: the annotated body in the writer task's program (outcome 1 =
+    verified, `cascade_reward` as partial credit), with the writer body's exact match and
+    BLEU against gold; a writer answer that is no `{ … }` block ends the cascade there."""
+    from verilearn_assets.dafny.evaluate import NO_BODY, bleu4, is_block, score_body
+    from verilearn_assets.dafny.rewards import cascade_reward
+    from verilearn_assets.dafny.syntax import normalize
+
+    scorer = DafnyScorer(home, tasks, "writer")
+    try:
+
+        def one(task_id: str, wrote: str, annotated: str) -> dict[str, Any]:
+            task = scorer.tasks[task_id]
+            body = prompts.answer(wrote)
+            out: dict[str, Any] = {
+                "writer_exact_match": normalize(body) == normalize(task.body),
+                "writer_bleu": round(bleu4(body, task.body), 4),
+            }
+            if not is_block(body):
+                return {**out, "outcome": 0.0, "partial": 0.0, "status": NO_BODY}
+            scored = score_body(task, prompts.answer(annotated), scorer.verifier)
+            return {
+                **out,
+                "outcome": scored.reward,
+                "partial": cascade_reward(scored),
+                "status": scored.status,
+            }
+
+        with ThreadPoolExecutor(scorer.verifier.size) as ex:
+            return list(ex.map(one, task_ids, writer_texts, annotator_texts))
+    finally:
+        scorer.close()
+
+
 FAMILY = Family(
     name="dafny",
     task_asset="tasks",
@@ -162,4 +218,14 @@ FAMILY = Family(
     grpo=GrpoTask(
         grpo_prompts, DafnyScorer, roles=("writer", "annotator"), pass_rates=grpo_pass_rates
     ),
+    # `verilearn eval --family dafny --role cascade` (training/eval_family.py: chained roles)
+    extra={
+        "eval_chains": {
+            "cascade": {
+                "first_role": "writer",
+                "next_prompts": cascade_prompts,
+                "score": cascade_score,
+            }
+        }
+    },
 )

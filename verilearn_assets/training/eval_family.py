@@ -13,6 +13,14 @@ reward-only `score`; the evaluator prefers it.
 
 What a model says comes from a `CompletionSource`: `VllmCompletions` (the served model), or
 in tests a scripted source standing in for a model.
+
+Chained roles: a family may list in `Family.extra["eval_chains"]` roles that run two model
+turns per task (dafny `cascade`: the writer's body, then the annotator on that body, then the
+verifier). Each entry is a dict with `first_role` (a grpo role whose prompts start the chain),
+`next_prompts(home, tasks, rows, first_texts) -> rows` (the second turn's prompt rows, same
+task ids) and `score(home, tasks, task_ids, first_texts, second_texts) -> [dict]` (the
+verdict, `outcome`/`partial` as for `score`). The record carries the second turn's text and
+the tokens and latency of both turns.
 """
 
 from __future__ import annotations
@@ -134,6 +142,20 @@ class VllmCompletions:
 
 
 # --- which tasks ------------------------------------------------------------------------------
+EVAL_CHAINS = "eval_chains"  # Family.extra key: roles evaluated as two chained model turns
+
+
+def eval_chains(fam: Family) -> dict[str, dict[str, Any]]:
+    return dict(fam.extra.get(EVAL_CHAINS, {}))
+
+
+def eval_roles(fam: Family) -> tuple[str, ...]:
+    """Every role `verilearn eval --family` accepts for `fam`: its grpo roles, then chains."""
+    if fam.grpo is None:
+        return ()
+    return (*fam.grpo.roles, *(r for r in eval_chains(fam) if r not in fam.grpo.roles))
+
+
 def family_rows(
     home: Path,
     fam: Family,
@@ -150,10 +172,11 @@ def family_rows(
     grpo = fam.grpo
     if grpo is None:
         raise ValueError(f"family {fam.name!r} has no grpo hook (prompts and scorer) to evaluate")
-    if role not in grpo.roles:
+    if role not in eval_roles(fam):
         raise ValueError(
-            f"family {fam.name!r} has no role {role!r} (roles: {', '.join(grpo.roles)})"
+            f"family {fam.name!r} has no role {role!r} (roles: {', '.join(eval_roles(fam))})"
         )
+    prompt_role = eval_chains(fam)[role]["first_role"] if role in eval_chains(fam) else role
     tasks = [
         t
         for source in SOURCES
@@ -166,7 +189,7 @@ def family_rows(
             f"split {split!r} has no accepted {fam.name} tasks under {where} "
             f"(materialize {fam.task_lake} first, e.g. `verilearn demo`)"
         )
-    rows = sorted(grpo.prompts(home, tasks, role), key=lambda r: r["task_id"])
+    rows = sorted(grpo.prompts(home, tasks, prompt_role), key=lambda r: r["task_id"])
     if task_ids is not None:
         by_id = {r["task_id"]: r for r in rows}
         wanted = list(dict.fromkeys(task_ids))
@@ -211,6 +234,56 @@ def score_completions(
             raise KeyError(f"{fam.name} scorer: score of task {rows[i]['task_id']} lacks {missing}")
         out[i] = dict(s)
     return out
+
+
+def run_chain(
+    home: Path,
+    fam: Family,
+    role: str,
+    tasks: Sequence[Record],
+    rows: Sequence[dict[str, Any]],
+    source: CompletionSource,
+    progress: Progress | None,
+) -> tuple[list[Completion], list[dict[str, Any] | None]]:
+    """Both turns of a chained role; a task whose first turn was never asked (overflow)
+    skips the second. Returns one merged completion (second turn's text, both turns'
+    cost) and one score per task."""
+    chain = eval_chains(fam)[role]
+    first = source.complete(rows, progress)
+    asked = [i for i, c in enumerate(first) if c.failure is None]
+    texts = [first[i].text for i in asked]
+    nxt = chain["next_prompts"](home, tasks, [rows[i] for i in asked], texts)
+    second_asked = source.complete(nxt, progress) if nxt else []
+    second: dict[int, Completion] = dict(zip(asked, second_asked, strict=True))
+    merged: list[Completion] = []
+    for i, c in enumerate(first):
+        s = second.get(i)
+        if s is None:
+            merged.append(c)
+            continue
+        merged.append(
+            Completion(
+                s.text,
+                prompt_tokens=c.prompt_tokens + s.prompt_tokens,
+                completion_tokens=c.completion_tokens + s.completion_tokens,
+                latency_ms=round(c.latency_ms + s.latency_ms, 3),
+                finish_reason=s.finish_reason,
+                failure=s.failure,
+            )
+        )
+    ok = [i for i in asked if second[i].failure is None]
+    scores: list[dict[str, Any] | None] = [None] * len(rows)
+    if ok:
+        got = chain["score"](
+            home,
+            tasks,
+            [rows[i]["task_id"] for i in ok],
+            [first[i].text for i in ok],
+            [second[i].text for i in ok],
+        )
+        for i, sc in zip(ok, got, strict=True):
+            scores[i] = dict(sc, first_turn=first[i].text[:ANSWER_CHARS])
+    return merged, scores
 
 
 def _json_safe(value: Any) -> Any:
@@ -311,13 +384,18 @@ def evaluate_family(
         if source is None:
             client_cfg = served or stack.enter_context(serving(mut, vllm_cfg or load_vllm_config()))
             source = VllmCompletions(client_cfg, settings)
-        completions = source.complete(rows, progress)
+        if role in eval_chains(fam):
+            completions, scores = run_chain(home, fam, role, tasks, rows, source, progress)
+        else:
+            completions = source.complete(rows, progress)
+            scores = []
     if len(completions) != len(rows):
         raise RuntimeError(
             f"evaluation of {mut.name} on {fam.name}/{role} [{split}]: {len(completions)} "
             f"completions for {len(rows)} prompts"
         )
-    scores = score_completions(home, fam, role, tasks, rows, completions)
+    if role not in eval_chains(fam):
+        scores = score_completions(home, fam, role, tasks, rows, completions)
     by_id = {t.id: t for t in tasks}
     key = family_sampling_key(source, mut.name, settings)
     records = [
