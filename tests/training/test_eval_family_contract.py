@@ -1,0 +1,92 @@
+"""Evaluation through the family contract, the parts that need no model: which roles each
+family offers, clear refusals before anything is served, record ids per role, and the
+warehouse reading records written before roles existed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from verilearn_assets.cli import main
+from verilearn_assets.core import lake
+from verilearn_assets.core.eval_records import EVAL_ASSET, ModelEvalRecord
+from verilearn_assets.core.family import family
+from verilearn_assets.core.warehouse import build_all, reader, warehouse_path, writer
+from verilearn_assets.training.config import load_training_config
+from verilearn_assets.training.eval_family import eval_roles, family_rows
+from verilearn_assets.training.evaluate import evaluate_model, write_eval_records
+
+
+def test_roles_come_from_the_contract() -> None:
+    assert eval_roles(family("dafny")) == ("writer", "annotator", "cascade")
+    assert eval_roles(family("refactor")) == ("default",)
+
+
+def test_refusals_name_what_is_missing(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(ValueError, match=r"no role 'judge' \(roles: writer, annotator, cascade"):
+        family_rows(home, family("dafny"), "dev", "judge")
+    with pytest.raises(ValueError, match="no accepted dafny tasks under .*dafny/tasks"):
+        family_rows(home, family("dafny"), "dev", "writer")
+    with pytest.raises(ValueError, match="one role, 'default'"):
+        evaluate_model("m", "dev", home, role="writer")
+
+    base = str(load_training_config().base_model_dir())
+    cases = [
+        (["--family", "nope"], "--family 'nope' unknown"),
+        (["--family", "dafny", "--role", "judge"], "--role 'judge': family dafny has roles"),
+        (["--family", "dafny", "--role", "annotator"], "no accepted dafny tasks"),
+    ]
+    for extra, expected in cases:
+        assert main(["eval", "--model", base, "--split", "dev", *extra]) == 2
+        assert expected in capsys.readouterr().err
+
+
+def _record(model: str, role: str, task: str, passed: bool) -> ModelEvalRecord:
+    return ModelEvalRecord(
+        id=ModelEvalRecord.make_id(model, task, "dafny", role),
+        model=model,
+        family="dafny",
+        role=role,
+        question_id=task,
+        source="template",
+        split="dev",
+        dataset="dafny",
+        template_family="template",
+        difficulty="1.0",
+        passed=passed,
+    )
+
+
+def test_roles_sit_side_by_side_and_old_records_read_as_default(home: Path) -> None:
+    root = lake.lake_root(home)
+    a = _record("m", "writer", "t1", True)
+    b = _record("m", "annotator", "t1", False)
+    assert a.id != b.id  # one id per (model, family, role, task)
+    write_eval_records(home, "dev", [a])
+    write_eval_records(home, "dev", [b])
+    write_eval_records(home, "dev", [a.model_copy(update={"passed": False})])  # replaces a
+    stored = lake.read_records(EVAL_ASSET, ModelEvalRecord, root, split="dev")
+    assert sorted((r.role, r.passed) for r in stored) == [  # type: ignore[attr-defined]
+        ("annotator", False),
+        ("writer", False),
+    ]
+
+    # a partition written before the role column existed
+    old = ModelEvalRecord.to_frame([_record("old", "default", "t2", True)]).drop("role")
+    lake.write_partition(EVAL_ASSET, old, root, split="test")
+    assert "role" not in pl.read_parquet(next((root / EVAL_ASSET).glob("split=test/*"))).columns
+    db = warehouse_path(home)
+    with writer(db, 60) as con:
+        build_all(con, root)
+    with reader(db, 60) as con:
+        rows = con.execute(
+            "SELECT model, family, role, n_questions, n_passed FROM mart_model_pass_rate "
+            "WHERE source = '(all)' ORDER BY model, role"
+        ).fetchall()
+    assert rows == [
+        ("m", "dafny", "annotator", 1, 0),
+        ("m", "dafny", "writer", 1, 0),
+        ("old", "dafny", "default", 1, 1),
+    ]
