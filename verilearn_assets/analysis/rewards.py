@@ -684,7 +684,8 @@ class AnalysisEnvironment(AnalysisScorer):
         cfg = sandbox or load_sandbox_config()
         cfg = cfg.model_copy(update={"slots": max(cfg.slots, options.max_open_episodes)})
         base = teacher or load_teacher_config()
-        self.teacher = base.model_copy(update={"max_turns": options.max_turns})
+        turns = options.max_turns or base.max_turns  # None: the bound model_eval uses
+        self.teacher = base.model_copy(update={"max_turns": turns})
         self.table_records = {t.id: t for t in load_table_records(home)}
         self.episodes: list[AnalysisEpisode] = []
         super().__init__(home, tasks, cfg)

@@ -155,11 +155,11 @@ class GrpoEnvironment(Protocol):
 
 @dataclass(frozen=True)
 class GrpoEnvOptions:
-    """What the trainer tells an environment when opening it: the turn bound (the
-    family's own loop bound for the episodes) and how many episodes may be open at once
-    (a generation batch: the environment must not block the last one on the first)."""
+    """What the trainer tells an environment when opening it: the turn bound (None: the
+    family's own bound, the one its evaluation uses) and how many episodes may be open at
+    once (a generation batch: the environment must not block the last one on the first)."""
 
-    max_turns: int
+    max_turns: int | None
     max_open_episodes: int
 
 

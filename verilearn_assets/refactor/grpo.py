@@ -191,7 +191,8 @@ class RefactorEpisode:
         self.run = f"grpo:{n}"  # one actor run per episode: a group repeats the task
         self.key = state_key(task.id, f"grpo-{n}")
         bound = len(task.reference_actions) + env.config.actors.extra_steps
-        self.max_steps = min(bound, env.options.max_turns)
+        cap = env.options.max_turns
+        self.max_steps = bound if cap is None else min(bound, cap)
         self.step_no = 1
         self.last = ""
         self.steps: list[TrajectoryStep] = []

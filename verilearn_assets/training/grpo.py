@@ -287,12 +287,14 @@ def train_grpo(
 
     rollout: MultiTurnRollout | None = None
     bank: RewardBank | None = None
+    max_turns: int | None = None
     if g.multi_turn:
         assert grpo.environment is not None
         # a generation batch is per_device_train_batch_size × steps_per_generation (TRL's
         # default: gradient_accumulation_steps), and all its episodes are open at once
         open_episodes = g.per_device_train_batch_size * g.gradient_accumulation_steps
-        env = grpo.environment(home, tasks, role, GrpoEnvOptions(g.max_turns, open_episodes))
+        max_turns = g.max_turns if g.max_turns is not None else config.eval.max_turns
+        env = grpo.environment(home, tasks, role, GrpoEnvOptions(max_turns, open_episodes))
         rollout = MultiTurnRollout(
             env, rows, g.max_completion_length, run.path / "rollouts.jsonl", turn_generator
         )
@@ -353,7 +355,7 @@ def train_grpo(
             "multi_turn": g.multi_turn,
             **(
                 {
-                    "max_turns": g.max_turns,
+                    "max_turns": max_turns,
                     "rollouts": rollout.rollouts,
                     "rollouts_file": str(rollout.record_path),
                     "duplicate_prompts_dropped": duplicates,

@@ -51,7 +51,10 @@ class GrpoSettings(StrictConfig):
     # sandbox output as a `tool` turn) until the episode ends or `max_turns`; the loss
     # covers only the model's turns. Needs a family whose GRPO hook has an `environment`.
     multi_turn: bool = False
-    max_turns: int = Field(default=4, ge=1)  # the loop's bound (it is in the system prompt)
+    # the episode's turn bound; None = `eval.max_turns`, else the family's own bound
+    # (analysis: teacher.yaml's max_turns). It is stated in the analysis system prompt, so
+    # the default trains on the prompt `model_eval` sends
+    max_turns: int | None = Field(default=None, ge=1)
     save_model: bool = True  # write the trained policy to the run's model/ dir
     # LoRA instead of full weights (rank/alpha/dropout/targets from `sft:`); the reference
     # is then the policy with its adapter off (no second model copy); merged when saved
