@@ -38,6 +38,7 @@ class DockerHost(StrictConfig):
     `weight` is the host's share of the slots. `same_machine` says whether the daemon runs
     on this machine (default: true for `unix://`, false otherwise): only then can a slot
     use the unix control socket in a bind-mounted directory and the offline image mode.
+    A host elsewhere needs `transport: attach` and `image_mode: bundle` or `image`.
     """
 
     url: str
@@ -74,9 +75,13 @@ class DockerSettings(StrictConfig):
     `offline` imports an empty tarball as a scratch image and mounts the host's Python
     runtime read-only, so the sandbox runs exactly the host's pinned libraries and no
     registry is needed. `image` runs a prebuilt image (see docker/Dockerfile.sandbox).
+    `bundle` bakes the part of this machine's runtime the jail needs (the interpreter,
+    its stdlib, the `bundle_packages` and their dependencies, the shared libraries they
+    link) into a scratch image imported into each host over the Docker API: the same
+    pinned libraries as `offline`, with no host mount and no registry (docs/scale.md).
     """
 
-    image_mode: Literal["offline", "image"] = "offline"
+    image_mode: Literal["offline", "image", "bundle"] = "offline"
     image: str = "verilearn-sandbox:latest"  # used when image_mode == "image"
     offline_image: str = "verilearn-sandbox-scratch:1"
     python: str = "/usr/local/bin/python"  # interpreter inside a prebuilt image
@@ -86,11 +91,35 @@ class DockerSettings(StrictConfig):
     # Daemons to spread slots over; empty = the local daemon from the environment
     # (DOCKER_HOST or /var/run/docker.sock), the single-host setup.
     hosts: list[DockerHost] = Field(default_factory=list)
-    # How the pool talks to a slot's worker. `socket`: a unix socket in a bind-mounted
-    # control directory (the container must run on this machine). The only one built.
-    transport: Literal["socket"] = "socket"
+    # image_mode: bundle: the distributions baked in, with their dependencies (the
+    # image's tag is a hash of its content, so a change rebuilds it once per host).
+    bundle_packages: list[str] = Field(
+        default_factory=lambda: [
+            "numpy",
+            "pandas",
+            "scipy",
+            "statsmodels",
+            "scikit-learn",
+            "pyarrow",
+        ]
+    )
+    bundle_image: str = "verilearn-sandbox-bundle"  # repository; the tag is the hash
+    # How the pool talks to a slot's worker, for every host of the pool. `socket`: a unix
+    # socket in a bind-mounted control directory (the container must run on this
+    # machine). `attach`: the worker's stdin/stdout over the Docker API's attach stream
+    # (works over tcp:// + TLS; tables travel in the `begin` message; no host mounts
+    # besides offline mode's runtime on a local host).
+    transport: Literal["socket", "attach"] = "socket"
     health_interval_s: float = Field(default=5.0, gt=0)  # ping every host this often
     health_timeout_s: float = Field(default=3.0, gt=0)
+
+    @field_validator("bundle_packages")
+    @classmethod
+    def _distribution_names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not name or not all(c.isalnum() or c in "._-" for c in name):
+                raise ValueError(f"bundle_packages entry {name!r} is not a distribution name")
+        return value
 
     @model_validator(mode="after")
     def _remote_hosts_need_a_remote_transport(self) -> DockerSettings:
@@ -102,12 +131,17 @@ class DockerSettings(StrictConfig):
                 continue
             missing = []
             if self.image_mode == "offline":
-                missing.append("image_mode: offline mounts this machine's Python runtime")
+                missing.append(
+                    "image_mode: offline mounts this machine's Python runtime "
+                    "(use image_mode: bundle or image)"
+                )
             if self.transport == "socket":
                 missing.append(
                     "transport: socket needs a unix socket bind-mounted from this machine "
-                    "(a cross-machine transport, e.g. the Docker attach stream, is not built yet)"
+                    "(use transport: attach, the Docker attach stream)"
                 )
+            if not missing:
+                continue
             raise ValueError(
                 f"docker.hosts[{i}] ({host.url}) is on another machine, which this pool "
                 f"cannot drive: {'; '.join(missing)}. Set same_machine: true only if the "

@@ -4,15 +4,19 @@ Containers run with no network, a read-only root, a tmpfs workspace, all capabil
 dropped, no-new-privileges, a non-root user and memory/pids/CPU limits. Clean-up only
 ever touches containers carrying this pool's label, so two pools can share a daemon.
 A pool may span several daemons (`docker.hosts`): the backend keeps one client per host
-and the pool decides which host a slot runs on.
+and the pool decides which host a slot runs on. With `docker.transport: attach` a slot's
+container is created with stdin open, attached to (stdin + stdout) before it starts,
+and its attach socket travels with the slot (see attach.py).
 """
 
 from __future__ import annotations
 
 import io
-import json
 import logging
+import os
 import tarfile
+import tempfile
+import threading
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -24,12 +28,11 @@ from docker.tls import TLSConfig
 
 from verilearn_assets.core.sandbox.config import DockerHost, SandboxConfig
 from verilearn_assets.core.sandbox.jail import (
-    CTL_DIR_IN_JAIL,
     LABEL,
     SANDBOX_UID,
     WORKSPACE,
     JailSpec,
-    worker_settings,
+    worker_argv,
 )
 
 log = logging.getLogger("verilearn.sandbox.docker")
@@ -126,6 +129,7 @@ class DockerSlot:
     container: Any
     name: str
     host: str = LOCAL_HOST
+    attached: Any = None  # the attach socket (transport: attach), else None
 
     @property
     def ident(self) -> str:
@@ -146,6 +150,9 @@ class DockerBackend:
         self.weights = {h.label: h.weight for h in config.docker.hosts} or {LOCAL_HOST: 1}
         self.clients: dict[str, docker.DockerClient] = {}
         self.image = ""
+        self._bundle: tuple[str, str] | None = None  # (tag, tarball path), built once
+        self._bundle_lock = threading.Lock()
+        self._tag: str | None = None
 
     @property
     def client(self) -> docker.DockerClient:
@@ -175,6 +182,8 @@ class DockerBackend:
         settings = self.config.docker
         if settings.image_mode == "offline":
             self.image = ensure_offline_image(client, settings.offline_image)
+        elif settings.image_mode == "bundle":
+            self.image = self._ensure_bundle_image(client, host or next(iter(self.hosts)))
         else:
             try:
                 client.images.get(settings.image)
@@ -187,6 +196,53 @@ class DockerBackend:
                 ) from exc
             self.image = settings.image
 
+    def _bundle_tarball(self) -> tuple[str, str]:
+        """(tag, path) of this machine's runtime bundle, written once per backend."""
+        from verilearn_assets.core.sandbox import bundle
+
+        with self._bundle_lock:
+            if self._bundle is None:
+                manifest = bundle.bundle_manifest(self.config)
+                tag = bundle.bundle_tag(manifest)
+                fd, path = tempfile.mkstemp(prefix="verilearn-bundle-", suffix=".tar")
+                os.close(fd)
+                try:
+                    bundle.write_bundle(manifest, path)
+                except BaseException:
+                    os.unlink(path)
+                    raise
+                self._bundle = (tag, path)
+            return self._bundle
+
+    def _ensure_bundle_image(self, client: docker.DockerClient, host: str) -> str:
+        """The bundle image on `host`: kept when its tag (content hash) is there, else
+        imported from the tarball over the Docker API."""
+        from verilearn_assets.core.sandbox import bundle
+
+        repository = self.config.docker.bundle_image
+        if self._bundle is None:
+            # the tag alone needs no tarball: skip writing one when every host has it
+            with self._bundle_lock:
+                if self._tag is None:
+                    self._tag = bundle.bundle_tag(bundle.bundle_manifest(self.config))
+                tag = self._tag
+            try:
+                client.images.get(f"{repository}:{tag}")
+                return f"{repository}:{tag}"
+            except ImageNotFound:
+                pass
+        tag, path = self._bundle_tarball()
+        reference = f"{repository}:{tag}"
+        try:
+            client.images.get(reference)
+            return reference
+        except ImageNotFound:
+            pass
+        log.info("importing sandbox bundle %s into %s", reference, host)
+        client.api.import_image(src=path, repository=repository, tag=tag)
+        client.images.get(reference)  # raises if the import did not produce it
+        return reference
+
     def forget(self, host: str) -> None:
         """Drop a host's client (it went away): the next use opens a fresh connection."""
         client = self.clients.pop(host, None)
@@ -194,20 +250,13 @@ class DockerBackend:
             client.close()
 
     def _spec_for_image(self, spec: JailSpec) -> tuple[list[tuple[str, str]], list[str]]:
-        """Prebuilt-image mode: the image brings Python and the worker; mount only data."""
+        """Prebuilt-image mode: the image brings Python and the worker; mount only data.
+        Bundle mode: the image holds the runtime at this machine's paths (same argv)."""
         if self.config.docker.image_mode == "offline":
             return spec.ro_mounts, spec.argv
-        worker = self.config.docker.worker_dir
-        argv = [
-            self.config.docker.python,
-            "-I",
-            "-B",
-            f"{worker}/worker.py",
-            "--socket",
-            f"{CTL_DIR_IN_JAIL}/ctl.sock",
-            "--config",
-            json.dumps(worker_settings(self.config)),
-        ]
+        if self.config.docker.image_mode == "bundle":
+            return spec.data_mounts, spec.argv
+        argv = worker_argv(self.config, self.config.docker.python, self.config.docker.worker_dir)
         return spec.data_mounts, argv
 
     def start_slot(self, index: int, spec: JailSpec, host: str | None = None) -> DockerSlot:
@@ -216,11 +265,17 @@ class DockerBackend:
         volumes = {host: {"bind": jail, "mode": "ro"} for host, jail in mounts}
         memory = f"{self.config.memory_mb + ZYGOTE_ALLOWANCE_MB}m"
         name = f"verilearn-sandbox-{self.pool_id}-{index}-{uuid.uuid4().hex[:6]}"
-        container = self._client(host).containers.run(
+        attach = self.config.docker.transport == "attach"
+        client = self._client(host)
+        create = client.containers.create if attach else client.containers.run
+        # attach: stdin open and, not detached, StdinOnce (docker-py sets it with
+        # stdin_open): stdin closes when we detach, so a worker whose pool died reads
+        # EOF and exits, and auto_remove removes the container
+        extra: dict[str, Any] = {"stdin_open": True, "tty": False} if attach else {"detach": True}
+        container = create(
             self.image,
             command=argv,
             name=name,
-            detach=True,
             labels={LABEL: self.pool_id, "verilearn.sandbox.slot": str(index)},
             network_mode="none",
             read_only=True,
@@ -241,8 +296,23 @@ class DockerBackend:
             security_opt=["no-new-privileges"],
             init=False,  # the worker is PID 1: the kernel shields it from its own cells
             auto_remove=True,  # a host that dies leaves no container behind
+            **extra,
         )
-        return DockerSlot(container=container, name=name, host=host)
+        if not attach:
+            return DockerSlot(container=container, name=name, host=host)
+        # attach before start, so that not a byte the worker writes is missed
+        try:
+            attached = client.api.attach_socket(
+                container.id, params={"stdin": 1, "stdout": 1, "stream": 1}
+            )
+            container.start()
+        except BaseException:
+            try:
+                container.remove(force=True)
+            except DockerException:
+                pass
+            raise
+        return DockerSlot(container=container, name=name, host=host, attached=attached)
 
     def is_alive(self, slot: DockerSlot) -> bool:
         try:
@@ -302,3 +372,9 @@ class DockerBackend:
     def close(self) -> None:
         for host in list(self.clients):
             self.forget(host)
+        if self._bundle is not None:
+            try:
+                os.unlink(self._bundle[1])
+            except OSError:
+                pass
+            self._bundle = None

@@ -96,6 +96,51 @@ def sandbox_env(config: SandboxConfig) -> dict[str, str]:
     return env
 
 
+def worker_argv(
+    config: SandboxConfig, python: str = sys.executable, worker_dir: str = WORKER_DIR_IN_JAIL
+) -> list[str]:
+    """The worker's command line; its channel follows `docker.transport` (bwrap: socket)."""
+    channel = (
+        ["--stdio"]
+        if config.docker.transport == "attach" and config.backend != "bwrap"
+        else ["--socket", f"{CTL_DIR_IN_JAIL}/ctl.sock"]
+    )
+    return [
+        python,
+        "-I",
+        "-B",
+        f"{worker_dir}/worker.py",
+        *channel,
+        "--config",
+        json.dumps(worker_settings(config)),
+    ]
+
+
+def _runtime_mounts(config: SandboxConfig) -> list[tuple[str, str]]:
+    worker_host_dir = str(Path(__file__).resolve().parent)
+    mounts: list[tuple[str, str]] = []
+    system = [p for p in config.system_ro_paths if os.path.exists(p)]
+    for path in _outermost(system + python_runtime_paths()):
+        mounts.append((path, path))
+    for binary in config.allowed_binaries:
+        if not os.path.exists(binary):
+            raise ValueError(f"sandbox config: allowed binary {binary} does not exist")
+        mounts.append((binary, binary))
+    mounts.append((worker_host_dir, WORKER_DIR_IN_JAIL))
+    return mounts
+
+
+def stdio_jail_spec(config: SandboxConfig) -> JailSpec:
+    """Spec for a Docker slot on the attach transport: no data mounts at all (tables
+    travel in `begin`); the runtime mounts serve only offline mode on a local host."""
+    return JailSpec(
+        runtime_mounts=_runtime_mounts(config),
+        data_mounts=[],
+        env=sandbox_env(config),
+        argv=worker_argv(config),
+    )
+
+
 def host_jail_spec(
     config: SandboxConfig, ctl_host_dir: str, tables_host_dir: str, extra_ro_mounts: list[str]
 ) -> JailSpec:

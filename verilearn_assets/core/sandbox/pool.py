@@ -11,11 +11,17 @@ at start and every `health_interval_s`; a host that stops answering is drained: 
 in-flight tasks fail with `HostDrainedError` and are re-run elsewhere (a drain does not
 use up the one retry for a dying slot), its slots move. A host that answers again is
 swept of this pool's leftover containers and its slots move back on their next task.
+
+`docker.transport: attach` (hosts on other machines): a slot's frames go over its
+container's attach stream (attach.py) instead of a unix socket, and a task's table is
+sent in `begin` (by content hash first; its bytes only when the worker lacks them)
+instead of being staged in a bind-mounted directory.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import hashlib
 import json
@@ -35,7 +41,11 @@ from pydantic import BaseModel, ValidationError
 from verilearn_assets.core.records import HookRecord, canonical_json
 from verilearn_assets.core.sandbox import protocol
 from verilearn_assets.core.sandbox.config import SandboxConfig
-from verilearn_assets.core.sandbox.jail import TABLES_DIR_IN_JAIL, host_jail_spec
+from verilearn_assets.core.sandbox.jail import (
+    TABLES_DIR_IN_JAIL,
+    host_jail_spec,
+    stdio_jail_spec,
+)
 
 log = logging.getLogger("verilearn.sandbox")
 
@@ -193,9 +203,18 @@ class Slot:
     tasks: int = 0
     busy: bool = False
     info: dict[str, Any] = field(default_factory=dict)
+    channel: Any = None  # AttachChannel on the attach transport (reader/writer unused)
+
+    def close_channel(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+        if self.channel is not None:
+            self.channel.close()
 
     async def request(self, message: dict[str, Any], timeout: float) -> dict[str, Any]:
         """One round trip; any failure marks the slot dead and raises SlotDiedError."""
+        if self.channel is not None:
+            return await self._attach_request(message, timeout)
         if self.dead or self.reader is None or self.writer is None:
             raise SlotDiedError(f"slot {self.index} is not running")
         try:
@@ -208,6 +227,16 @@ class Slot:
             )
             return protocol.decode_body(body)
         except (TimeoutError, OSError, asyncio.IncompleteReadError, protocol.ProtocolError) as exc:
+            self.dead = True
+            why = "did not answer in time" if isinstance(exc, TimeoutError) else repr(exc)
+            raise SlotDiedError(f"slot {self.index} worker {why} (op {message.get('op')})") from exc
+
+    async def _attach_request(self, message: dict[str, Any], timeout: float) -> dict[str, Any]:
+        if self.dead:
+            raise SlotDiedError(f"slot {self.index} is not running")
+        try:
+            return await self.channel.request(message, timeout)
+        except (TimeoutError, OSError, protocol.ProtocolError) as exc:
             self.dead = True
             why = "did not answer in time" if isinstance(exc, TimeoutError) else repr(exc)
             raise SlotDiedError(f"slot {self.index} worker {why} (op {message.get('op')})") from exc
@@ -248,6 +277,15 @@ class SandboxPool:
         self.pool_id = pool_id or uuid.uuid4().hex[:10]
         self.extra_ro_mounts = [os.path.realpath(p) for p in extra_ro_mounts]
         self.backend = resolve_backend(config.backend, config)
+        self.attach = self.backend == "docker" and config.docker.transport == "attach"
+        if self.attach and self.extra_ro_mounts:
+            hosts = ", ".join(h.label for h in config.docker.hosts) or "the local daemon"
+            raise SandboxError(
+                f"sandbox config docker.transport: attach (hosts: {hosts}) cannot serve "
+                f"extra_ro_mounts {self.extra_ro_mounts}: the attach transport bind-mounts "
+                "nothing from this machine; use transport: socket on local hosts for this pool"
+            )
+        self._table_refs: dict[tuple[str, int, int], dict[str, Any]] = {}
         self._impl: Any = None
         self._hosts: dict[str, HostState] = {}
         self._monitor: asyncio.Task[None] | None = None
@@ -324,8 +362,7 @@ class SandboxPool:
                 await self._monitor
             self._monitor = None
         for slot in self._slots:
-            if slot.writer is not None:
-                slot.writer.close()
+            slot.close_channel()
             if slot.host is not None and not self._hosts[slot.host].healthy:
                 slot.handle = None  # unreachable daemon: its return sweeps the container
             if slot.handle is None:
@@ -396,8 +433,7 @@ class SandboxPool:
         for slot in self._slots:
             if slot.host == host:
                 slot.dead = True
-                if slot.writer is not None:
-                    slot.writer.close()  # a pending read sees EOF -> SlotDiedError
+                slot.close_channel()  # a pending read sees EOF -> SlotDiedError
         self._impl.forget(host)
 
     async def _host_ok(self, host: str | None) -> bool:
@@ -459,6 +495,9 @@ class SandboxPool:
 
     async def _launch(self, slot: Slot, host: str) -> None:
         """Start a slot's jail on `host` and wait for its worker to connect to our socket."""
+        if self.attach:
+            await self._launch_attached(slot, host)
+            return
         ctl = os.path.join(self._runtime_dir, f"ctl-{slot.index}-{uuid.uuid4().hex[:6]}")
         os.mkdir(ctl, 0o755)
         sock_path = os.path.join(ctl, "ctl.sock")
@@ -494,6 +533,30 @@ class SandboxPool:
                 os.unlink(sock_path)
         slot.reader, slot.writer, slot.dead = reader, writer, False
 
+    async def _launch_attached(self, slot: Slot, host: str) -> None:
+        """Start a slot's container attached to its stdin/stdout; read the worker's hello."""
+        from verilearn_assets.core.sandbox.attach import AttachChannel
+
+        spec = stdio_jail_spec(self.config)
+        slot.handle = await asyncio.to_thread(self._impl.start_slot, slot.index, spec, host)
+        slot.host = host
+        channel = AttachChannel(slot.handle.attached, f"slot {slot.index} on {host}")
+        if not self._started:  # stop() ran meanwhile: don't leak a fresh jail
+            channel.close()
+            await asyncio.to_thread(self._impl.kill_slot, slot.handle)
+            slot.handle = None
+            raise SandboxError("sandbox pool was stopped while a slot was starting")
+        try:
+            slot.info = await channel.request(None, self.config.start_timeout_s)
+        except (TimeoutError, OSError, protocol.ProtocolError) as exc:
+            channel.close()
+            logs = await asyncio.to_thread(self._impl.logs, slot.handle)
+            raise SandboxError(
+                f"{self.backend} slot {slot.index} on {host} did not say hello over its attach "
+                f"stream ({exc!r}); log:\n{logs}"
+            ) from exc
+        slot.channel, slot.reader, slot.writer, slot.dead = channel, None, None, False
+
     async def _await_worker(self, slot: Slot, connected: asyncio.Future[Any]) -> Any:
         """Wait for the worker's connection; fail fast with the jail's log if it exits."""
         deadline = time.monotonic() + self.config.start_timeout_s
@@ -513,8 +576,7 @@ class SandboxPool:
 
     async def _replace(self, slot: Slot) -> None:
         log.warning("sandbox pool %s: replacing dead slot %d", self.pool_id, slot.index)
-        if slot.writer is not None:
-            slot.writer.close()
+        slot.close_channel()
         if slot.handle is not None and slot.host is not None and not self._hosts[slot.host].healthy:
             slot.handle = None  # its daemon is gone: the sweep on its return removes it
         if slot.handle is not None:
@@ -532,6 +594,39 @@ class SandboxPool:
         await self._launch_somewhere(slot)
 
     # --- tables
+    def _table_ref(self, table_path: str) -> dict[str, Any]:
+        """What `begin` names a table by on the attach transport: its content hash."""
+        real = os.path.realpath(table_path)
+        if not os.path.isfile(real):
+            raise FileNotFoundError(f"sandbox: table {table_path} does not exist")
+        st = os.stat(real)
+        key = (real, st.st_mtime_ns, st.st_size)
+        if key not in self._table_refs:
+            encoded = (st.st_size + 2) // 3 * 4
+            if encoded + 4096 > protocol.MAX_FRAME:
+                raise ValueError(
+                    f"sandbox: table {table_path} ({st.st_size} bytes) is too large to send "
+                    f"in a begin frame (cap {protocol.MAX_FRAME} bytes after base64) on "
+                    "docker.transport: attach"
+                )
+            with open(real, "rb") as fh:
+                digest = hashlib.sha256(fh.read()).hexdigest()
+            self._table_refs[key] = {
+                "sha256": digest,
+                "size": st.st_size,
+                "name": os.path.basename(real),
+                "path": real,
+            }
+        return self._table_refs[key]
+
+    @staticmethod
+    def _table_bytes(ref: dict[str, Any]) -> str:
+        with open(ref["path"], "rb") as fh:
+            raw = fh.read()
+        if hashlib.sha256(raw).hexdigest() != ref["sha256"]:
+            raise ValueError(f"sandbox: table {ref['path']} changed while being sent")
+        return base64.b64encode(raw).decode()
+
     def _jail_table_path(self, table_path: str | None) -> str | None:
         """Where the jail sees the table: an extra mount, or a read-only staged link/copy."""
         if table_path is None:
@@ -564,16 +659,19 @@ class SandboxPool:
             raise SandboxError("sandbox pool is not started (use `async with pool` or start())")
         return await self._free.get()
 
-    async def _begin(self, slot: Slot, table: str | None, table_path: str | None) -> None:
+    async def _begin(self, slot: Slot, table: Any, table_path: str | None) -> None:
         for attempt in (1, 2):
             if self._should_move(slot):
                 slot.dead = True
             if slot.dead:
                 await self._replace(slot)
             try:
-                reply = await slot.request(
-                    {"op": "begin", "table": table}, self.config.start_timeout_s
-                )
+                if self.attach:
+                    reply = await self._begin_attached(slot, table)
+                else:
+                    reply = await slot.request(
+                        {"op": "begin", "table": table}, self.config.start_timeout_s
+                    )
             except SlotDiedError:
                 if attempt == 2:
                     raise
@@ -582,10 +680,28 @@ class SandboxPool:
                 raise ValueError(f"sandbox: cannot load table {table_path}: {reply.get('error')}")
             return
 
+    async def _begin_attached(self, slot: Slot, ref: dict[str, Any] | None) -> dict[str, Any]:
+        """`begin` naming the table by hash; its bytes follow only if the worker asks."""
+        timeout = self.config.start_timeout_s
+        if ref is None:
+            return await slot.request({"op": "begin", "table": None}, timeout)
+        named = {k: ref[k] for k in ("sha256", "size", "name")}
+        message: dict[str, Any] = {"op": "begin", "table": None, "table_ref": named}
+        reply = await slot.request(message, timeout)
+        if reply.get("need_table"):
+            message["table_b64"] = await asyncio.to_thread(self._table_bytes, ref)
+            reply = await slot.request(message, timeout)
+        return reply
+
     @contextlib.asynccontextmanager
     async def task(self, table_path: str | None) -> AsyncIterator[Task]:
         """A fresh pristine task on a free slot (waits while every slot is busy)."""
-        jail_table = await asyncio.to_thread(self._jail_table_path, table_path)
+        if self.attach:
+            jail_table: Any = None
+            if table_path is not None:
+                jail_table = await asyncio.to_thread(self._table_ref, table_path)
+        else:
+            jail_table = await asyncio.to_thread(self._jail_table_path, table_path)
         slot = await self._acquire()
         t0 = time.perf_counter()
         task: Task | None = None

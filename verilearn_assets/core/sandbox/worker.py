@@ -9,6 +9,13 @@ The zygote runs as PID 1 of the slot's PID namespace: the kernel drops SIGKILL s
 from inside, so a cell cannot kill its own supervisor. Cells reach the host only as JSON
 frames (results, submissions, hooks) on a channel separate from stdout.
 
+The channel is a unix socket (`--socket`, the default transport) or, with `--stdio`
+(Docker's attach transport, for hosts on other machines), the process's own stdin and
+stdout: the zygote keeps private close-on-exec duplicates of fds 0/1 for the frames,
+points 0/1 at /dev/null, and makes itself non-dumpable so that a cell (same uid) cannot
+open /proc/1/fd/* to write into the frame stream. Cells get /dev/null and a captured
+stdout as with the socket.
+
 Run as a script inside the jail (`python -I -B worker.py ...`); it imports only the
 stdlib, `protocol` and `runtime` from its own directory.
 """
@@ -17,9 +24,13 @@ from __future__ import annotations
 
 import argparse
 import ast
+import base64
 import builtins
 import collections
+import fcntl
+import hashlib
 import importlib
+import io
 import json
 import linecache
 import os
@@ -119,6 +130,8 @@ def child_main(cmd_r: int, evt_w: int, df: Any, cfg: dict[str, Any]) -> None:
     """Body of the forked task process: set limits, then serve cells until EOF."""
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if cfg.get("_stdio"):
+        _set_dumpable(True)  # the task's own /proc entries are its own again
     try:
         with open("/proc/self/oom_score_adj", "w") as fh:
             fh.write("1000")  # the task, never the zygote, is the OOM killer's victim
@@ -169,10 +182,21 @@ def child_main(cmd_r: int, evt_w: int, df: Any, cfg: dict[str, Any]) -> None:
 
 # -------------------------------------------------------------------------- zygote side
 class Zygote:
-    """Serves the host: begin/cell/end/ping over one socket, one task at a time."""
+    """Serves the host: begin/cell/end/ping over one channel, one task at a time."""
 
-    def __init__(self, sock: socket.socket, cfg: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        sock: socket.socket | None,
+        cfg: dict[str, Any],
+        fds: tuple[int, int] | None = None,
+    ) -> None:
         self.sock = sock
+        if sock is not None:
+            self.rfd = self.wfd = sock.fileno()
+        elif fds is not None:
+            self.rfd, self.wfd = fds
+        else:
+            raise ValueError("worker: a socket or a pair of fds is needed")
         self.cfg = cfg
         self.tables: collections.OrderedDict[tuple[str, int, int], Any] = collections.OrderedDict()
         self.table_key: tuple[str, int, int] | None = None
@@ -186,16 +210,28 @@ class Zygote:
         st = os.stat(path)
         key = (path, st.st_mtime_ns, st.st_size)
         if key not in self.tables:
-            pd = importlib.import_module("pandas")
-            if path.endswith((".parquet", ".pq")):
-                frame = pd.read_parquet(path)
-            elif path.endswith((".csv", ".csv.gz", ".tsv")):
-                frame = pd.read_csv(path, sep="\t" if path.endswith(".tsv") else ",")
-            else:
-                raise ValueError(f"table {path}: unsupported file type (use .parquet or .csv)")
-            self.tables[key] = frame
-            while len(self.tables) > self.cfg.get("table_cache", 4):
-                self.tables.popitem(last=False)
+            self._cache(key, _read_table(path, path))
+        self.tables.move_to_end(key)
+        return key
+
+    def _cache(self, key: tuple[str, int, int], frame: Any) -> None:
+        self.tables[key] = frame
+        while len(self.tables) > self.cfg.get("table_cache", 4):
+            self.tables.popitem(last=False)
+
+    def shipped_table(self, msg: dict[str, Any]) -> tuple[str, int, int] | None:
+        """A table sent in `begin` (attach transport), cached by its content hash; None
+        asks the host to send its bytes (it sends only a reference at first)."""
+        ref = msg["table_ref"]
+        key = (f"sha256:{ref['sha256']}", 0, int(ref["size"]))
+        if key not in self.tables:
+            data = msg.get("table_b64")
+            if data is None:
+                return None
+            raw = base64.b64decode(data)
+            if hashlib.sha256(raw).hexdigest() != ref["sha256"]:
+                raise ValueError(f"table {ref['name']}: content does not match its hash")
+            self._cache(key, _read_table(io.BytesIO(raw), str(ref["name"])))
         self.tables.move_to_end(key)
         return key
 
@@ -217,8 +253,9 @@ class Zygote:
                 os.dup2(err_w, 2)
                 os.dup2(cmd_r, 3)
                 os.dup2(evt_w, 4)
-                self.sock.detach()
-                os.closerange(5, 1 << 16)
+                if self.sock is not None:
+                    self.sock.detach()
+                os.closerange(5, 1 << 16)  # the zygote's channel (socket or stdio copies)
                 self.tables = collections.OrderedDict()  # other tasks' tables: dropped
                 child_main(3, 4, df, self.cfg)
             except BaseException:  # report and die; never return into the zygote loop
@@ -302,7 +339,13 @@ class Zygote:
         self.end_task()
         table = msg.get("table")
         try:
-            self.table_key = self.load_table(table) if table else None
+            if msg.get("table_ref"):
+                key = self.shipped_table(msg)
+                if key is None:
+                    return {"ok": False, "need_table": True}
+                self.table_key = key
+            else:
+                self.table_key = self.load_table(table) if table else None
         except Exception as exc:  # reported to the host, which names the table
             return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
         self.cell_no = 0
@@ -416,9 +459,8 @@ class Zygote:
         return "closed its result channel"
 
     def serve(self) -> None:
-        fd = self.sock.fileno()
         protocol.write_frame_fd(
-            fd,
+            self.wfd,
             {
                 "op": "hello",
                 "pid": os.getpid(),
@@ -428,7 +470,7 @@ class Zygote:
         )
         while True:
             try:
-                msg = protocol.read_frame_fd(fd)
+                msg = protocol.read_frame_fd(self.rfd)
             except protocol.ProtocolError:
                 break  # host went away
             op = msg.get("op")
@@ -449,8 +491,43 @@ class Zygote:
                     reply = {"ok": False, "error": f"unknown op {op!r}"}
             except Exception as exc:  # keep serving; the host sees the error
                 reply = {"ok": False, "error": f"worker: {type(exc).__name__}: {exc}"}
-            protocol.write_frame_fd(fd, reply)
+            protocol.write_frame_fd(self.wfd, reply)
         self.end_task()
+
+
+def _read_table(source: Any, name: str) -> Any:
+    """A DataFrame from a path or an in-memory file; the type follows the name."""
+    pd = importlib.import_module("pandas")
+    if name.endswith((".parquet", ".pq")):
+        return pd.read_parquet(source)
+    if name.endswith((".csv", ".csv.gz", ".tsv")):
+        sep = "\t" if name.endswith(".tsv") else ","
+        if isinstance(source, str):
+            return pd.read_csv(source, sep=sep)
+        return pd.read_csv(source, sep=sep, compression="gzip" if name.endswith(".gz") else None)
+    raise ValueError(f"table {name}: unsupported file type (use .parquet or .csv)")
+
+
+def _set_dumpable(on: bool) -> None:
+    """prctl(PR_SET_DUMPABLE): off, /proc/<pid>/fd of this process is closed to its uid."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(4, 1 if on else 0, 0, 0, 0) != 0:  # 4 = PR_SET_DUMPABLE
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE) failed")
+
+
+def stdio_channel() -> tuple[int, int]:
+    """Private copies of stdin/stdout for the frames; fds 0/1 become /dev/null, so that
+    nothing else written to stdout (a library's print, a stray write) reaches the host."""
+    rfd = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 10)
+    wfd = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 10)
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    os.close(null)
+    _set_dumpable(False)
+    return rfd, wfd
 
 
 def _frames(buf: bytearray) -> list[dict[str, Any]]:
@@ -497,13 +574,21 @@ def _chmod_tree(path: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="verilearn sandbox worker")
-    parser.add_argument("--socket", required=True)
+    channel = parser.add_mutually_exclusive_group(required=True)
+    channel.add_argument("--socket", help="unix socket of the pool (socket transport)")
+    channel.add_argument("--stdio", action="store_true", help="frames on stdin/stdout (attach)")
     parser.add_argument("--config", required=True, help="JSON limits and settings")
     args = parser.parse_args(argv)
     cfg = json.loads(args.config)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if args.stdio:
+        fds = stdio_channel()  # before any import can print
+        cfg["_stdio"] = True
     for name in cfg.get("preload", []):
         importlib.import_module(name)
+    if args.stdio:
+        Zygote(None, cfg, fds=fds).serve()
+        return 0
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect(args.socket)
     Zygote(sock, cfg).serve()
