@@ -22,6 +22,7 @@ from grpo_support import (
     write_table,
 )
 
+from verilearn_assets.analysis.grpo import AnalysisScorer
 from verilearn_assets.analysis.records import QuestionRecord
 from verilearn_assets.analysis.rewards import (
     FORMAT_CREDIT,
@@ -29,7 +30,6 @@ from verilearn_assets.analysis.rewards import (
     HOOK_TARGET,
     PARTIAL_CAP,
     SUBMIT_CREDIT,
-    AnalysisScorer,
     Scored,
     hook_weights,
     screen_code,
@@ -191,8 +191,8 @@ def test_hook_weights_follow_depends_on(world) -> None:
 
 
 def test_pass_rates_per_template_from_stored_episodes(world) -> None:
+    from verilearn_assets.analysis.grpo import grpo_pass_rates
     from verilearn_assets.analysis.records import Episode
-    from verilearn_assets.analysis.rewards import grpo_pass_rates
 
     home, q, _ = world
     episodes = [

@@ -11,14 +11,14 @@ from collections.abc import Sequence
 from typing import cast
 
 from verilearn_assets.analysis import episode_rules, question_rules
-from verilearn_assets.analysis.questions_config import load_questions_config
-from verilearn_assets.analysis.records import Episode, QuestionRecord
-from verilearn_assets.analysis.rewards import (
+from verilearn_assets.analysis.grpo import (
     grpo_environment,
     grpo_pass_rates,
     grpo_prompts,
     grpo_scorer,
 )
+from verilearn_assets.analysis.questions_config import load_questions_config
+from verilearn_assets.analysis.records import Episode, QuestionRecord
 from verilearn_assets.analysis.sft_rows import sft_rows
 from verilearn_assets.analysis.verify import reverify
 from verilearn_assets.core.family import Family, GateRule, GrpoTask, RuleContext
