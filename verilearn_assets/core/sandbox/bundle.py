@@ -30,6 +30,7 @@ from verilearn_assets.core.sandbox.config import SandboxConfig
 from verilearn_assets.core.sandbox.jail import WORKER_DIR_IN_JAIL
 
 WORKER_FILES = ("worker.py", "protocol.py", "runtime.py")
+FORMAT = 2  # bumped when the tarball's layout changes (part of the tag)
 STDLIB_SKIP = {
     "site-packages",
     "test",
@@ -161,7 +162,7 @@ def bundle_manifest(config: SandboxConfig) -> list[str]:
 
 def bundle_tag(manifest: list[str]) -> str:
     """A hash of the bundle's content (paths, sizes, mtimes, and the worker code)."""
-    digest = hashlib.sha256()
+    digest = hashlib.sha256(f"bundle-format-{FORMAT}\n".encode())
     for path in manifest:
         st = os.lstat(path)
         digest.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
@@ -205,6 +206,7 @@ class _TarWriter:
         elif stat.S_ISREG(st.st_mode):
             info = self._info(name, tarfile.REGTYPE, (st.st_mode & 0o755) | 0o444)
             info.size = st.st_size
+            info.mtime = int(st.st_mtime)  # .pyc files are valid only for their source's mtime
             with open(name, "rb") as fh:
                 self.tar.addfile(info, fh)
 
