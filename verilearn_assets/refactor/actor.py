@@ -157,15 +157,15 @@ class Actor:
                 return
             max_steps = len(task.reference_actions) + self.extra_steps
             step = len(done) + 1
-            last = _last_result(done[-1]) if done else ""
+            last = last_result(done[-1]) if done else ""
             while step <= max_steps:
-                record = await self._step(run, task, ws, key, step, max_steps, last)
+                record = await self.step(run, task, ws, key, step, max_steps, last)
                 summary.steps += 1
                 summary.verified += int(record.verified)
                 summary.parse_failures += int(record.failure == "parse")
                 summary.sandbox_failures += int(record.failure in ("crash", "disallowed"))
                 summary.latencies_ms.append(record.latency_ms)
-                last = _last_result(record)
+                last = last_result(record)
                 step += 1
                 if record.done:
                     break
@@ -183,7 +183,7 @@ class Actor:
                 "tree than recorded; cannot resume this trajectory"
             )
 
-    async def _step(
+    async def step(
         self,
         run: str,
         task: RefactorTask,
@@ -193,6 +193,8 @@ class Actor:
         max_steps: int,
         last: str,
     ) -> TrajectoryStep:
+        """One step of a trajectory: prompt, model, parse, state merge, the action in the jail,
+        tests, reward, commit. Public because GRPO's refactor environment drives it too."""
         settings = self.config.state
         state, _ = self.store.load(key)
         messages = render_messages(self.prompts, task, render(state), step, max_steps, last)
@@ -270,7 +272,8 @@ class Actor:
         return result.model_dump(mode="json", exclude={"stdout", "stderr"})
 
 
-def _last_result(record: TrajectoryStep) -> str:
+def last_result(record: TrajectoryStep) -> str:
+    """The one-line result of a step the next prompt shows."""
     status = record.sandbox_result.get("status", "not run")
     changed = ", ".join(record.sandbox_result.get("files_changed", [])) or "none"
     tests = record.tests.get("status", "not run")

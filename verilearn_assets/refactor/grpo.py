@@ -9,7 +9,7 @@ pass (a one-step task solved; a multi-step task can only reach it with an action
 all steps at once), `partial` the step reward (1.0, capped partial credit, or 0).
 
 Multi-turn (`grpo.multi_turn`): `RefactorEnvironment` runs whole trajectories with the
-actor's own step (`Actor._step`: parse, state merge, the action in the jail, tests,
+actor's own step (`Actor.step`: parse, state merge, the action in the jail, tests,
 `compute_reward`, the state committed as a new version) behind a teacher whose reply is
 the trainer's generation. The environment's answer to a step is the user message the actor
 renders for the next step (the updated `<state>` block and the last result); the episode
@@ -207,7 +207,7 @@ class RefactorEpisode:
         return self.ws is None
 
     def step(self, assistant_text: str) -> tuple[list[dict[str, Any]], bool]:
-        from verilearn_assets.refactor.actor import _last_result
+        from verilearn_assets.refactor.actor import last_result
         from verilearn_assets.refactor.prompts import render_messages
         from verilearn_assets.refactor.state import render
 
@@ -216,12 +216,12 @@ class RefactorEpisode:
         actor = self.env.actor
         actor.teacher.text = assistant_text  # type: ignore[attr-defined]
         record = asyncio.run(
-            actor._step(
+            actor.step(
                 self.run, self.task, self.ws, self.key, self.step_no, self.max_steps, self.last
             )
         )
         self.steps.append(record)
-        self.last = _last_result(record)
+        self.last = last_result(record)
         self.step_no += 1
         if record.done or self.step_no > self.max_steps:
             self._end()
@@ -276,9 +276,9 @@ class RefactorEpisode:
 
 
 def _step_note(step: TrajectoryStep) -> str:
-    from verilearn_assets.refactor.actor import _last_result
+    from verilearn_assets.refactor.actor import last_result
 
-    return f"reward {step.reward}: {_last_result(step)}"
+    return f"reward {step.reward}: {last_result(step)}"
 
 
 class RefactorEnvironment:
