@@ -14,6 +14,7 @@ import gzip
 import json
 import os
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -258,3 +259,59 @@ def test_attach_transport_refuses_extra_mounts(remote_daemon: str, tmp_path: Pat
     with pytest.raises(SandboxError, match="docker.transport: attach") as err:
         SandboxPool(config, extra_ro_mounts=[str(tmp_path)])
     assert "remote" in str(err.value) and "extra_ro_mounts" in str(err.value)
+
+
+def test_remote_host_lost_mid_run_is_drained_over_attach(remote_daemon: str) -> None:
+    """Two hosts on the attach transport (this machine's daemon and the remote one): the
+    remote daemon stops under tasks in flight (their reads blocked in TLS), its tasks
+    re-run on the local host, none lost, and its slots come back when it returns.
+    Last in the module: it stops and restarts the remote daemon."""
+    local = {"url": os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock"), "name": "local"}
+    config = test_config(
+        "docker",
+        slots=2,
+        preload=[],
+        start_timeout_s=120,
+        docker={"hosts": [local, REMOTE], **ATTACH, "health_interval_s": 0.5},
+    )
+    square = "import time\ntime.sleep(1.5)\nsubmit({n} * {n})"
+    runner = LoopThread()
+    pool = SandboxPool(config)
+    runner.run(pool.start(), timeout=600)  # imports the bundle into the local daemon once
+    try:
+        assert pool.slots_per_host() == {"local": 1, "remote": 1}
+
+        def stop_remote_when_busy() -> None:
+            deadline = time.monotonic() + 30
+            while not any(pool._slots[i].host == "remote" for i in pool.busy_slots()):
+                assert time.monotonic() < deadline, "no task ever ran on the remote host"
+                time.sleep(0.1)
+            time.sleep(0.3)
+            _make("docker2-down")
+
+        async def squares(count: int, code: str) -> list:
+            runs = [pool.run_program(code.format(n=n), None) for n in range(count)]
+            return list(await asyncio.gather(*runs))
+
+        stopper = threading.Thread(target=stop_remote_when_busy)
+        stopper.start()
+        results = runner.run(squares(6, square), timeout=300)
+        stopper.join(60)
+        assert [r.answer for r in results] == [str(n * n) for n in range(6)]
+        retried = [r for r in results if r.attempts > 1]
+        assert retried and {r.host for r in retried} == {"local"}
+        assert pool.host_status()["remote"].startswith("drained:")
+
+        _make("docker2-up")
+        deadline = time.monotonic() + 60
+        while pool.host_status()["remote"] != "healthy":
+            assert time.monotonic() < deadline, "the remote host did not come back"
+            time.sleep(0.3)
+        back = runner.run(squares(4, "submit({n} * {n})"), timeout=300)
+        assert [r.answer for r in back] == [str(n * n) for n in range(4)]
+        assert "remote" in {r.host for r in back}
+    finally:
+        runner.run(pool.stop())
+        runner.close()
+        _make("docker2-up")
+    assert _labelled(pool.pool_id) == []

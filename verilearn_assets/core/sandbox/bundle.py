@@ -155,9 +155,21 @@ def shared_libraries(files: list[str]) -> list[str]:
     return sorted(libs - set(files))
 
 
+_MANIFESTS: dict[tuple[tuple[str, ...], ...], list[str]] = {}
+
+
 def bundle_manifest(config: SandboxConfig) -> list[str]:
-    files = runtime_files(config)
-    return sorted(set(files) | set(shared_libraries(files)))
+    """Every host path of the bundle; listed once per process and selection (running `ldd`
+    over the libraries takes seconds), while the tag still stats every file each time."""
+    key = (
+        tuple(config.docker.bundle_packages),
+        tuple(config.preload),
+        tuple(config.allowed_binaries),
+    )
+    if key not in _MANIFESTS:
+        files = runtime_files(config)
+        _MANIFESTS[key] = sorted(set(files) | set(shared_libraries(files)))
+    return list(_MANIFESTS[key])
 
 
 def bundle_tag(manifest: list[str]) -> str:
