@@ -207,6 +207,7 @@ def test_cascade_writer_then_annotator(home: Path, writer_tasks: list[DafnyTask]
     # the hint-free writer body verifies only once the annotator adds the invariant
     assert ok.passed and ok.role == "cascade" and ok.extra["writer_exact_match"] is True
     assert ok.completion_tokens == 4 and ok.extra["first_turn"] == prompts.fenced(mult.body)
+    assert ok.n_turns == 2
     assert not hollow.passed and hollow.failure_class == "no_body"
     rows = {r[0:3]: r[3:6] for r in _mart(home, "scripted-cascade")}
     assert rows[("dafny", "cascade", "(all)")] == (2, 1, 0.5)

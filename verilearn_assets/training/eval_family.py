@@ -60,6 +60,7 @@ class Completion:
     latency_ms: float = 0.0
     finish_reason: str | None = None
     failure: str | None = None
+    turns: int = 1  # model turns behind it (a chained role: 2)
 
 
 class CompletionSource(Protocol):
@@ -269,6 +270,7 @@ def run_chain(
                 latency_ms=round(c.latency_ms + s.latency_ms, 3),
                 finish_reason=s.finish_reason,
                 failure=s.failure,
+                turns=c.turns + s.turns,
             )
         )
     ok = [i for i in asked if second[i].failure is None]
@@ -332,7 +334,7 @@ def to_record(
         difficulty=f"{float(row.get('difficulty', 0.0)):.1f}",
         passed=passed,
         failure_class=failure,
-        n_turns=0 if completion.failure else 1,
+        n_turns=completion.turns if completion.failure is None else completion.turns - 1,
         prompt_tokens=completion.prompt_tokens,
         completion_tokens=completion.completion_tokens,
         latency_ms=round(float(completion.latency_ms), 3),
