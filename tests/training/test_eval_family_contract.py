@@ -15,13 +15,18 @@ from verilearn_assets.core.eval_records import EVAL_ASSET, ModelEvalRecord
 from verilearn_assets.core.family import family
 from verilearn_assets.core.warehouse import build_all, reader, warehouse_path, writer
 from verilearn_assets.training.config import load_training_config
-from verilearn_assets.training.eval_family import eval_roles, family_rows
+from verilearn_assets.training.eval_family import eval_roles, family_rows, family_stop
 from verilearn_assets.training.evaluate import evaluate_model, write_eval_records
 
 
 def test_roles_come_from_the_contract() -> None:
     assert eval_roles(family("dafny")) == ("writer", "annotator", "cascade")
     assert eval_roles(family("refactor")) == ("default",)
+    # requests carry the stop sequences the family's own teacher sends
+    from verilearn_assets.dafny.prompts import load_prompt_config
+
+    assert family_stop(family("dafny")) == load_prompt_config().stop != []
+    assert family_stop(family("refactor")) == []
 
 
 def test_refusals_name_what_is_missing(home: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -220,12 +220,13 @@ FAMILY = Family(
     ),
     # `verilearn eval --family dafny --role cascade` (training/eval_family.py: chained roles)
     extra={
+        "eval_stop": lambda: prompts.load_prompt_config().stop,  # as the vllm teacher sends
         "eval_chains": {
             "cascade": {
                 "first_role": "writer",
                 "next_prompts": cascade_prompts,
                 "score": cascade_score,
             }
-        }
+        },
     },
 )

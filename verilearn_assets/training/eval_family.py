@@ -21,6 +21,9 @@ verifier). Each entry is a dict with `first_role` (a grpo role whose prompts sta
 task ids) and `score(home, tasks, task_ids, first_texts, second_texts) -> [dict]` (the
 verdict, `outcome`/`partial` as for `score`). The record carries the second turn's text and
 the tokens and latency of both turns.
+
+Stop sequences: a prompt row's `stop`, else `Family.extra["eval_stop"]()` (dafny: the stop
+sequences of configs/dafny_prompts.yaml, which its vllm teacher sends too).
 """
 
 from __future__ import annotations
@@ -84,9 +87,12 @@ class VllmCompletions:
 
     name = "vllm"
 
-    def __init__(self, client_cfg: VllmConfig, settings: EvalSettings) -> None:
+    def __init__(
+        self, client_cfg: VllmConfig, settings: EvalSettings, stop: Sequence[str] = ()
+    ) -> None:
         self.client_cfg = client_cfg
         self.settings = settings
+        self.stop = list(stop)
 
     def sampling(self) -> dict[str, Any]:
         s = self.settings
@@ -125,7 +131,8 @@ class VllmCompletions:
                 log.warning("task %s: %s", row["task_id"], fit.reason)
                 return Completion("", prompt_tokens=fit.prompt_tokens, failure=CONTEXT_OVERFLOW)
             messages = fit.messages
-        extra = {"stop": row["stop"]} if row.get("stop") else {}
+        stop = row.get("stop") or self.stop
+        extra = {"stop": list(stop)} if stop else {}
         started = time.perf_counter()
         try:
             res = await client.chat(messages, seed=self.settings.seed, **self.sampling(), **extra)
@@ -144,6 +151,12 @@ class VllmCompletions:
 
 # --- which tasks ------------------------------------------------------------------------------
 EVAL_CHAINS = "eval_chains"  # Family.extra key: roles evaluated as two chained model turns
+EVAL_STOP = "eval_stop"  # Family.extra key: () -> stop sequences for every request
+
+
+def family_stop(fam: Family) -> list[str]:
+    hook = fam.extra.get(EVAL_STOP)
+    return list(hook()) if hook is not None else []
 
 
 def eval_chains(fam: Family) -> dict[str, dict[str, Any]]:
@@ -385,7 +398,7 @@ def evaluate_family(
     with contextlib.ExitStack() as stack:
         if source is None:
             client_cfg = served or stack.enter_context(serving(mut, vllm_cfg or load_vllm_config()))
-            source = VllmCompletions(client_cfg, settings)
+            source = VllmCompletions(client_cfg, settings, family_stop(fam))
         if role in eval_chains(fam):
             completions, scores = run_chain(home, fam, role, tasks, rows, source, progress)
         else:
