@@ -44,6 +44,7 @@ def test_base_model_fails_every_question_and_the_mart_shows_it(
     assert result.n == 2 and result.n_passed == 0 and result.pass_rate == 0.0
     for r in result.records:
         assert r.model == vllm_server.model and r.run_id is None
+        assert (r.family, r.role) == ("analysis", "default")
         assert not r.passed and r.failure_class in {
             "format_error",
             "wrong_answer",
@@ -63,7 +64,8 @@ def test_base_model_fails_every_question_and_the_mart_shows_it(
     with reader(db, 60) as con:
         rows = con.execute(
             "SELECT template_family, n_questions, n_passed, pass_rate, format_error_rate, "
-            "is_base FROM mart_model_pass_rate WHERE model = ? ORDER BY template_family",
+            "is_base FROM mart_model_pass_rate WHERE model = ? AND family = 'analysis' "
+            "AND role = 'default' ORDER BY template_family",
             [vllm_server.model],
         ).fetchall()
     assert rows[0][:4] == ("(all)", 2, 0, 0.0) and rows[0][5] is True
