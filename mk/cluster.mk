@@ -67,8 +67,12 @@ cluster-up: install cluster-deps
 	  $(VENV)/bin/celery -A dagster_celery.app worker -Q "$$QUEUES" -c $$CONCURRENCY \
 	    --prefetch-multiplier=1 -n "worker$$i@%h" --loglevel INFO --detach \
 	    --pidfile "$$pidf" --logfile "$$CLUSTER_LOGS/worker$$i.log"; \
-	  for t in $$(seq 1 100); do [ -s "$$pidf" ] && break; sleep 0.1; done; \
-	  [ -s "$$pidf" ] || { echo "celery: worker$$i did not start:"; tail -20 "$$CLUSTER_LOGS/worker$$i.log"; exit 1; }; \
+	  : "celery --detach writes and removes a probe pidfile before it execs the worker, so"; \
+	  : "started = the pidfile is back and the worker has forked its pool"; \
+	  for t in $$(seq 1 600); do \
+	    [ -s "$$pidf" ] && pgrep -P "$$(cat "$$pidf" 2>/dev/null)" >/dev/null 2>&1 && break; sleep 0.1; done; \
+	  [ -s "$$pidf" ] && pgrep -P "$$(cat "$$pidf")" >/dev/null 2>&1 \
+	    || { echo "celery: worker$$i did not start:"; tail -20 "$$CLUSTER_LOGS/worker$$i.log"; exit 1; }; \
 	  echo "celery: worker$$i started (pid $$(cat "$$pidf"), queues $$QUEUES)"; \
 	done; \
 	echo "cluster up: dagster.yaml at $(DAGSTER_HOME), logs in $$CLUSTER_LOGS"
