@@ -73,3 +73,25 @@ def test_forbidden_constructs_ignores_comments() -> None:
     assert forbidden_constructs("method M() { } // assume {:axiom} {:verify false}") == []
     found = forbidden_constructs("method {:extern} M()\nlemma {:axiom} L() ensures false")
     assert [f.cheat for f in found] == ["axiom", "extern"]
+
+
+@pytest.mark.parametrize("answer", ["", "\n\n", "// I give up\n"])
+def test_a_body_left_out_is_bodiless_for_every_bundled_task(answer: str) -> None:
+    """Dafny 2.3 verifies a bodiless method without proving its ensures, so an empty or
+    comment-only answer spliced in as the body must be a cheat, on every bundled task."""
+    from verilearn_assets.dafny.loader import load_bundled
+
+    for ex in load_bundled():
+        found = [f.cheat for f in check_candidate(ex.gold_program, ex.assemble(answer))]
+        assert found == ["bodiless_decl"], (ex.name, found)
+        assert check_candidate(ex.gold_program, ex.assemble(ex.body)) == [], ex.name
+
+
+def test_the_verifier_accepts_a_bodiless_method_the_reward_does_not(verifier) -> None:
+    """The hole is real (the verifier says verified), and the reward closes it."""
+    from verilearn_assets.dafny.rewards import score_candidate
+
+    hollow = REFERENCE.replace("{\n" + BODY + "}\n", "\n")
+    assert verifier.verify(hollow).status == "verified"
+    scored = score_candidate(REFERENCE, hollow, verifier)
+    assert (scored.reward, scored.status) == (0.0, "cheat")

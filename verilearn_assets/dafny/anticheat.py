@@ -7,7 +7,9 @@ verifier has its own failure class, so reports show which trick a model tried:
 - `assume`: an `assume` statement the reference does not have;
 - `axiom`: an `{:axiom}` attribute; `verify_false`: `{:verify false}`; `extern`: `{:extern}`;
 - `bodiless_decl`: a function/lemma/method without a body that the reference lacks (an
-  unproved lemma is an axiom in disguise);
+  unproved lemma is an axiom in disguise), or one whose reference body the candidate left
+  out (Dafny 2.3 accepts a bodiless method without proving its ensures: an empty or
+  comment-only answer spliced in as the body would verify);
 - `spec_changed`: a signature, requires/ensures/modifies/reads/decreases clause of a
   callable, or any other declaration (the header) differs from the reference, compared
   after removing comments and whitespace; a removed or renamed one counts too. New
@@ -34,6 +36,7 @@ CHEAT_CLASSES: tuple[str, ...] = (
     "bodiless_decl",
     "spec_changed",
 )
+_CALLABLES = ("function", "predicate", "lemma", "method", "constructor")
 _PATTERNS: dict[str, re.Pattern[str]] = {
     "assume": re.compile(r"\bassume\b"),
     "axiom": re.compile(r"\{\s*:\s*axiom\b"),
@@ -80,17 +83,16 @@ def check_candidate(reference: str, candidate: str) -> list[CheatFinding]:
         return findings
     ref, cand = _by_name(ref_decls), _by_name(cand_decls)
     for key, decl in cand.items():
-        if (
-            key not in ref
-            and decl.body is None
-            and decl.kind in ("function", "predicate", "lemma", "method")
-        ):
+        if key not in ref and decl.body is None and decl.kind in _CALLABLES:
             findings.append(CheatFinding(cheat="bodiless_decl", detail=f"new bodiless {key}"))
     changed = sorted(set(ref) - set(cand))  # added helpers with bodies are verified too
     for key in sorted(set(ref) & set(cand)):
         r, c = ref[key], cand[key]
         if r.kind in ("class", "module", "trait"):
             continue  # members are compared one by one
+        if r.kind in _CALLABLES and r.body is not None and c.body is None:
+            findings.append(CheatFinding(cheat="bodiless_decl", detail=f"body left out of {key}"))
+            continue
         if r.body is None or r.kind in ("function", "predicate") and not _is_target(r):
             same = normalize(r.text) == normalize(c.text)
         else:
