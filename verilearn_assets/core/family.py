@@ -164,6 +164,28 @@ class GrpoEnvOptions:
 
 
 @dataclass(frozen=True)
+class EvalChain:
+    """A role evaluated as two model turns per task (dafny `cascade`: the writer's body, then
+    the annotator on that body, then the verifier).
+
+    - `first_role`: the grpo role whose prompts start the chain;
+    - `next_prompts(home, tasks, rows, first_texts)`: the second turn's prompt rows (same
+      task ids as `rows`);
+    - `score(home, tasks, task_ids, first_texts, second_texts)`: one verdict dict per task,
+      `outcome`/`partial` as for `GrpoScorer.score`.
+    """
+
+    first_role: str
+    next_prompts: Callable[
+        [Path, Sequence[Record], list[dict[str, Any]], list[str]], list[dict[str, Any]]
+    ]
+    score: Callable[
+        [Path, Sequence[Record], Sequence[str], Sequence[str], Sequence[str]],
+        list[dict[str, Any]],
+    ]
+
+
+@dataclass(frozen=True)
 class GrpoTask:
     """What a family gives the GRPO trainer, so the trainer has no family-specific code.
 
@@ -178,6 +200,10 @@ class GrpoTask:
     - `environment(home, tasks, role, options)`: optional multi-turn environment, used
       when `grpo.multi_turn` is on: the model's turns alternate with the environment's
       (tool output), and the episode's own score is the reward.
+    - `stop()`: optional stop sequences every request for these prompts sends (evaluation
+      sends what the family's own model teacher sends).
+    - `eval_chains`: roles evaluated as two chained model turns (see `EvalChain`); they
+      join `roles` for `verilearn eval --role`.
     """
 
     prompts: Callable[[Path, Sequence[Record], str], list[dict[str, Any]]]
@@ -188,6 +214,8 @@ class GrpoTask:
     environment: Callable[[Path, Sequence[Record], str, GrpoEnvOptions], GrpoEnvironment] | None = (
         None
     )
+    stop: Callable[[], list[str]] | None = None
+    eval_chains: dict[str, EvalChain] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         missing = [r for r in ("outcome", "partial") if r not in self.rewards]

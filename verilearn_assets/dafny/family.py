@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from verilearn_assets.core.family import Family, GateRule, GrpoTask
+from verilearn_assets.core.family import EvalChain, Family, GateRule, GrpoTask
 from verilearn_assets.core.records import Record
 from verilearn_assets.dafny import prompts, rules
 from verilearn_assets.dafny.records import DafnyTask, DafnyTrajectory
@@ -216,17 +216,12 @@ FAMILY = Family(
     task_columns=("role", "name", "status", "input_status", "mutation"),
     rollout_columns=("role", "status", "failure_bucket", "reward", "latency_ms"),
     grpo=GrpoTask(
-        grpo_prompts, DafnyScorer, roles=("writer", "annotator"), pass_rates=grpo_pass_rates
+        grpo_prompts,
+        DafnyScorer,
+        roles=("writer", "annotator"),
+        pass_rates=grpo_pass_rates,
+        stop=lambda: prompts.load_prompt_config().stop,  # as the vllm teacher sends
+        # `verilearn eval --family dafny --role cascade`: writer, annotator, verifier
+        eval_chains={"cascade": EvalChain("writer", cascade_prompts, cascade_score)},
     ),
-    # `verilearn eval --family dafny --role cascade` (training/eval_family.py: chained roles)
-    extra={
-        "eval_stop": lambda: prompts.load_prompt_config().stop,  # as the vllm teacher sends
-        "eval_chains": {
-            "cascade": {
-                "first_role": "writer",
-                "next_prompts": cascade_prompts,
-                "score": cascade_score,
-            }
-        },
-    },
 )

@@ -14,16 +14,13 @@ reward-only `score`; the evaluator prefers it.
 What a model says comes from a `CompletionSource`: `VllmCompletions` (the served model), or
 in tests a scripted source standing in for a model.
 
-Chained roles: a family may list in `Family.extra["eval_chains"]` roles that run two model
-turns per task (dafny `cascade`: the writer's body, then the annotator on that body, then the
-verifier). Each entry is a dict with `first_role` (a grpo role whose prompts start the chain),
-`next_prompts(home, tasks, rows, first_texts) -> rows` (the second turn's prompt rows, same
-task ids) and `score(home, tasks, task_ids, first_texts, second_texts) -> [dict]` (the
-verdict, `outcome`/`partial` as for `score`). The record carries the second turn's text and
-the tokens and latency of both turns.
+Chained roles: `GrpoTask.eval_chains` lists roles that run two model turns per task
+(`core.family.EvalChain`; dafny `cascade`: the writer's body, then the annotator on that
+body, then the verifier). The record carries the second turn's text and the tokens and
+latency of both turns.
 
-Stop sequences: a prompt row's `stop`, else `Family.extra["eval_stop"]()` (dafny: the stop
-sequences of configs/dafny_prompts.yaml, which its vllm teacher sends too).
+Stop sequences: a prompt row's `stop`, else `GrpoTask.stop()` (dafny: the stop sequences
+of configs/dafny_prompts.yaml, which its vllm teacher sends too).
 """
 
 from __future__ import annotations
@@ -39,7 +36,7 @@ from typing import Any, Protocol
 
 from verilearn_assets.core import lake
 from verilearn_assets.core.eval_records import ModelEvalRecord
-from verilearn_assets.core.family import Family, family
+from verilearn_assets.core.family import EvalChain, Family, family
 from verilearn_assets.core.llm.budget import FAILURE_CLASS as CONTEXT_OVERFLOW
 from verilearn_assets.core.llm.client import VllmClient, VllmContextOverflow
 from verilearn_assets.core.llm.config import VllmConfig, load_vllm_config
@@ -150,17 +147,13 @@ class VllmCompletions:
 
 
 # --- which tasks ------------------------------------------------------------------------------
-EVAL_CHAINS = "eval_chains"  # Family.extra key: roles evaluated as two chained model turns
-EVAL_STOP = "eval_stop"  # Family.extra key: () -> stop sequences for every request
-
-
 def family_stop(fam: Family) -> list[str]:
-    hook = fam.extra.get(EVAL_STOP)
+    hook = fam.grpo.stop if fam.grpo is not None else None
     return list(hook()) if hook is not None else []
 
 
-def eval_chains(fam: Family) -> dict[str, dict[str, Any]]:
-    return dict(fam.extra.get(EVAL_CHAINS, {}))
+def eval_chains(fam: Family) -> dict[str, EvalChain]:
+    return dict(fam.grpo.eval_chains) if fam.grpo is not None else {}
 
 
 def eval_roles(fam: Family) -> tuple[str, ...]:
@@ -190,7 +183,7 @@ def family_rows(
         raise ValueError(
             f"family {fam.name!r} has no role {role!r} (roles: {', '.join(eval_roles(fam))})"
         )
-    prompt_role = eval_chains(fam)[role]["first_role"] if role in eval_chains(fam) else role
+    prompt_role = eval_chains(fam)[role].first_role if role in eval_chains(fam) else role
     tasks = [
         t
         for source in SOURCES
@@ -266,7 +259,7 @@ def run_chain(
     first = source.complete(rows, progress)
     asked = [i for i, c in enumerate(first) if c.failure is None]
     texts = [first[i].text for i in asked]
-    nxt = chain["next_prompts"](home, tasks, [rows[i] for i in asked], texts)
+    nxt = chain.next_prompts(home, tasks, [rows[i] for i in asked], texts)
     second_asked = source.complete(nxt, progress) if nxt else []
     second: dict[int, Completion] = dict(zip(asked, second_asked, strict=True))
     merged: list[Completion] = []
@@ -289,7 +282,7 @@ def run_chain(
     ok = [i for i in asked if second[i].failure is None]
     scores: list[dict[str, Any] | None] = [None] * len(rows)
     if ok:
-        got = chain["score"](
+        got = chain.score(
             home,
             tasks,
             [rows[i]["task_id"] for i in ok],
