@@ -44,8 +44,13 @@ def test_grpo_prompts_and_scores(small_tasks, tmp_path: Path, monkeypatch) -> No
             _answer({"kind": "run", "pattern": "print($A)", "rewrite": "print($A)"}),  # no-op
         ]
         scores = scorer.score(ids, completions)
+        detail = scorer.evaluate(ids, completions)  # what `verilearn eval` records
     finally:
         scorer.close()
+    assert [d["status"] for d in detail] == [
+        "verified", "parse", "disallowed", "partial", "no_change"
+    ]  # fmt: skip
+    assert [{k: d[k] for k in ("outcome", "partial")} for d in detail] == scores
     assert scores[0] == {"outcome": 1.0, "partial": 1.0}
     assert scores[1] == scores[2] == {"outcome": 0.0, "partial": 0.0}
     assert scores[3]["outcome"] == 0.0 and 0.0 < scores[3]["partial"] <= 0.5

@@ -107,6 +107,15 @@ class RefactorScorer:
         self.workers = max(1, self.config.actors.concurrency)
 
     def _one(self, task_id: str, completion: str) -> dict[str, float]:
+        scores, _ = self._judge(task_id, completion)
+        return scores
+
+    def _detail(self, task_id: str, completion: str) -> dict[str, Any]:
+        scores, reward = self._judge(task_id, completion)
+        status = reward.failure or ("verified" if reward.value == 1.0 else "partial")
+        return {**scores, "status": status}
+
+    def _judge(self, task_id: str, completion: str) -> tuple[dict[str, float], Any]:
         from verilearn_assets.refactor.actions import ActionRejected, parse_action
         from verilearn_assets.refactor.prompts import ParseFailure, parse_output
         from verilearn_assets.refactor.rewards import compute_reward
@@ -150,13 +159,21 @@ class RefactorScorer:
             finally:
                 cleanup(ws)
         reward = compute_reward(task, pre_failure, status, tests, th, diff)
-        return {"outcome": 1.0 if reward.value == 1.0 else 0.0, "partial": reward.value}
+        return {"outcome": 1.0 if reward.value == 1.0 else 0.0, "partial": reward.value}, reward
 
     def score(self, task_ids: Sequence[str], completions: Sequence[str]) -> list[dict[str, float]]:
         if len(task_ids) != len(completions):
             raise ValueError(f"{len(task_ids)} task ids for {len(completions)} completions")
         with ThreadPoolExecutor(self.workers) as pool:
             return list(pool.map(self._one, task_ids, completions))
+
+    def evaluate(self, task_ids: Sequence[str], completions: Sequence[str]) -> list[dict[str, Any]]:
+        """`score` plus `status`: the step's failure class (parse, disallowed, crash,
+        wrong_change, no_change, tests_fail, ...), `verified`, or `partial`."""
+        if len(task_ids) != len(completions):
+            raise ValueError(f"{len(task_ids)} task ids for {len(completions)} completions")
+        with ThreadPoolExecutor(self.workers) as pool:
+            return list(pool.map(self._detail, task_ids, completions))
 
     def close(self) -> None:
         """Nothing is held between calls: each completion gets its own workspace."""
