@@ -62,17 +62,20 @@ cluster-up: install cluster-deps
 	  pidf="$$CLUSTER_DIR/celery/worker$$i.pid"; \
 	  if [ -f "$$pidf" ] && kill -0 "$$(cat "$$pidf")" 2>/dev/null; then \
 	    echo "celery: worker$$i already running (pid $$(cat "$$pidf"))"; continue; fi; \
-	  rm -f "$$pidf"; \
+	  rm -f "$$pidf"; wlog="$$CLUSTER_LOGS/worker$$i.log"; \
+	  ready0=$$(grep -c ' ready\.$$' "$$wlog" 2>/dev/null); ready0=$${ready0:-0}; \
 	  PYTHONPATH="$$CLUSTER_DIR/celery$${PYTHONPATH:+:$$PYTHONPATH}" VERILEARN_EXECUTOR=celery \
 	  $(VENV)/bin/celery -A dagster_celery.app worker -Q "$$QUEUES" -c $$CONCURRENCY \
 	    --prefetch-multiplier=1 -n "worker$$i@%h" --loglevel INFO --detach \
 	    --pidfile "$$pidf" --logfile "$$CLUSTER_LOGS/worker$$i.log"; \
-	  : "celery --detach writes and removes a probe pidfile before it execs the worker, so"; \
-	  : "started = the pidfile is back and the worker has forked its pool"; \
-	  for t in $$(seq 1 600); do \
-	    [ -s "$$pidf" ] && pgrep -P "$$(cat "$$pidf" 2>/dev/null)" >/dev/null 2>&1 && break; sleep 0.1; done; \
-	  [ -s "$$pidf" ] && pgrep -P "$$(cat "$$pidf")" >/dev/null 2>&1 \
-	    || { echo "celery: worker$$i did not start:"; tail -20 "$$CLUSTER_LOGS/worker$$i.log"; exit 1; }; \
+	  : "started = the worker logged a new 'ready.' (it consumes, its pool is forked, its pidfile"; \
+	  : "is written); celery --detach writes and removes a probe pidfile before exec, so the"; \
+	  : "pidfile alone is not a signal"; \
+	  for t in $$(seq 1 240); do \
+	    n=$$(grep -c ' ready\.$$' "$$wlog" 2>/dev/null); [ "$${n:-0}" -gt "$$ready0" ] && break; sleep 0.5; done; \
+	  n=$$(grep -c ' ready\.$$' "$$wlog" 2>/dev/null); \
+	  [ "$${n:-0}" -gt "$$ready0" ] && [ -s "$$pidf" ] \
+	    || { echo "celery: worker$$i not ready after 120 s:"; tail -20 "$$wlog"; exit 1; }; \
 	  echo "celery: worker$$i started (pid $$(cat "$$pidf"), queues $$QUEUES)"; \
 	done; \
 	echo "cluster up: dagster.yaml at $(DAGSTER_HOME), logs in $$CLUSTER_LOGS"
