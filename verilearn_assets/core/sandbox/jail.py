@@ -145,22 +145,13 @@ def host_jail_spec(
     config: SandboxConfig, ctl_host_dir: str, tables_host_dir: str, extra_ro_mounts: list[str]
 ) -> JailSpec:
     """Spec for a jail that runs the host's own interpreter (bwrap, Docker offline mode)."""
-    worker_host_dir = str(Path(__file__).resolve().parent)
-    mounts: list[tuple[str, str]] = []
+    mounts = _runtime_mounts(config)
     data: list[tuple[str, str]] = []
-    system = [p for p in config.system_ro_paths if os.path.exists(p)]
-    for path in _outermost(system + python_runtime_paths()):
-        mounts.append((path, path))
-    for binary in config.allowed_binaries:
-        if not os.path.exists(binary):
-            raise ValueError(f"sandbox config: allowed binary {binary} does not exist")
-        mounts.append((binary, binary))
     for path in extra_ro_mounts:
         real = os.path.realpath(path)
         if not os.path.isdir(real):
             raise ValueError(f"sandbox: extra read-only mount {path} is not a directory")
         data.append((real, real))
-    mounts.append((worker_host_dir, WORKER_DIR_IN_JAIL))
     data += [(ctl_host_dir, CTL_DIR_IN_JAIL), (tables_host_dir, TABLES_DIR_IN_JAIL)]
     argv = [
         sys.executable,
