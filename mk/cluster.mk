@@ -63,7 +63,7 @@ cluster-up: install cluster-deps
 	  if [ -f "$$pidf" ] && kill -0 "$$(cat "$$pidf")" 2>/dev/null; then \
 	    echo "celery: worker$$i already running (pid $$(cat "$$pidf"))"; continue; fi; \
 	  rm -f "$$pidf"; wlog="$$CLUSTER_LOGS/worker$$i.log"; \
-	  ready0=$$(grep -c ' ready\.$$' "$$wlog" 2>/dev/null); ready0=$${ready0:-0}; \
+	  ready0=$$(grep -c ' ready\.$$' "$$wlog" 2>/dev/null || true); ready0=$${ready0:-0}; \
 	  PYTHONPATH="$$CLUSTER_DIR/celery$${PYTHONPATH:+:$$PYTHONPATH}" VERILEARN_EXECUTOR=celery \
 	  $(VENV)/bin/celery -A dagster_celery.app worker -Q "$$QUEUES" -c $$CONCURRENCY \
 	    --prefetch-multiplier=1 -n "worker$$i@%h" --loglevel INFO --detach \
@@ -72,8 +72,8 @@ cluster-up: install cluster-deps
 	  : "is written); celery --detach writes and removes a probe pidfile before exec, so the"; \
 	  : "pidfile alone is not a signal"; \
 	  for t in $$(seq 1 240); do \
-	    n=$$(grep -c ' ready\.$$' "$$wlog" 2>/dev/null); [ "$${n:-0}" -gt "$$ready0" ] && break; sleep 0.5; done; \
-	  n=$$(grep -c ' ready\.$$' "$$wlog" 2>/dev/null); \
+	    n=$$(grep -c ' ready\.$$' "$$wlog" 2>/dev/null || true); [ "$${n:-0}" -gt "$$ready0" ] && break; sleep 0.5; done; \
+	  n=$$(grep -c ' ready\.$$' "$$wlog" 2>/dev/null || true); \
 	  [ "$${n:-0}" -gt "$$ready0" ] && [ -s "$$pidf" ] \
 	    || { echo "celery: worker$$i not ready after 120 s:"; tail -20 "$$wlog"; exit 1; }; \
 	  echo "celery: worker$$i started (pid $$(cat "$$pidf"), queues $$QUEUES)"; \
