@@ -1,9 +1,13 @@
 -- Question generation diagnostics per dataset and source, over every split: candidates
--- tried (every question record, accepted or rejected: screened-out candidates are kept as
--- rejected records), rejected by reason (the part of rejection_reason before ':'),
--- accepted, and operator coverage of the accepted ones. The four quality reasons of
--- issue 10 (tie_unstated, ambiguous_convention, degenerate, meaningless_chain) get their
--- own columns so a zero is visible; rejected_by_reason lists every reason.
+-- tried, rejected by reason (the part of rejection_reason before ':'), accepted, operator
+-- coverage and readability of the accepted ones.
+-- Candidates tried = every question record (accepted or rejected: screened-out candidates
+-- are kept as rejected records) + the procedural search's rejections that never became a
+-- record (duplicate, too_few_ops, skeleton_failed, ...: lake `analysis/generation_stats`),
+-- so tried = accepted + rejected. The four quality reasons of issue 10 (tie_unstated,
+-- ambiguous_convention, degenerate, meaningless_chain) get their own columns so a zero is
+-- visible; rejected_by_reason lists every reason. Readability is over accepted, scored
+-- questions (1..5): mean, quartiles (quantile_disc) and the questions per score.
 WITH q AS (
     SELECT
         source,
@@ -14,17 +18,33 @@ WITH q AS (
                 THEN coalesce(nullif(split_part(rejection_reason, ':', 1), ''), '(unspecified)')
         END AS reason,
         coalesce(op_families, []) AS op_families,
-        coalesce(program_ops, []) AS program_ops
+        coalesce(program_ops, []) AS program_ops,
+        CASE WHEN status = 'accepted' AND readability >= 1 THEN readability END AS score
     FROM read_parquet(
         '{{ lake }}/analysis/questions/*/*/part-*.parquet',
         hive_partitioning = true,
         union_by_name = true
     )
 ),
+searched AS (
+    SELECT source, dataset, reason, sum(n) AS n
+    FROM read_parquet(
+        '{{ lake }}/analysis/generation_stats/*/*/part-*.parquet',
+        hive_partitioning = true,
+        union_by_name = true
+    )
+    GROUP BY source, dataset, reason
+),
 reasons AS (
-    SELECT source, dataset, reason, count(*) AS n
-    FROM q
-    WHERE status = 'rejected'
+    SELECT source, dataset, reason, sum(n) AS n
+    FROM (
+        SELECT source, dataset, reason, count(*) AS n
+        FROM q
+        WHERE status = 'rejected'
+        GROUP BY source, dataset, reason
+        UNION ALL
+        SELECT source, dataset, reason, n FROM searched
+    )
     GROUP BY source, dataset, reason
 ),
 by_reason AS (
@@ -32,13 +52,30 @@ by_reason AS (
     FROM reasons
     GROUP BY source, dataset
 ),
+search_totals AS (
+    SELECT source, dataset, sum(n) AS n FROM searched GROUP BY source, dataset
+),
+scores AS (
+    SELECT source, dataset, score, count(*) AS n
+    FROM q
+    WHERE score IS NOT NULL
+    GROUP BY source, dataset, score
+),
+histogram AS (
+    SELECT
+        source,
+        dataset,
+        string_agg(printf('%.2f', score) || '=' || n, ', ' ORDER BY score) AS readability_histogram
+    FROM scores
+    GROUP BY source, dataset
+),
 totals AS (
     SELECT
         source,
         dataset,
-        count(*) AS candidates_tried,
+        count(*) AS records,
         count(*) FILTER (WHERE status = 'accepted') AS accepted,
-        count(*) FILTER (WHERE status = 'rejected') AS rejected,
+        count(*) FILTER (WHERE status = 'rejected') AS rejected_records,
         count(*) FILTER (WHERE reason = 'tie_unstated') AS rejected_tie_unstated,
         count(*) FILTER (WHERE reason = 'ambiguous_convention') AS rejected_ambiguous_convention,
         count(*) FILTER (WHERE reason = 'degenerate') AS rejected_degenerate,
@@ -49,13 +86,41 @@ totals AS (
         ) AS operator_families_covered,
         coalesce(
             len(list_distinct(flatten(list(program_ops) FILTER (WHERE status = 'accepted')))), 0
-        ) AS operators_covered
+        ) AS operators_covered,
+        round(avg(score), 3) AS readability_mean,
+        quantile_disc(score, 0.25) AS readability_p25,
+        quantile_disc(score, 0.5) AS readability_median,
+        quantile_disc(score, 0.75) AS readability_p75
     FROM q
     GROUP BY source, dataset
+),
+keys AS (
+    SELECT source, dataset FROM totals
+    UNION
+    SELECT source, dataset FROM search_totals
 )
 SELECT
-    t.*,
+    k.source,
+    k.dataset,
+    coalesce(t.records, 0) + coalesce(s.n, 0) AS candidates_tried,
+    coalesce(t.accepted, 0) AS accepted,
+    coalesce(t.rejected_records, 0) + coalesce(s.n, 0) AS rejected,
+    coalesce(s.n, 0) AS rejected_search_stage,
+    coalesce(t.rejected_tie_unstated, 0) AS rejected_tie_unstated,
+    coalesce(t.rejected_ambiguous_convention, 0) AS rejected_ambiguous_convention,
+    coalesce(t.rejected_degenerate, 0) AS rejected_degenerate,
+    coalesce(t.rejected_meaningless_chain, 0) AS rejected_meaningless_chain,
+    coalesce(t.operator_families_covered, []) AS operator_families_covered,
+    coalesce(t.operators_covered, 0) AS operators_covered,
+    t.readability_mean,
+    t.readability_p25,
+    t.readability_median,
+    t.readability_p75,
+    coalesce(h.readability_histogram, '') AS readability_histogram,
     coalesce(b.rejected_by_reason, '') AS rejected_by_reason
-FROM totals AS t
+FROM keys AS k
+LEFT JOIN totals AS t USING (source, dataset)
+LEFT JOIN search_totals AS s USING (source, dataset)
+LEFT JOIN histogram AS h USING (source, dataset)
 LEFT JOIN by_reason AS b USING (source, dataset)
-ORDER BY t.source, t.dataset
+ORDER BY k.source, k.dataset

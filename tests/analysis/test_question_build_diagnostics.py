@@ -47,5 +47,8 @@ def test_procedural_partition_reports_search_rejections_and_coverage(tmp_path, p
         k.removeprefix("op:") for k, v in built.coverage.items() if k.startswith("op:") and v
     } == used
     assert sum(built.search_rejected.values()) > 0  # duplicates at least: the search says why
+    # per dataset too (the lake rows of mart_generation_diagnostics): the same counts
+    assert list(built.search_rejected_by_dataset) == [table.dataset]
+    assert built.search_rejected_by_dataset[table.dataset] == built.search_rejected
     assert len({r.id for r in built.records}) == len(built.records)
     assert all(r.conventions is not None and 1.0 <= r.readability <= 5.0 for r in accepted)

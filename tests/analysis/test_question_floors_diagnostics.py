@@ -4,9 +4,16 @@ records, and the generation diagnostics mart over a real lake (DuckDB)."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 import pandas as pd
 
+from verilearn_assets.analysis.generation_stats import LAKE as GENERATION_STATS
+from verilearn_assets.analysis.generation_stats import (
+    SearchRejectionRecord,
+    search_rejection_records,
+)
+from verilearn_assets.analysis.question_build import readability_markdown, summarize
 from verilearn_assets.analysis.question_rules import conventions_stated, floors, floors_for
 from verilearn_assets.analysis.records import Alternative, QuestionRecord
 from verilearn_assets.analysis.templates.base import NUMBER
@@ -38,6 +45,7 @@ def record(
     ops: tuple[str, ...] = (),
     source: str = "template",
     table: str = "t1",
+    readability: float = 0.0,
 ) -> QuestionRecord:
     code = f"# {dataset} {reason or ''} {question}\n{code}"
     alts = alternatives or []
@@ -63,6 +71,7 @@ def record(
         program_ops=list(ops),
         status=status,
         rejection_reason=reason,
+        readability=readability,
     )
 
 
@@ -149,3 +158,86 @@ def test_conventions_stated_never_runs_llm_written_code_in_process(tmp_path):
     rec = record("toy", source="llm", code="raise SystemExit('must not run here')\n")
     out = conventions_stated([rec], {"t1": str(tmp_path / "absent.parquet")}, sample=5)
     assert out.passed and out.checked == 0
+
+
+def _mart(tmp_path, name: str) -> list[dict]:
+    db = warehouse_path(tmp_path)
+    with writer(db) as w:
+        build_all(w, lake.lake_root(tmp_path))
+    with reader(db) as r:
+        cur = r.execute(f"SELECT * FROM {name}")
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
+
+
+def test_diagnostics_count_search_stage_rejections_and_readability(tmp_path):
+    root = lake.lake_root(tmp_path)
+    scores = [2.0, 3.0, 4.0, 5.0, 5.0]
+    recs = [
+        record("iris", source="procedural", question=f"q{i}", readability=s)
+        for i, s in enumerate(scores)
+    ]
+    recs.append(record("iris", source="procedural", question="unscored"))  # readability 0
+    recs.append(record("iris", source="procedural", status="rejected", reason="degenerate: 0"))
+    lake.write_records(
+        "analysis/questions", recs, QuestionRecord, root, source="procedural", split="train"
+    )
+    # the search's own counts: kept-record reasons and audit tallies are not repeated here
+    train = search_rejection_records(
+        {
+            "iris": Counter(duplicate=4, too_few_ops=2, meaningless_chain=3, would_degenerate=1),
+            "nile": Counter(skeleton_failed=5),
+        },
+        "procedural",
+        "train",
+    )
+    assert sorted((r.dataset, r.reason, r.n) for r in train) == [
+        ("iris", "duplicate", 4),
+        ("iris", "too_few_ops", 2),
+        ("nile", "skeleton_failed", 5),
+    ]
+    dev = search_rejection_records({"iris": Counter(duplicate=1)}, "procedural", "dev")
+    for split, rows in (("train", train), ("dev", dev)):
+        lake.write_records(
+            GENERATION_STATS, rows, SearchRejectionRecord, root, source="procedural", split=split
+        )
+    iris, nile = _mart(tmp_path, "mart_generation_diagnostics")
+    # 7 records + 7 search-stage rejections (4 + 2 in train, 1 in dev)
+    assert (iris["candidates_tried"], iris["accepted"], iris["rejected"]) == (14, 6, 8)
+    assert iris["rejected_search_stage"] == 7 and iris["rejected_degenerate"] == 1
+    assert iris["rejected_by_reason"] == "degenerate=1, duplicate=5, too_few_ops=2"
+    # scored accepted questions only: 2 3 4 5 5
+    assert iris["readability_mean"] == 3.8
+    assert (iris["readability_p25"], iris["readability_median"], iris["readability_p75"]) == (
+        3.0,
+        4.0,
+        5.0,
+    )
+    assert iris["readability_histogram"] == "2.00=1, 3.00=1, 4.00=1, 5.00=2"
+    # a dataset whose every program died in the search still has its row
+    assert (nile["dataset"], nile["candidates_tried"], nile["accepted"], nile["rejected"]) == (
+        "nile",
+        5,
+        0,
+        5,
+    )
+    assert nile["readability_mean"] is None and nile["readability_histogram"] == ""
+    hist = _mart(tmp_path, "mart_question_readability")
+    assert [(h["score"], h["questions"], h["share"]) for h in hist] == [
+        (2.0, 1, 0.2),
+        (3.0, 1, 0.2),
+        (4.0, 1, 0.2),
+        (5.0, 2, 0.4),
+    ]
+    assert {(h["source"], h["split"]) for h in hist} == {("procedural", "train")}
+
+
+def test_questions_metadata_readability_distribution():
+    recs = [record("iris", question=f"q{i}", readability=s) for i, s in enumerate([2.0, 5.0, 5.0])]
+    recs.append(record("iris", question="unscored"))
+    summary = summarize(recs)
+    assert summary["readability"]["count"] == 3 and summary["readability"]["median"] == 5.0
+    assert summary["readability_histogram"] == {2.0: 1, 5.0: 2}
+    md = readability_markdown(summary)
+    assert "| 2.00 | 1 |" in md and "| 5.00 | 2 |" in md and "median 5.0" in md
+    assert readability_markdown(summarize([])) == "_no scored question_"

@@ -24,10 +24,16 @@ from resources.container_pool import ContainerPoolResource
 from resources.home import HomeResource
 from resources.vllm import VllmResource
 from verilearn_assets.analysis.family import FAMILY
+from verilearn_assets.analysis.generation_stats import LAKE as GENERATION_STATS
+from verilearn_assets.analysis.generation_stats import (
+    SearchRejectionRecord,
+    search_rejection_records,
+)
 from verilearn_assets.analysis.question_build import (
     PartitionQuestions,
     build_generated,
     markdown_counts,
+    readability_markdown,
     summarize,
 )
 from verilearn_assets.analysis.questions_config import load_questions_config
@@ -44,8 +50,7 @@ from verilearn_assets.core import lake
 from verilearn_assets.core.deploy import op_tags_for
 from verilearn_assets.core.ingest.catalog import load_datasets_config
 from verilearn_assets.core.ingest.tables import catalog_table_records, load_table_records
-from verilearn_assets.core.llm.budget import BudgetCounts, ContextBudgetRecord
-from verilearn_assets.core.llm.budget import lake_asset as budget_lake_asset
+from verilearn_assets.core.llm.budget import BudgetCounts, write_counts
 from verilearn_assets.platform.assets import tables
 from verilearn_assets.platform.defs import SOURCE_SPLIT, source_split
 
@@ -54,14 +59,7 @@ BUDGET_KEY = "_context_budget"  # carries the counts from `_llm_questions` to th
 
 def write_budget(counts: BudgetCounts, asset: str, root, source: str, split: str) -> None:
     """This run's context-budget losses for one partition, read by `mart_context_budget`."""
-    lake.write_records(
-        budget_lake_asset(FAMILY.name, asset),
-        counts.records(FAMILY.name, asset, source, split),
-        ContextBudgetRecord,
-        root,
-        source=source,
-        split=split,
-    )
+    write_counts(counts, FAMILY.name, asset, root, source, split)
 
 
 LLM_HOWTO = (
@@ -137,7 +135,7 @@ async def _llm_questions(
 
 @asset(
     key_prefix=[FAMILY.name],
-    op_tags=op_tags_for(["container_pool"]),  # a Celery worker with the sandbox runs it
+    op_tags=op_tags_for(["sandbox"]),  # a Celery worker with the sandbox runs it
     partitions_def=SOURCE_SPLIT,
     # every dataset partition of `tables` feeds every questions partition (the split of a
     # dataset is decided by the catalog, not by the partition key)
@@ -191,6 +189,15 @@ def questions(
         source=source,
         split=split,
     )
+    # search-stage rejections that never became records, for mart_generation_diagnostics
+    lake.write_records(
+        GENERATION_STATS,
+        search_rejection_records(built.search_rejected_by_dataset, source, split),
+        SearchRejectionRecord,
+        home.lake_root(),
+        source=source,
+        split=split,
+    )
     summary = summarize(built.records)
     context.log.info(
         f"{source}/{split}: {summary['accepted']} accepted, "
@@ -219,6 +226,7 @@ def questions(
                 markdown_counts(built.coverage, "operator coverage")
             ),
             "readability_mean": summary["readability_mean"],
+            "readability": MetadataValue.md(readability_markdown(summary)),
             "not_applicable": MetadataValue.md(
                 markdown_counts(dict(built.not_applicable), "template not applicable (tables)")
             ),
@@ -229,7 +237,7 @@ def questions(
 
 @asset(
     key_prefix=[FAMILY.name],
-    op_tags=op_tags_for(["container_pool"]),  # a Celery worker with the sandbox runs it
+    op_tags=op_tags_for(["sandbox"]),  # a Celery worker with the sandbox runs it
     partitions_def=SOURCE_SPLIT,
     deps=[questions],
     group_name="analysis",

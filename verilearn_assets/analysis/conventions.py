@@ -66,6 +66,15 @@ CONVENTIONS: tuple[Convention, ...] = (
     ),
     Convention("argmax_last_tied", "tie", r"\.idxmax\(\)", ".iloc[::-1].idxmax()", _TIE_WORDS),
     Convention("argmin_last_tied", "tie", r"\.idxmin\(\)", ".iloc[::-1].idxmin()", _TIE_WORDS),
+    # the first k of a ranking (e.g. the top predictors): a tie at the k-th place is broken
+    # by position; the variant ranks the reversed series, so tied entries swap places
+    Convention(
+        "top_k_last_tied",
+        "tie",
+        r"\.sort_values\(([^()]*)\)\.index\[:(\d+)\]",
+        r".iloc[::-1].sort_values(\1).index[:\2]",
+        _TIE_WORDS,
+    ),
     Convention(
         "std_population",
         "convention",

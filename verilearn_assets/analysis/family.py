@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from typing import cast
 
 from verilearn_assets.analysis import episode_rules, question_rules
+from verilearn_assets.analysis.generation_stats import LAKE as GENERATION_STATS
+from verilearn_assets.analysis.generation_stats import SearchRejectionRecord
 from verilearn_assets.analysis.grpo import (
     grpo_environment,
     grpo_pass_rates,
@@ -220,6 +222,8 @@ FAMILY = Family(
     "re-execution; multi-turn teacher episodes with grounded hooks.",
     task_columns=("dataset", "template", "difficulty", "answer"),
     rollout_columns=("question_id", "teacher", "failure_class", "n_turns", "answer"),
+    # lake rows besides tasks/rollouts that the SQL reads (typed when absent)
+    extra={"lake_models": {GENERATION_STATS: SearchRejectionRecord}},
     grpo=GrpoTask(
         prompts=grpo_prompts,
         scorer=grpo_scorer,

@@ -12,6 +12,7 @@ from typing import Any
 
 from verilearn_assets.analysis.generate import generate
 from verilearn_assets.analysis.questions_config import QuestionsConfig
+from verilearn_assets.analysis.readability import distribution
 from verilearn_assets.analysis.records import QuestionRecord
 from verilearn_assets.analysis.verify import Verifier, screened_out
 from verilearn_assets.core.records import Split, TableRecord
@@ -27,8 +28,10 @@ class PartitionQuestions:
     not_applicable: Counter[str] = field(default_factory=Counter)  # template → tables
     candidates: int = 0  # candidates generated (screened out ones included)
     sandbox_ms: float = 0.0
-    # procedural search-stage rejections by reason (programs never compiled to candidates)
+    # procedural search-stage rejections by reason (programs never compiled to candidates),
+    # over the partition and per dataset (the lake rows of `generation_stats`)
     search_rejected: Counter[str] = field(default_factory=Counter)
+    search_rejected_by_dataset: dict[str, Counter[str]] = field(default_factory=dict)
     # programs.coverage_report over the accepted procedural candidates (empty for templates)
     coverage: dict[str, int] = field(default_factory=dict)
 
@@ -48,6 +51,9 @@ async def build_generated(
         gen = generate(table, source, cfg)
         out.not_applicable.update(gen.not_applicable.keys())
         out.search_rejected.update(gen.search_rejected)
+        out.search_rejected_by_dataset.setdefault(table.dataset, Counter()).update(
+            gen.search_rejected
+        )
         jobs.extend((table, cand) for cand in gen.candidates)
         for cand in gen.rejected:
             rec = screened_out(table, cand, split=split)
@@ -74,6 +80,7 @@ def summarize(records: list[QuestionRecord]) -> dict[str, Any]:
     rejected = [r for r in records if r.status == "rejected"]
     reasons = Counter((r.rejection_reason or "").split(":", 1)[0] for r in rejected)
     with_alts = sum(1 for r in accepted if r.alternatives)
+    scored = [r.readability for r in accepted if r.readability >= 1]
     return {
         "accepted": len(accepted),
         "rejected": len(rejected),
@@ -83,6 +90,9 @@ def summarize(records: list[QuestionRecord]) -> dict[str, Any]:
         "readability_mean": round(sum(r.readability for r in accepted) / len(accepted), 3)
         if accepted
         else 0.0,
+        # over scored questions (1..5; a record built without a score carries 0)
+        "readability": distribution(scored),
+        "readability_histogram": dict(sorted(Counter(scored).items())),
         "alternatives_rate": round(with_alts / len(accepted), 4) if accepted else 0.0,
         "datasets": len({r.dataset for r in accepted}),
     }
@@ -91,3 +101,17 @@ def summarize(records: list[QuestionRecord]) -> dict[str, Any]:
 def markdown_counts(counts: dict[str, int], header: str) -> str:
     rows = "\n".join(f"| {k} | {v} |" for k, v in sorted(counts.items()))
     return f"| {header} | count |\n|---|---|\n{rows}" if rows else f"_no {header}_"
+
+
+def readability_markdown(summary: dict[str, Any]) -> str:
+    """The accepted questions' readability: quartiles, then questions per score."""
+    dist = summary["readability"]
+    if not dist.get("count"):
+        return "_no scored question_"
+    head = (
+        f"mean {dist['mean']}, p25 {dist['p25']}, median {dist['median']}, p75 {dist['p75']}, "
+        f"min {dist['min']}, share >= 4: {dist['share_ge_4']}\n\n"
+    )
+    return head + markdown_counts(
+        {f"{k:.2f}": v for k, v in summary["readability_histogram"].items()}, "readability score"
+    )

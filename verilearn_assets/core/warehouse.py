@@ -59,6 +59,7 @@ def lake_models() -> dict[str, type[Record]]:
     for fam in families().values():
         out[fam.task_lake] = fam.task_model
         out[fam.rollout_lake] = fam.rollout_model
+        out.update(fam.extra.get("lake_models", {}))  # a family's other lake rows
     return out
 
 
