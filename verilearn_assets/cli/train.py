@@ -94,7 +94,7 @@ def _sft(config: Any, home: Path, args: argparse.Namespace, console: Any) -> Any
     from verilearn_assets.training.sft_assets import gate_evidence, sft_gate_reasons
 
     instance = instance_for_home(home)
-    reasons = sft_gate_reasons(instance, home, config.split)
+    reasons = sft_gate_reasons(instance, home, config.split, config)
     if reasons:
         raise CliError(
             f"sft_dataset [{config.split}] is not trainable: the gate did not pass: "
@@ -112,12 +112,15 @@ def _grpo(config: Any, home: Path, args: argparse.Namespace, console: Any) -> An
     from verilearn_assets.cli.orchestrate import instance_for_home
     from verilearn_assets.training.grpo import train_grpo
     from verilearn_assets.training.grpo_assets import grpo_gate_reasons
+    from verilearn_assets.training.sft_assets import gate_evidence
 
-    reasons = grpo_gate_reasons(instance_for_home(home), home, config, args.family)
+    instance = instance_for_home(home)
+    reasons = grpo_gate_reasons(instance, home, config, args.family)
     if reasons:
         raise CliError(
             f"GRPO on split {config.split!r} refused: the gate did not pass: " + " | ".join(reasons)
         )
+    evidence = gate_evidence(instance, home, config.split)  # used when starting from base
     with _bar(console, f"grpo [{config.split}]") as progress:
         return train_grpo(
             config,
@@ -126,6 +129,7 @@ def _grpo(config: Any, home: Path, args: argparse.Namespace, console: Any) -> An
             role=args.role,
             max_steps=args.max_steps,
             progress=progress,
+            evidence=evidence,
         )
 
 

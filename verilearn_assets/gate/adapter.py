@@ -37,6 +37,7 @@ from dagster._core.events import DagsterEvent, DagsterEventType
 
 from resources.container_pool import ContainerPoolResource
 from resources.home import HomeResource
+from verilearn_assets.core.deploy import op_tags_for
 from verilearn_assets.core.family import Family, GateRule
 from verilearn_assets.gate.outcome import RuleOutcome
 from verilearn_assets.gate.registry import evaluate, registered_rules
@@ -75,13 +76,15 @@ def outcome_result(outcome: RuleOutcome, **extra: object) -> AssetCheckResult:
 
 
 def _rule_check(family: Family, rule: GateRule) -> AssetChecksDefinition:
-    """One blocking, partitioned asset check for one rule (pool-taking when it needs one)."""
+    """One blocking, partitioned asset check for one rule (pool-taking when it needs one),
+    routed to the sandbox queue when it runs the pool or a jail of its own."""
     common = dict(
         asset=asset_key(family, rule.on),
         name=rule.name,
         blocking=True,
         partitions_def=SOURCE_SPLIT,
         description=rule.description,
+        op_tags=op_tags_for(["sandbox"] if rule.needs_pool or rule.needs_jail else []),
     )
     if rule.needs_pool:
 
@@ -183,6 +186,21 @@ def _latest_materialization_time(
 ) -> float | None:
     record = latest_materialization(instance, key, partition)
     return record.timestamp if record else None
+
+
+def latest_check_evaluation(
+    instance: DagsterInstance, key: AssetCheckKey, partition: str
+) -> tuple[AssetCheckEvaluation, float] | None:
+    """(the latest evaluation of check `key` on `partition`, its timestamp), or None."""
+    latest = instance.event_log_storage.get_latest_asset_check_execution_by_key(
+        [key], partition_filter=PartitionKeyFilter(key=partition)
+    ).get(key)
+    if latest is None or latest.event is None or latest.event.dagster_event is None:
+        return None
+    evaluation = latest.event.dagster_event.event_specific_data
+    if not isinstance(evaluation, AssetCheckEvaluation):  # planned, never evaluated
+        return None
+    return evaluation, latest.event.timestamp
 
 
 def gate_failures(

@@ -40,7 +40,7 @@ _BY_SPLIT = MultiToSingleDimensionPartitionMapping(partition_dimension_name="spl
 
 @asset(
     group_name="training",
-    op_tags=op_tags_for(["container_pool"]),
+    op_tags=op_tags_for(["sandbox"]),
     description="Fixed programs with hand-known answers run "
     "through the real sandbox: normalisation, isolation between tasks, no network.",
 )

@@ -2,16 +2,21 @@
 
 Thin: `evaluate_model` does the work (the CLI calls it too), for the configured family and
 role (analysis by default; any family with a GRPO hook). The asset refuses a trained model
-whose run shows no gated training data, or whose `sft_dataset` partition does not pass the
-gate in this instance now; a model outside any training run is allowed only as a baseline
-(training.yaml's base_model, or listed in eval.baselines).
+whose run shows no gated training data, or whose `sft_dataset` partition (and, for a GRPO
+run, the family task partitions its prompts came from) does not pass the gate in this
+instance now (`eval_gate_reasons`, which `verilearn eval` asks too); a model outside any
+training run is allowed only as a baseline (training.yaml's base_model, or listed in
+eval.baselines).
 """
+
+from pathlib import Path
 
 from dagster import (
     AssetChecksDefinition,
     AssetExecutionContext,
     AssetsDefinition,
     Config,
+    DagsterInstance,
     Failure,
     JobDefinition,
     MaterializeResult,
@@ -22,14 +27,40 @@ from dagster import (
 
 from resources.home import HomeResource
 from verilearn_assets.core.deploy import op_tags_for
-from verilearn_assets.platform.defs import SPLIT
-from verilearn_assets.training.config import load_training_config
+from verilearn_assets.gate.adapter import all_blocking_check_keys, gate_failures
+from verilearn_assets.platform.defs import SPLIT, partition_key
+from verilearn_assets.training.config import TrainingConfig, load_training_config
 from verilearn_assets.training.evaluate import (
     UngatedModel,
     evaluate_model,
     gate_evidence,
     resolve_model,
 )
+from verilearn_assets.training.run_dir import GateEvidence
+from verilearn_assets.training.sft_assets import sft_gate_reasons
+
+
+def eval_gate_reasons(
+    instance: DagsterInstance, home: Path, evidence: GateEvidence, config: TrainingConfig
+) -> list[str]:
+    """Why a trained model's data does not pass the gate in `instance` now (empty: it does):
+    its `sft_dataset` partition's blocking checks and, for a GRPO run, the family's blocking
+    checks on every task partition its prompts came from."""
+    reasons = [
+        f"sft_dataset [{evidence.split}]: {r}"
+        for r in sft_gate_reasons(instance, home, evidence.split, config)
+    ]
+    if evidence.family and evidence.task_split:
+        parts = [str(partition_key(s, evidence.task_split)) for s in evidence.task_sources]
+        keys = all_blocking_check_keys([evidence.family])
+        fam_reasons, considered = gate_failures(instance, keys, parts)
+        reasons.extend(fam_reasons)
+        reasons.extend(
+            f"{evidence.family} tasks [{p}]: never materialized in this instance"
+            for p in parts
+            if p not in considered
+        )
+    return reasons
 
 
 class ModelEvalConfig(Config):
@@ -44,7 +75,7 @@ class ModelEvalConfig(Config):
 @asset(
     group_name="training",
     partitions_def=SPLIT,
-    op_tags=op_tags_for(["container_pool"]),
+    op_tags=op_tags_for(["sandbox", "vllm"]),  # serves the model under test on vLLM
     description="The model under test, served on vLLM, on the split's accepted tasks of one "
     "family and role (analysis: the student loop in the sandbox; others: one greedy "
     "completion per task scored by the family's verifier); one record per task in the lake "
@@ -65,13 +96,11 @@ def model_eval(
     except UngatedModel as exc:
         raise Failure(description=f"model_eval [{split}] refuses {mut.name}: {exc}") from exc
     if evidence is not None:
-        from verilearn_assets.training.sft_assets import sft_gate_reasons
-
-        reasons = sft_gate_reasons(context.instance, home.dir(), evidence.split)
+        reasons = eval_gate_reasons(context.instance, home.dir(), evidence, training)
         if reasons:
             raise Failure(
                 description=f"model_eval [{split}] refuses {mut.name}: its training data "
-                f"sft_dataset [{evidence.split}] does not pass the gate: " + "; ".join(reasons)
+                "does not pass the gate: " + "; ".join(reasons)
             )
     result = evaluate_model(
         model,

@@ -513,7 +513,8 @@ def gate_evidence(
     Raises `NotABaseline` for a model outside any run that is not a baseline, and
     `UngatedModel` naming the file and field when a trained model's result.json shows no
     gated data: rows passed in by hand, another asset, nothing used, or a partition that
-    is gone.
+    is gone. A GRPO run carries the evidence of the SFT run it continued plus the task
+    partitions its prompts came from (`training/grpo.py::grpo_evidence`).
     """
     if mut.run_dir is None:
         check_baseline(mut, base_model, baselines)
@@ -533,8 +534,13 @@ def gate_evidence(
         )
     if ev.asset != "sft_dataset":
         raise UngatedModel(f"{path}: evidence.asset is {ev.asset!r}, not 'sft_dataset'")
-    if ev.rows_used < 1:
+    if ev.rows_used < 1 and ev.tasks_used < 1:  # GRPO from the base model: tasks, no rows
         raise UngatedModel(f"{path}: evidence.rows_used is {ev.rows_used}: trained on nothing")
+    if ev.tasks_used and not (ev.family and ev.task_split and ev.task_sources):
+        raise UngatedModel(
+            f"{path}: evidence.tasks_used is {ev.tasks_used} but family/task_split/"
+            "task_sources do not name the task partitions they came from"
+        )
     if not Path(ev.partition_path).is_dir():
         raise UngatedModel(
             f"{path}: evidence.partition_path {ev.partition_path} does not exist: the gated "

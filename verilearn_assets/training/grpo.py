@@ -38,6 +38,14 @@ Defaults (`grpo:` in configs/training.yaml) and why:
   off so the order is kept.
 - `start_from: sft` — the latest successful SFT run (`runs/sft-*/result.json`); without one
   it refuses unless `allow_base_fallback` (tests and smoke runs on the tiny model).
+
+Gate evidence (`result.json`'s `evidence`, which `model_eval` requires): a GRPO model holds
+the SFT run's rows and then what RL learned from the family's tasks. So it inherits the
+evidence of the SFT run it continued (the `sft_dataset` materialization whose rows are in
+its weights, not whatever partition is newest now) and adds the task partitions its
+prompts came from. From the base model it carries the `sft_dataset` evidence its gate
+checked (`evidence=`, given by the asset and the CLI; rows_used 0) with the tasks. An SFT
+run without evidence, or a base start given none, leaves it empty: the model is ungated.
 On CPU `bf16=False, use_cpu=True` (TRL turns bf16 on by default; this CPU has none).
 """
 
@@ -59,6 +67,7 @@ from verilearn_assets.training.config import TrainingConfig
 from verilearn_assets.training.grpo_config import GrpoSettings
 from verilearn_assets.training.grpo_rollout import MultiTurnRollout, TurnGenerator, unique_prompts
 from verilearn_assets.training.run_dir import (
+    GateEvidence,
     RunDir,
     RunResult,
     TrainRun,
@@ -85,6 +94,7 @@ class StartModel:
     merged: bool = True  # False: `path` is a LoRA adapter on `base`
     base: Path | None = None
     sft_run_id: str | None = None
+    evidence: GateEvidence | None = None  # the SFT run's gate evidence (None: base, ungated)
 
 
 def latest_sft_run(config: TrainingConfig, home: Path) -> RunResult | None:
@@ -112,7 +122,12 @@ def resolve_start(config: TrainingConfig, home: Path) -> StartModel:
         run = latest_sft_run(config, home)
         if run is not None:
             return StartModel(
-                Path(run.model_dir), "sft", run.merged, Path(run.base_model), run.run_id
+                Path(run.model_dir),
+                "sft",
+                run.merged,
+                Path(run.base_model),
+                run.run_id,
+                run.evidence,
             )
         if not g.allow_base_fallback:
             raise NoStartModel(
@@ -156,6 +171,37 @@ def load_tasks(fam: Family, home: Path, split: str, sources: Sequence[str] | Non
     for source in sources or SOURCES:
         tasks.extend(fam.read_tasks(home, source, split))
     return tasks
+
+
+def grpo_evidence(
+    start: StartModel,
+    gated: GateEvidence | None,
+    family: str,
+    split: str,
+    tasks: Sequence[Record],
+    rows: Sequence[dict[str, Any]],
+) -> GateEvidence | None:
+    """What a GRPO model was trained on (module doc): the SFT run's evidence when it
+    continued one, else the `sft_dataset` evidence its gate checked; plus the task
+    partitions (sources of the tasks actually prompted) and how many tasks."""
+    if start.kind == "sft":
+        if start.evidence is None:
+            return None  # an ungated SFT model stays ungated
+        base = start.evidence.model_copy(update={"inherited_from": start.sft_run_id})
+    elif gated is None:
+        return None
+    else:
+        base = gated.model_copy(update={"rows_used": 0, "rows_truncated": 0, "rows_dropped": 0})
+    used = {r["task_id"] for r in rows}
+    sources = sorted({t.source for t in tasks if t.id in used})  # type: ignore[attr-defined]
+    return base.model_copy(
+        update={
+            "family": family,
+            "task_split": split,
+            "task_sources": sources,
+            "tasks_used": len(used),
+        }
+    )
 
 
 def order_rows(
@@ -229,6 +275,7 @@ def train_grpo(
     progress: Progress | None = None,
     run_kind: str = "grpo",
     turn_generator: TurnGenerator | None = None,
+    evidence: GateEvidence | None = None,
 ) -> TrainRun:
     """One GRPO run on `config.split`'s accepted tasks of one family and role (module doc).
 
@@ -237,6 +284,8 @@ def train_grpo(
     reward mean/std, per-reward mean/std, KL, ...), reward/loss/KL plots and result.json
     (multi-turn: also rollouts.jsonl). `turn_generator` writes the assistant turns of
     multi-turn rollouts instead of the policy (tests script what a model says).
+    `evidence` is the `sft_dataset` gate evidence the caller checked (asset, CLI); it is
+    used only when training starts from the base model (`grpo_evidence`).
     """
     home = Path(home) if home is not None else lake.home()
     g = config.grpo
@@ -341,6 +390,7 @@ def train_grpo(
         steps=int(out.global_step),
         final_loss=final,
         train_seconds=round(seconds, 3),
+        evidence=grpo_evidence(start, evidence, fam.name, config.split, tasks, rows),
         extra={
             "family": fam.name,
             "role": role,

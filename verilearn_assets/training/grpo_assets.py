@@ -23,6 +23,7 @@ from dagster import (
 )
 
 from resources.home import HomeResource
+from verilearn_assets.core.deploy import op_tags_for
 from verilearn_assets.core.family import families
 from verilearn_assets.core.records import SOURCES
 from verilearn_assets.gate.adapter import (
@@ -35,7 +36,12 @@ from verilearn_assets.platform.defs import partition_key
 from verilearn_assets.training.config import TrainingConfig, load_training_config
 from verilearn_assets.training.grpo import resolve_family, train_grpo
 from verilearn_assets.training.run_dir import TrainRun
-from verilearn_assets.training.sft_assets import sft_gate_reasons, sft_model, train_metadata
+from verilearn_assets.training.sft_assets import (
+    gate_evidence,
+    sft_gate_reasons,
+    sft_model,
+    train_metadata,
+)
 
 
 def grpo_gate_reasons(
@@ -44,7 +50,7 @@ def grpo_gate_reasons(
     """Why GRPO may not train on `config.split` of the family; empty when it may."""
     fam = resolve_family(family, config.grpo)
     split = config.split
-    reasons = list(sft_gate_reasons(instance, home, split))
+    reasons = list(sft_gate_reasons(instance, home, split, config))
     parts = [str(partition_key(s, split)) for s in (config.grpo.sources or SOURCES)]
     fam_reasons, considered = gate_failures(instance, all_blocking_check_keys([fam.name]), parts)
     reasons.extend(fam_reasons)
@@ -93,6 +99,7 @@ def _grpo_family_deps() -> list:
 @asset(
     group_name="training",
     deps=[sft_model, *_grpo_family_deps()],
+    op_tags=op_tags_for(["sandbox"]),  # rewards: the family's verifier in the sandbox / a jail
     description="GRPO (TRL GRPOTrainer) from the latest SFT model with verifier rewards "
     "(analysis: the completion runs in the sandbox; dafny: the verifier), on one family's "
     "train tasks; refuses unless sft_dataset[train] and the family's blocking checks on "
@@ -117,6 +124,7 @@ def grpo_model(
         role=config.role,
         max_steps=config.max_steps,
         progress=log_progress,
+        evidence=gate_evidence(context.instance, home.dir(), training.split),
     )
     return MaterializeResult(metadata=grpo_metadata(run))
 

@@ -55,6 +55,15 @@ class GateEvidence(BaseModel):
     rows_truncated: int = 0
     rows_dropped: int = 0
     partitions: list[str] = Field(default_factory=list)  # upstream family partitions
+    # GRPO runs: the weights also hold what RL learned from. `inherited_from` names the SFT
+    # run whose evidence this is (its rows are in the starting weights; None: GRPO started
+    # from the base model, rows_used 0); the prompts came from `family`'s task partitions
+    # `task_sources` × `task_split`, whose blocking checks the GRPO gate required.
+    inherited_from: str | None = None
+    family: str | None = None
+    task_split: str | None = None
+    task_sources: list[str] = Field(default_factory=list)
+    tasks_used: int = 0
 
 
 class RunResult(BaseModel):

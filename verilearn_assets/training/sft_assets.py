@@ -6,6 +6,13 @@
 materialized (itself behind the reliability gate) and every blocking check on it passed on
 its latest materialization; the CLI (`verilearn train sft`) asks the same question through
 `sft_gate_reasons` and trains through the same `train_sft`.
+
+`make demo` is model-free, so there `sft_dataset_trainable` fails with "base model not
+built" (a warning: the data pipeline finishes). Once the base model exists (`make
+tiny-model`), `sft_gate_reasons` re-runs that one check on that partition — the same
+`trainable_result`, recorded in the instance as `verilearn gate` records — before it answers:
+a check that failed only for want of a model is decided on the data, and a check that
+failed for any other reason stands.
 """
 
 import base64
@@ -33,7 +40,14 @@ from dagster import (
 )
 
 from resources.home import HomeResource
-from verilearn_assets.gate.adapter import gate_closed, gate_failures, latest_materialization
+from verilearn_assets.gate.adapter import (
+    gate_closed,
+    gate_failures,
+    latest_check_evaluation,
+    latest_materialization,
+    new_gate_run_id,
+    record_evaluation,
+)
 from verilearn_assets.platform.defs import SPLIT
 from verilearn_assets.training.assets import sft_dataset
 from verilearn_assets.training.config import TrainingConfig, load_training_config
@@ -60,6 +74,9 @@ def sft_dataset_trainable(
     return result
 
 
+BASE_MODEL_MISSING = "base_model_missing"  # metadata flag: failed only for want of a model
+
+
 def trainable_result(
     home: Path, split: str, config: TrainingConfig | None = None
 ) -> AssetCheckResult:
@@ -72,6 +89,7 @@ def trainable_result(
             passed=False,
             severity=AssetCheckSeverity.WARN,
             description=f"{config.base_model_dir()}: base model not built (make tiny-model)",
+            metadata={BASE_MODEL_MISSING: True, "base_model": str(config.base_model_dir())},
         )
     report = check_trainability(config, load_sft_rows(home, split))
     meta: dict[str, object] = {
@@ -89,8 +107,43 @@ def trainable_result(
 SFT_DATASET_CHECKS: list[AssetCheckKey] = [sft_dataset_trainable.check_key]
 
 
-def sft_gate_reasons(instance: DagsterInstance, home: Path, split: str) -> list[str]:
-    """Why `sft_dataset[split]` may not be trained on; empty when it may."""
+def recheck_without_model(
+    instance: DagsterInstance, home: Path, split: str, config: TrainingConfig | None = None
+) -> AssetCheckResult | None:
+    """Re-run `sft_dataset_trainable` on `split` when its latest evaluation failed only
+    because the base model was not built and the base model is built now; record the new
+    verdict (tied to the partition's latest materialization) and return it. None when
+    nothing was re-run: no evaluation, a pass, a failure for a real reason, a stale
+    evaluation (the gate reports that), or still no model."""
+    config = config or load_training_config()
+    key = sft_dataset_trainable.check_key
+    latest = latest_check_evaluation(instance, key, split)
+    if latest is None:
+        return None
+    evaluation, evaluated_at = latest
+    flag = evaluation.metadata.get(BASE_MODEL_MISSING)
+    if evaluation.passed or flag is None or flag.value is not True:
+        return None
+    mat = latest_materialization(instance, sft_dataset.key, split)
+    if mat is None or mat.timestamp > evaluated_at:
+        return None
+    if not (config.base_model_dir() / "config.json").is_file():
+        return None
+    try:
+        result = trainable_result(home, split, config)
+    except SftDataMissing:
+        return None  # the partition's files are gone: sft_gate_reasons names that
+    record_evaluation(instance, key, split, result, new_gate_run_id())
+    return result
+
+
+def sft_gate_reasons(
+    instance: DagsterInstance, home: Path, split: str, config: TrainingConfig | None = None
+) -> list[str]:
+    """Why `sft_dataset[split]` may not be trained on; empty when it may. A trainability
+    verdict that failed only for want of a base model is re-decided first, on `config`'s
+    base model (default configs/training.yaml) — see `recheck_without_model`."""
+    recheck_without_model(instance, home, split, config)
     reasons, considered = gate_failures(instance, SFT_DATASET_CHECKS, [split])
     if not considered:
         return [
@@ -159,7 +212,7 @@ def sft_model(
 ) -> MaterializeResult:
     training: TrainingConfig = load_training_config(config.config_path)
     split = training.split
-    reasons = sft_gate_reasons(context.instance, home.dir(), split)
+    reasons = sft_gate_reasons(context.instance, home.dir(), split, training)
     if reasons:
         raise gate_closed(
             f"sft_model refuses: the gate on sft_dataset [{split}] did not pass: ", reasons
