@@ -36,8 +36,10 @@ def test_hive_layout_and_isolation(home: Path) -> None:
     ]
     b = lake.read_partition("questions", source="procedural", split="train")
     assert b["id"].to_list() == [f"c-{i}" for i in range(5)]
-    parts = list((home / "lake/questions/source=procedural/split=train").iterdir())
-    assert len(parts) == 1, parts  # the old part is gone, not appended
+    files = sorted(
+        p.name for p in (home / "lake/questions/source=procedural/split=train").iterdir()
+    )
+    assert files == [lake.LOCK_NAME, "part-00001.parquet"], files  # the old part is gone
 
 
 def test_duckdb_reads_hive_layout(home: Path) -> None:
@@ -114,3 +116,94 @@ def test_records_round_trip_and_legacy_key_named(home: Path) -> None:
         QuestionRecord.from_row(row)
     with pytest.raises(ContractError, match="'subtype'"):
         QuestionRecord.from_row(q.to_row() | {"subtype": "template"})
+
+
+# --- concurrent writers and readers in separate processes ------------------------------------
+ROWS = 20_000  # big enough that a write takes a few ms, so writers and readers overlap
+ROUNDS = 12
+
+
+def _version(writer: int, rnd: int) -> pl.DataFrame:
+    """One complete version: ROWS rows, every one stamped with its writer and round."""
+    tag = f"w{writer}r{rnd}"
+    return pl.DataFrame({"id": [f"{tag}-{i}" for i in range(ROWS)], "tag": [tag] * ROWS})
+
+
+def _writer(root: str, writer: int, split: str, start, errors) -> None:
+    start.wait(30)
+    try:
+        for rnd in range(ROUNDS):
+            lake.write_partition(
+                "questions", _version(writer, rnd), Path(root), source="template", split=split
+            )
+    except BaseException as exc:  # reported to the test, which names the writer
+        errors.put(f"writer {writer}: {type(exc).__name__}: {exc}")
+
+
+def _reader(root: str, start, stop, errors, reads) -> None:
+    start.wait(30)
+    n = 0
+    try:
+        while not stop.is_set():
+            got = lake.read_partition("questions", Path(root), source="template", split="train")
+            if got.height == 0:
+                continue
+            tags = got["tag"].unique().to_list()
+            ids = got["id"].to_list()
+            if len(tags) != 1 or ids != [f"{tags[0]}-{i}" for i in range(ROWS)]:
+                errors.put(f"reader saw {got.height} rows of versions {sorted(tags)[:4]}")
+                return
+            n += 1
+    except BaseException as exc:
+        errors.put(f"reader: {type(exc).__name__}: {exc}")
+    reads.put(n)
+
+
+def test_concurrent_writers_end_with_one_complete_version(tmp_path: Path) -> None:
+    """Three processes rewrite the same partition while two others each own a sibling and
+    two readers read the shared one: no writer fails, no reader sees a mixed or partial
+    version, and each partition ends as one writer's complete last round."""
+    import multiprocessing as mp
+
+    # polars' thread pool makes fork unsafe; a fork server that has only imported the lake
+    # starts the processes in well under a second each, spawn re-imports in every one
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(["verilearn_assets.core.lake"])
+    root = tmp_path / "lake"
+    start, stop, errors, reads = ctx.Event(), ctx.Event(), ctx.Queue(), ctx.Queue()
+    splits = {0: "train", 1: "train", 2: "train", 3: "dev", 4: "test"}
+    writers = [
+        ctx.Process(target=_writer, args=(str(root), w, s, start, errors))
+        for w, s in splits.items()
+    ]
+    readers = [
+        ctx.Process(target=_reader, args=(str(root), start, stop, errors, reads)) for _ in range(2)
+    ]
+    for p in writers + readers:
+        p.start()
+    start.set()
+    for p in writers:
+        p.join(120)
+    stop.set()
+    for p in readers:
+        p.join(60)
+    alive = [p for p in writers + readers if p.is_alive()]
+    for p in alive:
+        p.kill()
+    assert not alive, "a writer or reader did not finish in time"
+    failures = []
+    while not errors.empty():
+        failures.append(errors.get())
+    assert failures == []
+    n_reads = sum(reads.get(timeout=10) for _ in readers)
+    assert n_reads > 0  # the readers really read
+
+    last = {w: f"w{w}r{ROUNDS - 1}" for w in splits}
+    for split, owners in (("train", [0, 1, 2]), ("dev", [3]), ("test", [4])):
+        pdir = lake.partition_dir("questions", root, source="template", split=split)
+        files = sorted(p.name for p in pdir.iterdir())
+        assert len(files) == 2 and files[0] == lake.LOCK_NAME, files  # one part, no temp
+        got = lake.read_partition("questions", root, source="template", split=split)
+        (tag,) = got["tag"].unique().to_list()
+        assert tag in {last[w] for w in owners}, (split, tag)
+        assert got["id"].to_list() == [f"{tag}-{i}" for i in range(ROWS)]

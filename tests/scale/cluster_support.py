@@ -199,8 +199,13 @@ def episodes_view(home: Path, partition: str) -> list[tuple]:
 
 
 def stray_files(home: Path) -> list[Path]:
-    """Anything in the lake that is not a finished Parquet part (temporary files of a write)."""
-    return [p for p in lake.lake_root(home).rglob("*") if p.is_file() and p.suffix != ".parquet"]
+    """Anything in the lake that is not a finished Parquet part or a partition's lock file
+    (temporary files of a write)."""
+    return [
+        p
+        for p in lake.lake_root(home).rglob("*")
+        if p.is_file() and p.suffix != ".parquet" and p.name != lake.LOCK_NAME
+    ]
 
 
 def running_run(instance: DagsterInstance, partition: str) -> str | None:
@@ -217,6 +222,18 @@ def celery_workers(instance: DagsterInstance, run_id: str, step: str | None = No
         md = rec.dagster_event.engine_event_data.metadata or {}
         if "Celery worker" in md and (step is None or rec.dagster_event.step_key == step):
             out.append(md["Celery worker"].value)
+    return out
+
+
+def submitted_queues(instance: DagsterInstance, run_id: str, step: str) -> list[str]:
+    """The queues the orchestrator submitted `step` to, once per submission (a Dagster
+    retry submits again; a broker re-delivery of the same task does not)."""
+    prefix = f'Submitting celery task for step "{step}" to queue "'
+    out = []
+    for rec in instance.all_logs(run_id, of_type=DagsterEventType.ENGINE_EVENT):
+        message = rec.dagster_event.message or ""
+        if message.startswith(prefix):
+            out.append(message.removeprefix(prefix).split('"')[0])
     return out
 
 

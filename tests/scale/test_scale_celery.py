@@ -1,10 +1,11 @@
 """The analysis job through Dagster's Celery executor on a real cluster (Redis, Postgres, two
-workers on loopback): a worker killed mid-step hands its step to the other worker, and the
-lake still equals the in-process run's; a cluster that is not up fails in one line.
+workers on loopback): every template/procedural partition, with a worker killed mid-step,
+ends with a lake equal to the in-process run's; a cluster that is not up fails in one line.
 
 The kill happens inside the equality run (one Celery pass instead of two keeps this folder
 within a few minutes on 2 cores): the claim tested is the stronger one, that a lost worker
-changes nothing in the lake.
+changes nothing in the lake. The test also shows which mechanism recovered the step: the
+broker re-delivering the unacknowledged task (late ack), not a Dagster retry.
 """
 
 from __future__ import annotations
@@ -30,16 +31,30 @@ from cluster_support import (
     run_story,
     running_run,
     stray_files,
+    submitted_queues,
     wait_for,
 )
 from dagster import DagsterEventType, DagsterInstance
 
 from verilearn_assets.cli.orchestrate import run_job
+from verilearn_assets.core.deploy import load_deploy_config
+from verilearn_assets.core.records import SPLITS
 from verilearn_assets.platform.distributed import distributed_instance
 
 pytestmark = [pytest.mark.slow]
 
 KILLED_STEP = "analysis__questions"
+# Every template/procedural partition; the killed run (template|dev: iris has template
+# questions) is launched first.
+ALL_PARTITIONS = (
+    PARTITIONS[0],
+    *(
+        f"{s}|{t}"
+        for s in ("template", "procedural")
+        for t in SPLITS
+        if f"{s}|{t}" != PARTITIONS[0]
+    ),
+)
 
 
 def kill_worker_mid_step(cluster: Cluster, instance: DagsterInstance, run_id: str) -> tuple:
@@ -75,36 +90,49 @@ def test_celery_lake_equals_in_process_with_a_worker_killed_mid_step(
     local.mkdir()
     ingest(local)
     with DagsterInstance.ephemeral() as instance:
-        for partition in PARTITIONS:
+        for partition in ALL_PARTITIONS:
             out = run_job(instance, "analysis_job", partition)
             assert out.success, out.reasons()
 
     ingest(cluster.home)
-    procs = {
-        p: launch_run(cluster, "analysis_job", p, tmp_path / f"run-{i}.log")
-        for i, p in enumerate(PARTITIONS)
-    }
+    logs = {p: tmp_path / f"run-{i}.log" for i, p in enumerate(ALL_PARTITIONS)}
+    procs = {p: launch_run(cluster, "analysis_job", p, logs[p]) for p in ALL_PARTITIONS}
     with distributed_instance() as instance:
-        target = PARTITIONS[0]
+        target = ALL_PARTITIONS[0]
         run_id = wait_for(lambda: running_run(instance, target), 300, f"the {target} run")
         victim, index, parent = kill_worker_mid_step(cluster, instance, run_id)
-        for i, (p, proc) in enumerate(procs.items()):
-            rc = proc.wait(timeout=600)
-            log = (tmp_path / f"run-{i}.log").read_text()[-3000:]
+        for p, proc in procs.items():
+            rc = proc.wait(timeout=900)
+            log = logs[p].read_text()[-3000:]
             assert rc == 0, (p, log, run_story(cluster, instance, run_id))
+        story = run_story(cluster, instance, run_id)
         starts = instance.all_logs(run_id, of_type=DagsterEventType.STEP_START)
         n_starts = sum(1 for s in starts if s.dagster_event.step_key == KILLED_STEP)
-        assert n_starts >= 2, run_story(cluster, instance, run_id)
+        assert n_starts >= 2, story
         takers = celery_workers(instance, run_id, KILLED_STEP)
-        assert takers[0] == victim and takers[-1] != victim, run_story(cluster, instance, run_id)
+        assert takers[0] == victim and takers[-1] != victim, story
+        # Which mechanism recovered it: the orchestrator submitted the step once (to the
+        # sandbox queue) and Dagster never put it up for retry, so its second start is the
+        # broker re-delivering the same unacknowledged task to the other worker.
+        queues = load_deploy_config().celery
+        assert submitted_queues(instance, run_id, KILLED_STEP) == [queues.sandbox_queue], story
+        retries = instance.all_logs(run_id, of_type=DagsterEventType.STEP_UP_FOR_RETRY)
+        assert [r for r in retries if r.dagster_event.step_key == KILLED_STEP] == [], story
+        # routing in a real run: the pooled gate check on `sandbox`, a plain one on `default`
+        reproduce = "analysis__questions_questions_reproduce"
+        schema = "analysis__questions_questions_schema_contract"
+        assert submitted_queues(instance, run_id, reproduce) == [queues.sandbox_queue], story
+        assert submitted_queues(instance, run_id, schema) == [queues.default_queue], story
 
-    for partition in PARTITIONS:
+    sizes = {}
+    for partition in ALL_PARTITIONS:
         q_local = questions_view(local, partition)
-        assert q_local, f"no questions for {partition}"
         assert questions_view(cluster.home, partition) == q_local, partition
         e_local = episodes_view(local, partition)
-        assert e_local, f"no episodes for {partition}"
         assert episodes_view(cluster.home, partition) == e_local, partition
+        sizes[partition] = (len(q_local), len(e_local))
+    for source in ("template", "procedural"):  # every source really produced something
+        assert any(q and e for p, (q, e) in sizes.items() if p.startswith(source)), sizes
     assert stray_files(cluster.home) == []
 
     wait_for(lambda: not Path(f"/proc/{parent}").exists(), 60, f"{victim} to exit")

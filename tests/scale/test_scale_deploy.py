@@ -85,10 +85,25 @@ def test_worker_module_matches_executor_settings(conf: Path):
 
 
 def test_queue_tags_route_sandbox_and_vllm_steps():
-    cfg = CeleryConfig()
-    assert op_tags_for(["home", "container_pool"]) == {QUEUE_TAG: cfg.sandbox_queue}
-    assert op_tags_for(["container_pool", "vllm", "home"]) == {QUEUE_TAG: cfg.vllm_queue}
-    assert op_tags_for(["home", "warehouse"]) == {QUEUE_TAG: cfg.default_queue}
+    cfg = CeleryConfig(
+        queues=["cpu", "docker", "gpu"],
+        default_queue="cpu",
+        sandbox_queue="docker",
+        vllm_queue="gpu",
+    )
+    assert op_tags_for(["sandbox"], cfg) == {QUEUE_TAG: "docker"}
+    assert op_tags_for(["sandbox", "vllm"], cfg) == {QUEUE_TAG: "gpu"}
+    assert op_tags_for([], cfg) == {QUEUE_TAG: "cpu"}
+    with pytest.raises(ValueError, match="container_pool"):
+        op_tags_for(["container_pool"], cfg)  # resource keys are not needs
+
+
+def test_a_routed_queue_no_worker_serves_is_refused(conf: Path):
+    doc = yaml.safe_load((conf / "deploy.yaml").read_text())
+    doc["celery"]["queues"] = ["default", "sandbox"]
+    (conf / "deploy.yaml").write_text(yaml.safe_dump(doc))
+    with pytest.raises(ConfigError, match="vllm_queue 'vllm' is not in celery.queues"):
+        load_deploy_config(conf)
 
 
 def test_cluster_env_reads_ports_from_urls_and_refuses_remote_hosts(conf: Path, monkeypatch):

@@ -15,7 +15,7 @@ from typing import Literal
 from urllib.parse import urlsplit, urlunsplit
 
 import yaml
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from verilearn_assets.core.config import StrictConfig, config_dir, load_config
 
@@ -24,9 +24,13 @@ Executor = Literal["in_process", "multiprocess", "celery"]
 # The op tag dagster-celery reads to route a step (dagster_celery.tags.DAGSTER_CELERY_QUEUE_TAG;
 # spelt here so this module imports neither dagster nor celery).
 QUEUE_TAG = "dagster-celery/queue"
-# Resource keys whose steps must run where the container pool / a vLLM server is reachable.
-SANDBOX_RESOURCES = frozenset({"container_pool"})
-VLLM_RESOURCES = frozenset({"vllm"})
+# What a step can need of the worker that runs it (docs/scale.md, "Queues"):
+#   sandbox: it runs code in the container pool or a jail of its own (Docker or bubblewrap);
+#   vllm:    it starts a vLLM server itself (model_eval serves the model under test).
+# Calling the servers listed in configs/vllm.yaml is an HTTP request any worker can make,
+# so a step that only talks to vLLM needs no queue of its own.
+Need = Literal["sandbox", "vllm"]
+NEEDS: tuple[Need, ...] = ("sandbox", "vllm")
 ENV_OVERRIDES = {
     "VERILEARN_BROKER_URL": ("celery", "broker"),
     "VERILEARN_BACKEND_URL": ("celery", "backend"),
@@ -49,7 +53,16 @@ class CeleryConfig(StrictConfig):
     sandbox_queue: str = "sandbox"
     vllm_queue: str = "vllm"
     visibility_timeout_s: int = Field(default=21600, ge=1)
-    step_retries: int = Field(default=1, ge=0)
+
+    @model_validator(mode="after")
+    def _routed_queues_are_served(self) -> CeleryConfig:
+        # a step routed to a queue no local worker listens on would wait forever
+        for field in ("default_queue", "sandbox_queue", "vllm_queue"):
+            if getattr(self, field) not in self.queues:
+                raise ValueError(
+                    f"celery.{field} {getattr(self, field)!r} is not in celery.queues {self.queues}"
+                )
+        return self
 
 
 class PostgresConfig(StrictConfig):
@@ -112,7 +125,9 @@ def celery_app_settings(cfg: CeleryConfig) -> dict:
     """Celery settings shared by the executor (client side) and every worker.
 
     Late acknowledgement + reject-on-worker-lost: a step whose worker process dies is put
-    back on its queue and taken by another worker instead of being lost. The result
+    back on its queue and taken by another worker instead of being lost. This is the only
+    mechanism that recovers a lost worker: Dagster's op RetryPolicy acts on an exception
+    the step raises, and a killed worker raises none (docs/scale.md, "Lost workers"). The result
     backend is retried (up to ~1 min): the orchestrator polls each step's result in Redis,
     and without retries one poll during a broker restart fails the whole run.
     """
@@ -143,7 +158,6 @@ def celery_executor_config(cfg: DeployConfig) -> dict:
         "broker": cfg.celery.broker,
         "backend": cfg.celery.backend,
         "config_source": celery_app_settings(cfg.celery),
-        "retries": {"enabled": {}},
     }
 
 
@@ -186,25 +200,29 @@ def write_instance_yaml(cfg: DeployConfig, home: Path, dagster_home: Path) -> Pa
     return path
 
 
-def queue_for(resources: Iterable[str], cfg: CeleryConfig | None = None) -> str:
-    """The Celery queue of a step that uses `resources` (resource keys).
+def queue_for(needs: Iterable[Need], cfg: CeleryConfig | None = None) -> str:
+    """The Celery queue of a step with these `needs` (see `Need`).
 
-    A vLLM step goes to the vLLM queue (its workers also run the sandbox), a sandbox step to
-    the sandbox queue, anything else to the default queue: a worker without Docker listens on
-    `default` only and never receives a sandbox step.
+    A step that starts a vLLM server goes to the vLLM queue (its workers run the sandbox
+    too: model_eval needs both), one that runs a sandbox to the sandbox queue, anything
+    else to the default queue: a worker without Docker or bubblewrap listens on `default`
+    only and never receives a sandbox step.
     """
-    cfg = cfg or CeleryConfig()
-    keys = set(resources)
-    if keys & VLLM_RESOURCES:
+    needs = set(needs)
+    if unknown := needs - set(NEEDS):
+        raise ValueError(f"unknown step needs {sorted(unknown)}: expected some of {list(NEEDS)}")
+    cfg = cfg or load_deploy_config().celery
+    if "vllm" in needs:
         return cfg.vllm_queue
-    if keys & SANDBOX_RESOURCES:
+    if "sandbox" in needs:
         return cfg.sandbox_queue
     return cfg.default_queue
 
 
-def op_tags_for(resources: Iterable[str], cfg: CeleryConfig | None = None) -> dict[str, str]:
-    """`op_tags` for an asset decorator: route its step to the right Celery queue."""
-    return {QUEUE_TAG: queue_for(resources, cfg)}
+def op_tags_for(needs: Iterable[Need], cfg: CeleryConfig | None = None) -> dict[str, str]:
+    """`op_tags` for an asset or check decorator: route its step to the right Celery queue
+    (queue names from configs/deploy.yaml, read when the code location loads)."""
+    return {QUEUE_TAG: queue_for(needs, cfg)}
 
 
 def check_postgres(url: str, timeout_s: int = 5) -> None:

@@ -107,7 +107,8 @@ class GateRule:
     on: Literal["tasks", "rollouts"]
     evaluate: Callable[[RuleContext], RuleOutcome]
     description: str
-    needs_pool: bool = False
+    needs_pool: bool = False  # evaluated with the container pool (passed in)
+    needs_jail: bool = False  # opens a jail of its own (Dafny, ast-grep): a sandbox worker runs it
 
 
 class GrpoScorer(Protocol):

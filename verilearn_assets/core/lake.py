@@ -3,19 +3,30 @@
 Layout: `<home>/lake/<asset>/source=<s>/split=<t>/part-<n>.parquet`. Every write goes to a
 temporary file in the same directory and is renamed into place, so a crash leaves either
 the old file or the new one, never half of either.
+
+Several processes (Celery workers on one machine or on a shared file system) may write and
+read the same partition at once. Each partition has a lock file (`.lock`, an `flock`):
+a writer holds it exclusively only while it renames its finished part in and removes the
+parts it replaces, a reader shares it while it lists and reads the parts. So a reader sees
+one whole version, and two writers of the same partition end with exactly one writer's
+complete version (the last to take the lock), never parts of both (docs/scale.md).
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import polars as pl
 
 from verilearn_assets.core.records import Record
+
+LOCK_NAME = ".lock"
 
 
 def home(explicit: str | Path | None = None) -> Path:
@@ -42,44 +53,89 @@ def partition_dir(asset: str, root: Path | None = None, **dims: str) -> Path:
     return path
 
 
-def atomic_write_parquet(frame: pl.DataFrame, target: Path) -> Path:
-    """Write `frame` to `target` through a temp file + fsync + rename."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+def _temp_parquet(frame: pl.DataFrame, directory: Path, name: str) -> Path:
+    """`frame` in a hidden, fsynced temporary file of `directory` (never matched by
+    `part-*.parquet`), ready to be renamed into place."""
+    directory.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
     os.close(fd)
     try:
         frame.write_parquet(tmp)
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
-        os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    return Path(tmp)
+
+
+def atomic_write_parquet(frame: pl.DataFrame, target: Path) -> Path:
+    """Write `frame` to `target` through a temp file + fsync + rename."""
+    tmp = _temp_parquet(frame, target.parent, target.name)
+    try:
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return target
+
+
+@contextmanager
+def partition_lock(pdir: Path, exclusive: bool) -> Iterator[None]:
+    """The partition's `flock` (Linux NFS clients emulate it with a whole-file POSIX lock,
+    so it holds across machines on a shared file system). Closing the descriptor releases
+    it, so a writer that dies mid-swap frees the partition. A reader of a directory it
+    cannot write (a read-only copy of the lake, where no one writes) reads unlocked."""
+    path = pdir / LOCK_NAME
+    try:
+        fd = os.open(path, (os.O_RDWR if exclusive else os.O_RDONLY) | os.O_CREAT, 0o666)
+    except PermissionError:
+        if exclusive:
+            raise
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _commit(
+    asset: str, frame: pl.DataFrame, root: Path | None, replace: bool, dims: dict[str, str]
+) -> Path:
+    """Write `frame` unlocked, then, under the partition lock, rename it in as the next
+    part (and remove the parts it replaces when `replace`)."""
+    pdir = partition_dir(asset, root, **dims)
+    tmp = _temp_parquet(frame, pdir, "part-new")
+    try:
+        with partition_lock(pdir, exclusive=True):
+            old = _parts(pdir)
+            n = 1 + max((_part_number(p) for p in old), default=-1)
+            new = pdir / f"part-{n:05d}.parquet"
+            os.replace(tmp, new)
+            for p in old if replace else ():
+                p.unlink(missing_ok=True)  # tolerant: an operator may have removed it
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return new
 
 
 def write_partition(asset: str, frame: pl.DataFrame, root: Path | None = None, **dims: str) -> Path:
     """Replace one partition with `frame` (a single part file); siblings are untouched.
 
-    The new part is renamed into place before the old parts are removed, so readers and
-    a crash see either the old partition or the new one.
+    The new part is renamed into place before the old parts are removed, under the
+    partition lock, so readers see either the old partition or the new one, and the same
+    partition written twice at once ends with one writer's complete version.
     """
-    pdir = partition_dir(asset, root, **dims)
-    pdir.mkdir(parents=True, exist_ok=True)
-    old = sorted(pdir.glob("part-*.parquet"))
-    n = 1 + max((_part_number(p) for p in old), default=-1)
-    new = atomic_write_parquet(frame, pdir / f"part-{n:05d}.parquet")
-    for p in old:
-        p.unlink()
-    return new
+    return _commit(asset, frame, root, True, dims)
 
 
 def append_part(asset: str, frame: pl.DataFrame, root: Path | None = None, **dims: str) -> Path:
-    """Add one more part to a partition (incremental writers: at most one part is lost)."""
-    pdir = partition_dir(asset, root, **dims)
-    pdir.mkdir(parents=True, exist_ok=True)
-    n = 1 + max((_part_number(p) for p in pdir.glob("part-*.parquet")), default=-1)
-    return atomic_write_parquet(frame, pdir / f"part-{n:05d}.parquet")
+    """Add one more part to a partition (incremental writers: at most one part is lost;
+    the lock keeps two appenders from taking the same part number)."""
+    return _commit(asset, frame, root, False, dims)
 
 
 def read_partition(
@@ -87,10 +143,13 @@ def read_partition(
 ) -> pl.DataFrame:
     """All parts of one partition; an empty frame (with `schema`) when none exist."""
     pdir = partition_dir(asset, root, **dims)
-    parts = sorted(pdir.glob("part-*.parquet")) if pdir.exists() else []
-    if not parts:
+    if not pdir.is_dir():
         return pl.DataFrame(schema=schema or {})
-    return pl.concat([pl.read_parquet(p) for p in parts], how="diagonal_relaxed")
+    with partition_lock(pdir, exclusive=False):  # one whole version, never a mix of two
+        frames = [pl.read_parquet(p) for p in _parts(pdir)]
+    if not frames:
+        return pl.DataFrame(schema=schema or {})
+    return pl.concat(frames, how="diagonal_relaxed")
 
 
 def write_records(
@@ -115,6 +174,10 @@ def read_records(
             where = partition_dir(asset, root, **dims)
             raise ValueError(f"{where}: record {i} ({row.get('id')!r}): {exc}") from exc
     return out
+
+
+def _parts(pdir: Path) -> list[Path]:
+    return sorted(pdir.glob("part-*.parquet"))
 
 
 def _part_number(path: Path) -> int:

@@ -22,7 +22,6 @@ from typing import Any, TextIO
 from dagster import (
     DagsterInstance,
     Definitions,
-    RetryPolicy,
     execute_job,
 )
 from dagster._core.definitions.reconstruct import ReconstructableJob, ReconstructableRepository
@@ -62,12 +61,6 @@ def celery_defs() -> Definitions:
         metadata=defs.metadata,
         executor=executor,
     )
-
-
-def step_retry_policy(cfg: DeployConfig | None = None) -> RetryPolicy:
-    """The retry policy a job's steps get in the distributed mode (`op_retry_policy=`)."""
-    cfg = cfg or load_deploy_config()
-    return RetryPolicy(max_retries=cfg.celery.step_retries, delay=1)
 
 
 def distributed_instance(
