@@ -7,6 +7,7 @@ every "fits" below is measured, not estimated.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
@@ -37,6 +38,8 @@ from verilearn_assets.core.llm.budget import (
     Keep,
     for_server,
     lake_asset,
+    parse_tool_text,
+    plain,
 )
 from verilearn_assets.core.llm.tokens import EstimateCounter, TokenCounter, load_counter
 from verilearn_assets.core.records import AnswerSchema, TableRecord
@@ -285,3 +288,142 @@ def test_few_shot_examples_go_before_the_task_is_touched(counter: TokenCounter) 
     assert fit.contents[3] == QUESTION and "1 earlier messages omitted" in fit.contents[2]
     assert fit.messages_by_kind == {"fewshot": 1} and fit.tokens_removed["fewshot"] > 0
     assert [m["role"] for m in fit.messages] == ["system", "assistant", "user"]
+
+
+# ------------------------------------------------------------------ dafny and refactor prompts
+@dataclass
+class DafnySource:
+    """What a dafny prompt is built from (a task or a trajectory)."""
+
+    prefix: str
+    suffix: str
+    spec: str
+    body: str
+
+
+def dafny_source(n_helpers: int) -> DafnySource:
+    helpers = "".join(
+        f"function Helper{i}(x: int): int {{ x * {i} + {i % 7} }}\n" for i in range(n_helpers)
+    )
+    return DafnySource(
+        prefix=helpers,
+        suffix="",
+        spec="method Triple(x: int) returns (r: int)\n  ensures r == 3 * x\n",
+        body="{\n  r := x + x + x;\n}\n",
+    )
+
+
+def test_dafny_prompts_drop_example_pairs_then_cut_the_context(counter: TokenCounter) -> None:
+    from verilearn_assets.dafny import prompts
+    from verilearn_assets.dafny.vllm_teacher import task_messages
+
+    task = dafny_source(120)
+    shots = [(prompts.user_prompt(dafny_source(20), "writer"), prompts.fenced("{ r := 3*x; }"))] * 3
+    chat = prompts.messages(task, "annotator", task.body, shots=shots)
+    msgs = task_messages(chat, task)
+    assert plain(msgs) == chat  # level 0 is the prompt byte for byte
+    whole = ContextBudget(window=1 << 15, max_tokens=0, counter=counter).fit(msgs)
+    shot_tokens = whole.prompt_tokens - counter.count_chat([chat[0], chat[-1]])
+    # just short of room for every example: the oldest pair goes whole, the context stays
+    fit = ContextBudget(window=whole.prompt_tokens - 5, max_tokens=0, counter=counter).fit(msgs)
+    assert not fit.overflow and fit.contents[1] is None and fit.contents[2] is None
+    assert fit.contents[3] is not None and fit.contents[-1].endswith(chat[-1]["content"])
+    assert fit.messages_by_kind == {"fewshot": 2}
+    # far shorter: every example gone, then the context middle-truncated; the signature,
+    # the specification and the body to annotate stay whole
+    small = whole.prompt_tokens - shot_tokens - 400
+    fit = ContextBudget(window=small, max_tokens=0, counter=counter).fit(msgs)
+    assert not fit.overflow and fit.prompt_tokens <= small
+    assert fit.contents[1:-1] == [None] * 6
+    last = fit.contents[-1]
+    assert "characters truncated" in last and "Helper0(" in last and task.spec.rstrip() in last
+    assert task.body.strip() in last and fit.messages[0]["content"] == chat[0]["content"]
+    assert fit.tokens_removed["context"] > 0 and fit.tokens_removed["fewshot"] > 0
+    # the ladder cannot cut the task itself: a window under it is an overflow
+    floor = counter.count_chat([chat[0], {"role": "user", "content": task.spec}])
+    assert ContextBudget(window=floor, max_tokens=0, counter=counter).fit(msgs).overflow
+
+
+def test_refactor_prompts_drop_old_state_items_and_keep_the_task(counter: TokenCounter) -> None:
+    from verilearn_assets.refactor.prompts import load_prompts, render_messages
+    from verilearn_assets.refactor.records import Difficulty, RefactorTask
+    from verilearn_assets.refactor.state import State, render
+    from verilearn_assets.refactor.teachers import actor_messages
+
+    note = "x" * 200
+    state = State(
+        goals=["Replace == None with is None everywhere."],
+        constraints=["keep the tests passing"],
+        hypotheses=[f"hypothesis {i} {note}" for i in range(8)],
+        decisions=[f"decision {i} {note}" for i in range(8)],
+        open_issues=[f"issue {i} {note}" for i in range(8)],
+        history=[f"step {i}: {note}" for i in range(3)],
+        next_focus="run the tests",
+    )
+    task = RefactorTask(
+        id="t",
+        repo="pathconf",
+        licence="MIT",
+        files=["pathconf/loader.py"],
+        instruction="Compare values to None with `is` instead of `==`.",
+        target_diff="",
+        target_tree="",
+        step_trees=[],
+        test_command=["pytest", "-q"],
+        reference_actions=[],
+        rules=[],
+        source="template",
+        split="dev",
+        status="accepted",
+        difficulty=Difficulty(matches=1, files_touched=1, rule_complexity=1, steps=1),
+    )
+    files = ", ".join(f"pathconf/module_{i}.py" for i in range(300))
+    last = f"action ok, files changed: {files}, tests passed"
+    chat = render_messages(load_prompts(), task, render(state), 2, 3, last)
+    msgs = actor_messages(chat, state)
+    assert plain(msgs) == chat
+    whole = counter.count_chat(chat)
+    fit = ContextBudget(window=whole - 300, max_tokens=0, counter=counter).fit(msgs)
+    assert not fit.overflow and fit.messages_by_kind == {"state": 1}
+    user = fit.contents[1]
+    assert "hypothesis 0 " not in user and "hypothesis 7 " in user  # oldest first
+    assert "older state items omitted]" in user and files in user  # the result still whole
+    # a window the state alone cannot make: every droppable item gone, then the file list
+    # cut in the middle; goals, constraints, the task and the tests' verdict stay
+    fit = ContextBudget(window=1200, max_tokens=0, counter=counter).fit(msgs)
+    assert not fit.overflow and fit.prompt_tokens <= 1200
+    user = fit.contents[1]
+    assert "characters truncated" in user and "tests passed" in user
+    assert all(g in user for g in (*state.goals, *state.constraints, task.instruction))
+    assert "decision 7" not in user and "step 2:" not in user and "issue 7" not in user
+    assert fit.tokens_removed["state"] > 0 and fit.tokens_removed["tool_output"] > 0
+
+
+def test_sft_fit_keeps_every_assistant_turn_and_record(counter: TokenCounter) -> None:
+    obs = Observation("ok", 3.0, "\n".join(f"{i} {i * 0.5}" for i in range(600)), "", None, [])
+    err = Observation("error", 2.0, "", "Traceback\nKeyError: 'c9'", None, [])
+    done = Observation("ok", 1.0, "", "", None, ["42.0"])
+    chat = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": QUESTION}]
+    for o in (obs, err, obs, done):
+        chat += [
+            {"role": "assistant", "content": "Look.\n```python\nprint(df)\n```"},
+            {"role": "tool", "content": tool_message(o, 8000)},
+        ]
+    chat.append({"role": "assistant", "content": "```python\nsubmit(42.0)\n```"})
+    view = parse_tool_text(tool_message(err, 8000))
+    assert view.status_line == "[cell error, 2 ms]" and view.error == "KeyError: 'c9'"
+    assert parse_tool_text(tool_message(done, 8000)).submissions == ("42.0",)
+    floor = counter.count_chat([m for m in chat if m["role"] != "tool"])
+    window = floor + 250  # room for one-line summaries, not for the outputs
+    assert counter.count_chat(chat) > 4 * window
+    fit = ContextBudget(window=window, max_tokens=0, counter=counter).fit_sft(chat)
+    assert not fit.overflow and len(fit.messages) == len(chat)  # nothing dropped
+    for before, after in zip(chat, fit.messages, strict=True):
+        if before["role"] != "tool":
+            assert after == before
+    tools = [m["content"] for m in fit.messages if m["role"] == "tool"]
+    size = sum(len(body) for _, body in parse_tool_text(chat[3]["content"]).sections)
+    assert tools[0] == f"[cell ok, 3 ms; {size} chars of output cut]"  # oldest: one line
+    assert tools[1].startswith("[cell error, 2 ms]") and "KeyError: 'c9'" in tools[1]
+    assert tools[-1].endswith("submitted: 42.0")
+    assert set(fit.tokens_removed) == {"tool_output"}

@@ -13,7 +13,11 @@ from verilearn_assets.core.family import SftRow
 from verilearn_assets.core.llm.tiny_model import CHAT_TEMPLATE
 from verilearn_assets.training.config import TrainingConfig
 from verilearn_assets.training.sft_data import chat_messages
-from verilearn_assets.training.trainability import check_trainability, load_tokenizer
+from verilearn_assets.training.trainability import (
+    check_trainability,
+    load_tokenizer,
+    prepare_rows,
+)
 
 
 def _config(model: Path, **sft: object) -> TrainingConfig:
@@ -43,7 +47,11 @@ def test_truncation_keeps_whole_turns_and_is_counted(
     first = next(i for i, m in enumerate(msgs) if m["role"] == "assistant") + 1
     limit = _length(tiny_model_dir, msgs[:first]) + 2  # the first turn fits, the row does not
     assert limit < _length(tiny_model_dir, msgs)
-    report = check_trainability(_config(tiny_model_dir, max_seq_length=limit), [row], step=False)
+    report = check_trainability(
+        _config(tiny_model_dir, max_seq_length=limit, truncation="drop_last_turns"),
+        [row],
+        step=False,
+    )
     assert report.passed, report.reasons
     assert (report.fit, report.truncated, report.truncated_ids) == (0, 1, [row.id])
 
@@ -104,3 +112,61 @@ def test_a_row_that_does_not_render_is_named(
 def test_missing_base_model_is_a_clear_error(sft_rows_real: list[SftRow], tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="no config.json"):
         check_trainability(_config(tmp_path / "nowhere"), sft_rows_real)
+
+
+def _with_long_outputs(row: SftRow) -> SftRow:
+    """`row` with every tool output replaced by ~9,000 characters of numeric stdout."""
+    table = "\n".join(f"{i:5d}  {i * 0.37:9.4f}  {i % 7}" for i in range(400))
+    msgs = [
+        {**m, "content": f"[cell ok, 4 ms]\nstdout:\n{table}"} if m["role"] == "tool" else m
+        for m in chat_messages(row)
+    ]
+    return row.model_copy(update={"id": "long-outputs", "messages": msgs})
+
+
+def test_compress_shrinks_tool_outputs_never_an_assistant_turn(
+    tiny_model_dir: Path, sft_rows_real: list[SftRow]
+) -> None:
+    row = next(r for r in sft_rows_real if any(m["role"] == "tool" for m in chat_messages(r)))
+    long_row = _with_long_outputs(row)
+    msgs = chat_messages(long_row)
+    full = _length(tiny_model_dir, msgs)
+    limit = _length(tiny_model_dir, chat_messages(row)) + 200
+    assert limit < full  # the row must be compressed to fit
+    config = _config(tiny_model_dir, max_seq_length=limit)
+    assert config.sft.truncation == "compress"  # the documented default
+    report = check_trainability(config, [long_row], step=False)
+    assert report.passed, report.reasons
+    assert (report.compressed, report.compressed_ids, report.dropped_too_long) == (
+        1,
+        ["long-outputs"],
+        0,
+    )
+    assert report.compressed_tokens_removed >= full - limit
+
+    prep = prepare_rows(load_tokenizer(tiny_model_dir), [long_row], config.sft)
+    (fitted,) = prep.conversations
+    assert _length(tiny_model_dir, fitted) <= limit
+    assert prep.tokens_removed == full - _length(tiny_model_dir, fitted)
+    assert [m["role"] for m in fitted] == [m["role"] for m in msgs]  # no turn dropped
+    for before, after in zip(msgs, fitted, strict=True):
+        if before["role"] != "tool":  # system, task, assistant turns: byte for byte
+            assert after == before
+        else:  # the status line stays; the body says what was cut
+            assert after["content"].startswith("[cell ok, 4")
+            assert "truncated]" in after["content"] or "chars of output cut" in after["content"]
+    assert any("chars of output cut" in m["content"] for m in fitted[:-2])  # older: summarized
+
+
+def test_compress_drops_a_row_whose_kept_turns_alone_do_not_fit(
+    tiny_model_dir: Path, sft_rows_real: list[SftRow]
+) -> None:
+    row = next(r for r in sft_rows_real if any(m["role"] == "tool" for m in chat_messages(r)))
+    long_row = _with_long_outputs(row)
+    kept = [m for m in chat_messages(long_row) if m["role"] != "tool"]
+    limit = _length(tiny_model_dir, kept) - 1  # even with every tool output gone it overflows
+    report = check_trainability(
+        _config(tiny_model_dir, max_seq_length=limit), [long_row], step=False
+    )
+    assert (report.compressed, report.dropped_too_long) == (0, 1)
+    assert report.dropped_ids == ["long-outputs"] and not report.passed

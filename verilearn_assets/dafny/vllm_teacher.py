@@ -3,6 +3,13 @@
 The cascade is synchronous (the verifier pool is thread-based), so the teacher owns one
 event loop and runs the async client on it. Prompts are the family's (`prompts.py`) with
 its stop sequences; what the model says is cut to its last fenced block by the cascade.
+
+Every prompt goes through the context budget (`VllmClient.chat_budgeted`): few-shot pairs
+are dropped first, then the context declarations are middle-truncated; the system
+prompt, the signature and specification and the body to annotate are never cut. A prompt
+that still does not fit raises `ContextOverflow`: the cascade records that stage as failed
+with class `context_overflow`, the llm source a rejected proposal. Losses are summed in
+`budget_counts` for the asset's metadata and `mart_context_budget`.
 """
 
 from __future__ import annotations
@@ -10,10 +17,28 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from verilearn_assets.core.llm.budget import (
+    BudgetCounts,
+    BudgetMessage,
+    TextSegment,
+    fewshot_chat,
+    split_around,
+)
 from verilearn_assets.core.llm.client import VllmClient
 from verilearn_assets.core.llm.config import VllmConfig
 from verilearn_assets.dafny import prompts
 from verilearn_assets.dafny.records import DafnyTask
+
+
+def task_messages(
+    messages: list[dict[str, str]], task: prompts.PromptSource
+) -> list[BudgetMessage]:
+    """A writer/annotator chat as budget segments: examples droppable, the task message's
+    context declarations truncatable, everything else kept."""
+    context = (task.prefix + task.suffix).strip()
+    last = messages[-1]["content"]
+    segments = split_around(last, context, TextSegment(context, "context"))
+    return fewshot_chat(messages, segments)
 
 
 class VllmTeacher:
@@ -36,14 +61,22 @@ class VllmTeacher:
         self.sampling = prompt_config.generation.as_request() if prompt_config else {}
         self.shots = shots or {}
         self.seed = seed
+        self.budget_counts = BudgetCounts()  # what fitting every prompt cost
         self.loop = asyncio.new_event_loop()
         self.client = VllmClient(config)
         self.loop.run_until_complete(self.client.start())
         self.usage: list[dict[str, Any]] = []
 
-    def _chat(self, messages: list[dict[str, str]]) -> str:
+    def _chat(self, messages: list[BudgetMessage]) -> str:
+        """One budgeted request; `ContextOverflow` when the prompt cannot fit."""
         result = self.loop.run_until_complete(
-            self.client.chat(messages, seed=self.seed, stop=self.prompts.stop, **self.sampling)
+            self.client.chat_budgeted(
+                messages,
+                self.budget_counts,
+                seed=self.seed,
+                stop=self.prompts.stop,
+                **self.sampling,
+            )
         )
         self.usage.append(
             {"prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens}
@@ -51,18 +84,19 @@ class VllmTeacher:
         return result.text
 
     def propose(self, messages: list[dict[str, str]]) -> str:
-        """One free-form answer (the llm source's program proposals)."""
-        return self._chat(messages)
+        """One free-form answer (the llm source's program proposals: system, example
+        programs, request — the examples go first when the window is short)."""
+        return self._chat(fewshot_chat(messages))
 
     def write(self, task: DafnyTask) -> str:
         shots = self.shots.get("writer")
-        return self._chat(prompts.messages(task, "writer", shots=shots, config=self.prompts))
+        msgs = prompts.messages(task, "writer", shots=shots, config=self.prompts)
+        return self._chat(task_messages(msgs, task))
 
     def annotate(self, task: DafnyTask, body: str) -> str:
         shots = self.shots.get("annotator")
-        return self._chat(
-            prompts.messages(task, "annotator", body, shots=shots, config=self.prompts)
-        )
+        msgs = prompts.messages(task, "annotator", body, shots=shots, config=self.prompts)
+        return self._chat(task_messages(msgs, task))
 
     def close(self) -> None:
         self.loop.run_until_complete(self.client.close())

@@ -5,8 +5,10 @@ actor, the model is asked for a shorter state (same keys, JSON). Its answer is k
 it is a valid `State` within every cap, fits the budget, and leaves `goals` and
 `constraints` exactly as they were (they are the task's contract: a summary may merge
 decisions, hypotheses, history and open issues, never drop what the task asked). Anything
-else — no JSON, a cap broken, over budget, a goal lost, the server failing — falls back to
-the deterministic compaction, and the reason is returned, so a run never stalls on a model.
+else — no JSON, a cap broken, over budget, a goal lost, the server failing, a request that
+cannot fit the model's window (`context_overflow`: the chat is budgeted by the actor's
+teacher, `teachers.ModelChat`) — falls back to the deterministic compaction, and the reason
+is returned, so a run never stalls on a model.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from verilearn_assets.core.llm.budget import ContextOverflow
 from verilearn_assets.core.llm.client import VllmError
 from verilearn_assets.refactor.config import StateSettings
 from verilearn_assets.refactor.state import State, compact, count_tokens, render
@@ -91,6 +94,6 @@ async def compact_with_model(
     try:
         answer = await chat(messages)
         return check_summary(state, answer, settings), "model"
-    except (ValueError, VllmError, TimeoutError) as exc:  # the floor takes over, named
+    except (ValueError, VllmError, ContextOverflow, TimeoutError) as exc:  # the floor, named
         why = f"{type(exc).__name__}: {exc}"[:200]
         return compact(state, settings.token_budget), f"rules (model answer rejected: {why})"

@@ -4,6 +4,10 @@ A proposal becomes an accepted task only when (1) the rule is valid and applies 
 the jail, (2) the repository's tests still pass, and (3) triangulation holds: a second,
 independent request that sees only the words writes a rule producing the very same tree.
 Everything else is kept as a rejected task naming why.
+
+With the vLLM proposer every request is fitted to the served window (the code excerpt is
+middle-truncated; the instructions and the task words are kept); one that cannot fit is a
+rejected task whose reason starts with `context_overflow`, and the next proposal is asked.
 """
 
 from __future__ import annotations
@@ -16,6 +20,16 @@ from typing import Any
 
 import yaml
 
+from verilearn_assets.core.llm.budget import (
+    FAILURE_CLASS,
+    BudgetCounts,
+    BudgetMessage,
+    ContextOverflow,
+    Keep,
+    TextSegment,
+    keep_all,
+    split_around,
+)
 from verilearn_assets.core.records import content_hash
 from verilearn_assets.refactor.actions import ActionRejected, RuleAction
 from verilearn_assets.refactor.catalog import CatalogRule, Repo, RuleExamples
@@ -61,6 +75,35 @@ def parse_rule(text: str) -> RuleAction:
         raise ActionRejected("schema", f"invalid rule: {str(exc).splitlines()[0]}") from exc
 
 
+def code_messages(messages: list[dict[str, Any]], code: str) -> list[BudgetMessage]:
+    """A proposal chat as budget segments: the code excerpt is `context` (truncatable),
+    the rest (instructions, repository name, the task words) is kept."""
+    out = []
+    for m in messages:
+        role, text = m["role"], str(m["content"])
+        if role == "system":
+            out.append(BudgetMessage(role, [Keep(text, "instructions")]))
+        else:
+            out.append(
+                BudgetMessage(role, split_around(text, code, TextSegment(code, "context")), sep="")
+            )
+    return out
+
+
+async def ask(propose: Proposer, messages: list[dict[str, Any]], code: str, seed: int) -> str:
+    """One proposal request: budgeted (`propose.fitted`) when the proposer has a budget,
+    else the plain messages (a scripted model)."""
+    fitted = getattr(propose, "fitted", None)
+    if fitted is None:
+        return await propose(messages, seed)
+    return await fitted(code_messages(messages, code), seed)
+
+
+def _overflow_reason(stage: str, exc: ContextOverflow) -> str:
+    text = str(exc).removeprefix(f"{FAILURE_CLASS}: ")
+    return f"{FAILURE_CLASS}: {stage}: {text}"
+
+
 def rejected(
     repo: Repo, key: str, instruction: str, reason: str, rule: dict | None
 ) -> RefactorTask:
@@ -94,13 +137,16 @@ async def propose_task(
     seed: int = 0,
 ) -> RefactorTask:
     code = code_excerpt(repo.path, code_chars)
-    first = await propose(
-        [
-            {"role": "system", "content": prompts.propose_system},
-            {"role": "user", "content": prompts.propose_user.format(repo=repo.name, code=code)},
-        ],
-        seed + 2 * index,
-    )
+    asked = [
+        {"role": "system", "content": prompts.propose_system},
+        {"role": "user", "content": prompts.propose_user.format(repo=repo.name, code=code)},
+    ]
+    try:
+        first = await ask(propose, asked, code, seed + 2 * index)
+    except ContextOverflow as exc:  # this proposal only: kept as a rejected task
+        return rejected(
+            repo, f"{index}:{FAILURE_CLASS}", "", _overflow_reason("proposal", exc), None
+        )
     key = f"{index}:{first}"
     instruction = _block(first, "instruction") or ""
     if not instruction:
@@ -122,18 +168,18 @@ async def propose_task(
     if task.status != "accepted":
         return task
     # triangulation: the same words, a fresh request that never saw the first rule
-    second = await propose(
-        [
-            {"role": "system", "content": prompts.propose_system},
-            {
-                "role": "user",
-                "content": prompts.rule_user.format(
-                    repo=repo.name, code=code, instruction=instruction
-                ),
-            },
-        ],
-        seed + 2 * index + 1,
-    )
+    asked = [
+        {"role": "system", "content": prompts.propose_system},
+        {
+            "role": "user",
+            "content": prompts.rule_user.format(repo=repo.name, code=code, instruction=instruction),
+        },
+    ]
+    try:
+        second = await ask(propose, asked, code, seed + 2 * index + 1)
+    except ContextOverflow as exc:
+        why = _overflow_reason("triangulation", exc)
+        return task.model_copy(update={"status": "rejected", "reason": why})
     try:
         other = parse_rule(second)
     except ActionRejected as exc:
@@ -165,21 +211,37 @@ async def generate_llm_tasks(
     return list(out.values())
 
 
-def vllm_proposer(actor: Any) -> tuple[Proposer, Callable[[], Awaitable[None]]]:
+class VllmProposer:
+    """A proposer over one actor of `configs/vllm_actors.yaml`: plain messages are sent
+    kept whole (they fit or overflow); `fitted` takes budget segments. `budget_counts` are
+    the losses of every request."""
+
+    def __init__(self, actor: Any) -> None:
+        self.actor = actor
+        self.client: Any = None
+        self.budget_counts = BudgetCounts()
+
+    async def _started(self) -> Any:
+        from verilearn_assets.core.llm.client import VllmClient
+
+        if self.client is None:
+            self.client = VllmClient(self.actor.vllm_config(self.actor.model))
+            await self.client.start()
+        return self.client
+
+    async def fitted(self, messages: list[BudgetMessage], seed: int) -> str:
+        client = await self._started()
+        return (await client.chat_budgeted(messages, self.budget_counts, seed=seed)).text
+
+    async def __call__(self, messages: list[dict[str, Any]], seed: int) -> str:
+        return await self.fitted(keep_all(messages), seed)
+
+    async def close(self) -> None:
+        if self.client is not None:
+            await self.client.close()
+
+
+def vllm_proposer(actor: Any) -> tuple[VllmProposer, Callable[[], Awaitable[None]]]:
     """A proposer over one actor of `configs/vllm_actors.yaml` (and its close function)."""
-    from verilearn_assets.core.llm.client import VllmClient
-
-    client: VllmClient | None = None
-
-    async def propose(messages: list[dict[str, Any]], seed: int) -> str:
-        nonlocal client
-        if client is None:
-            client = VllmClient(actor.vllm_config(actor.model))
-            await client.start()
-        return (await client.chat(messages, seed=seed)).text
-
-    async def close() -> None:
-        if client is not None:
-            await client.close()
-
-    return propose, close
+    proposer = VllmProposer(actor)
+    return proposer, proposer.close

@@ -5,21 +5,40 @@
   retries, health), with a fallback chain of models. Actors are declared in
   `configs/vllm_actors.yaml`; quantization, tensor-parallel size and device ids are
   deployment metadata.
+
+Every vLLM prompt is fitted to the served window by the context budget (`actor_messages`:
+the `<state>` block loses its oldest items first, the last result's file list is
+middle-truncated last; the system prompt and the task lines are never cut). A prompt that
+still does not fit, or a server 400 for length, raises `ContextOverflow` at once — never
+the next fallback model, which would be sent the same prompt — and the actor records that
+step with failure class `context_overflow`.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, Protocol
 
 from pydantic import Field, field_validator
 
 from verilearn_assets.core.config import StrictConfig, load_config
+from verilearn_assets.core.llm.budget import (
+    BudgetCounts,
+    BudgetMessage,
+    ContextOverflow,
+    Keep,
+    RenderingsSegment,
+    Segment,
+    TextSegment,
+    keep_all,
+    split_around,
+)
 from verilearn_assets.core.llm.client import VllmClient, VllmError
 from verilearn_assets.core.llm.config import SamplingDefaults, VllmConfig
 from verilearn_assets.refactor.records import RefactorTask
-from verilearn_assets.refactor.state import State
+from verilearn_assets.refactor.state import DROP_ORDER, State, render
 
 
 class Teacher(Protocol):
@@ -112,6 +131,55 @@ def load_actors(directory: str | Path | None = None) -> ActorsConfig:
     return load_config("vllm_actors", ActorsConfig, directory)
 
 
+KEPT_STATE = ("goals", "constraints")  # the task's contract: the budget never drops them
+# `actor.last_result`'s file list: "action ok, files changed: a.py, b.py, tests passed"
+_FILES_CHANGED = re.compile(r"files changed: (.+?), tests ")
+
+
+def state_renderings(state: State) -> list[str]:
+    """The `<state>` block, then with one more item left out each time: oldest first, in
+    the deterministic compaction's order (hypotheses, open issues, decisions, history),
+    never goals or constraints; each rendering says how many items it left out."""
+    out = [render(state)]
+    data = state.model_dump()
+    dropped = 0
+    for name in (n for n in DROP_ORDER if n not in KEPT_STATE):
+        while data[name]:
+            data[name] = data[name][1:]
+            dropped += 1
+            note = f"\n[context budget: {dropped} older state items omitted]"
+            out.append(render(State.model_validate(data)) + note)
+    return out
+
+
+def actor_messages(messages: list[dict[str, Any]], state: State) -> list[BudgetMessage]:
+    """An actor prompt (system + user, `prompts.render_messages`) as budget segments.
+
+    The user message is split around the rendered `<state>` (a `state` segment) and the
+    last result's file list (the newest tool output: truncated only near the end of the
+    ladder); the rest is the task, kept. Other prompts (the state compactor's) are kept
+    whole: they fit or overflow.
+    """
+    if len(messages) != 2 or [m["role"] for m in messages] != ["system", "user"]:
+        return keep_all(messages)
+    user = str(messages[1]["content"])
+    text = render(state)
+    state_seg = RenderingsSegment(state_renderings(state), "state", "state_compact")
+    parts = split_around(user, text, state_seg)
+    segments: list[Segment] = []
+    for part in parts:
+        match = _FILES_CHANGED.search(part.text) if isinstance(part, Keep) else None
+        if match and match.group(1) != "none":
+            files = match.group(1)
+            segments += split_around(part.text, files, TextSegment(files, "tool_output"))
+        else:
+            segments.append(part)
+    return [
+        BudgetMessage("system", [Keep(str(messages[0]["content"]), "instructions")]),
+        BudgetMessage("user", segments, sep=""),
+    ]
+
+
 class VllmTeacher:
     """One actor: its model first, then each fallback model when a server gives up."""
 
@@ -122,6 +190,7 @@ class VllmTeacher:
         self.model = actor.model
         self.overrides = client_overrides or {}
         self._clients: dict[str, VllmClient] = {}
+        self.budget_counts = BudgetCounts()  # what fitting every prompt cost
 
     async def _client(self, model: str) -> VllmClient:
         if model not in self._clients:
@@ -135,10 +204,15 @@ class VllmTeacher:
         self, messages: list[dict[str, Any]], task: RefactorTask, step: int, state: State, seed: int
     ) -> str:
         errors = []
+        segments = actor_messages(messages, state)
         for model in [self.actor.model, *self.actor.fallback_models]:
             try:
                 client = await self._client(model)
-                result = await client.chat(messages, seed=seed, stop=self.actor.stop)
+                result = await client.chat_budgeted(
+                    segments, self.budget_counts, seed=seed, stop=self.actor.stop
+                )
+            except ContextOverflow:
+                raise  # the prompt's length, not the server: no fallback, the step fails
             except VllmError as exc:
                 errors.append(f"{model}: {exc}")
                 continue
@@ -152,11 +226,19 @@ class VllmTeacher:
         self._clients.clear()
 
 
-def model_chat(actor: ActorConfig) -> tuple[Any, Any]:
-    """`(chat, close)` over one actor (its fallback chain too): the state compactor's model."""
-    teacher = VllmTeacher(actor)
+class ModelChat:
+    """A chat over one actor (its fallback chain too), budgeted like the actor's prompts;
+    `budget_counts` are its losses."""
 
-    async def chat(messages: list[dict[str, Any]]) -> str:
-        return await teacher.respond(messages, None, 0, State(), 0)  # type: ignore[arg-type]
+    def __init__(self, actor: ActorConfig) -> None:
+        self.teacher = VllmTeacher(actor)
+        self.budget_counts = self.teacher.budget_counts
 
-    return chat, teacher.close
+    async def __call__(self, messages: list[dict[str, Any]]) -> str:
+        return await self.teacher.respond(messages, None, 0, State(), 0)  # type: ignore[arg-type]
+
+
+def model_chat(actor: ActorConfig) -> tuple[ModelChat, Any]:
+    """`(chat, close)` over one actor: the state compactor's model."""
+    chat = ModelChat(actor)
+    return chat, chat.teacher.close

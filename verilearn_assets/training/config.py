@@ -74,7 +74,8 @@ class SftSettings(StrictConfig):
     save_steps: int | None = Field(default=None, ge=1)  # None: one checkpoint at the end
     seed: int = 0
     max_seq_length: int = Field(default=2048, ge=16)
-    truncation: Literal["drop_last_turns", "drop_row"] = "drop_last_turns"
+    # compress: the context budget's ladder (docs/context_budget.md), drop what still overflows
+    truncation: Literal["compress", "drop_last_turns", "drop_row"] = "compress"
     # The trainability check fails when more than this fraction of a split's rows cannot
     # fit even truncated (they are always counted, and never trained on).
     max_dropped_fraction: float = Field(default=0.5, ge=0.0, le=1.0)

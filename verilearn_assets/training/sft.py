@@ -160,6 +160,8 @@ def train_sft(
             "rows_drawn": len(selection.rows),
             "rows_used": len(prep.conversations),
             "rows_truncated": len(prep.truncated_ids),
+            "rows_compressed": len(prep.compressed_ids),
+            "compressed_tokens_removed": prep.tokens_removed,
             "rows_dropped_too_long": len(prep.dropped_too_long_ids),
             "rows_dropped_no_assistant": len(prep.dropped_no_assistant_ids),
             "method": sft.method,

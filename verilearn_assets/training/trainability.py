@@ -4,11 +4,16 @@ Three things, each counted, none silent:
 1. the base model's chat template has `{% generation %}` markers (assistant-only loss needs
    them: without, every token — the user's and the tool's too — would be trained);
 2. every row renders with that template and fits `max_seq_length`, or is cut by the
-   documented rule (`sft.truncation`): `drop_last_turns` keeps the longest prefix that ends
-   on an assistant turn and fits — whole turns, so no turn trains without the context it was
-   written in; a row whose first assistant turn does not fit is dropped; `drop_row` drops
-   every row that does not fit. A row with no assistant token is dropped too. The check
-   fails when more than `sft.max_dropped_fraction` of the rows cannot fit;
+   documented rule (`sft.truncation`): `compress` (the default) applies the context
+   budget's ladder — the one every teacher and evaluation prompt goes through
+   (docs/context_budget.md) — counting with this tokenizer: older tool outputs are
+   middle-truncated then summarized, the last one's body last; the system prompt, the task,
+   every assistant turn (it carries the loss) and submission lines are never touched; a row
+   that still does not fit is dropped. `drop_last_turns` keeps the longest prefix that ends
+   on an assistant turn and fits — whole turns; a row whose first assistant turn does not
+   fit is dropped; `drop_row` drops every row that does not fit. A row with no assistant
+   token is dropped too. The check fails when more than `sft.max_dropped_fraction` of the
+   rows cannot fit;
 3. one optimizer step (LoRA or all weights, per `sft.method`; the configured knobs) on a
    small sample gives a finite loss.
 
@@ -25,6 +30,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from verilearn_assets.core.family import SftRow
+from verilearn_assets.core.llm.budget import ContextBudget
 from verilearn_assets.training.config import SftSettings, TrainingConfig
 from verilearn_assets.training.sft_data import chat_messages
 
@@ -39,11 +45,14 @@ class TrainabilityReport(BaseModel):
     rows: int
     fit: int = 0
     truncated: int = 0
+    compressed: int = 0  # rows fitted by the context-budget ladder (truncation: compress)
+    compressed_tokens_removed: int = 0  # tokens those rows lost, all tool output
     dropped_too_long: int = 0
     dropped_no_assistant: int = 0
     render_errors: int = 0
     longest_tokens: int = 0
     truncated_ids: list[str] = Field(default_factory=list)
+    compressed_ids: list[str] = Field(default_factory=list)
     dropped_ids: list[str] = Field(default_factory=list)
     errors: list[str] = Field(default_factory=list)  # "<row id>: <why>"
     sample_rows: int = 0
@@ -57,16 +66,18 @@ class TrainabilityReport(BaseModel):
 
     @property
     def kept(self) -> int:
-        return self.fit + self.truncated
+        return self.fit + self.truncated + self.compressed
 
     def summary(self) -> str:
         head = "trainable" if self.passed else "NOT trainable: " + "; ".join(self.reasons)
         loss = f"{self.loss_before:.4f}" if self.loss_before is not None else "n/a"
         return (
             f"{head} — {self.rows} rows: {self.fit} fit, {self.truncated} truncated, "
-            f"{self.dropped_too_long} dropped (too long), {self.dropped_no_assistant} dropped "
-            f"(no assistant turn), {self.render_errors} render errors; longest "
-            f"{self.longest_tokens} tokens (max {self.max_seq_length}); one-step loss {loss}"
+            f"{self.compressed} compressed ({self.compressed_tokens_removed} tokens of tool "
+            f"output removed), {self.dropped_too_long} dropped (too long), "
+            f"{self.dropped_no_assistant} dropped (no assistant turn), "
+            f"{self.render_errors} render errors; longest {self.longest_tokens} tokens "
+            f"(max {self.max_seq_length}); one-step loss {loss}"
         )
 
 
@@ -78,6 +89,8 @@ class PreparedRows:
     kept_ids: list[str] = field(default_factory=list)
     fit: int = 0
     truncated_ids: list[str] = field(default_factory=list)
+    compressed_ids: list[str] = field(default_factory=list)
+    tokens_removed: int = 0  # by compression, over every compressed row
     dropped_too_long_ids: list[str] = field(default_factory=list)
     dropped_no_assistant_ids: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
@@ -104,10 +117,49 @@ def _span_ends(mask: list[int]) -> list[int]:
     return [i + 1 for i, m in enumerate(mask) if m and (i + 1 == len(mask) or not mask[i + 1])]
 
 
+class TrainingCounter:
+    """Tokens as the trainer sees a row: the base model's template, no generation prompt;
+    the `TokenCounter` the context budget counts SFT rows with."""
+
+    exact = True
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+        self.name = f"tokenizer:{getattr(tokenizer, 'name_or_path', '?')} (training)"
+
+    def count_chat(self, messages: Any) -> int:
+        out = self.tokenizer.apply_chat_template(
+            [dict(m) for m in messages], tokenize=True, return_dict=True
+        )
+        return len(out["input_ids"])
+
+    def count_text(self, text: str) -> int:
+        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def _compressed(
+    tokenizer: Any, budget: ContextBudget, msgs: list[dict[str, str]], limit: int
+) -> tuple[list[dict[str, str]], int] | None:
+    """The row fitted by the budget ladder and the tokens it lost; None when even the
+    ladder's floor does not fit (or no assistant token survives)."""
+    fit = budget.fit_sft(msgs)
+    if fit.overflow:
+        return None
+    fitted = fit.messages
+    replies = [m["content"] for m in msgs if m["role"] == "assistant"]
+    if [m["content"] for m in fitted if m["role"] == "assistant"] != replies:
+        raise AssertionError("the context budget altered an assistant turn of an SFT row")
+    length, mask = _encode(tokenizer, fitted)
+    if length > limit or not any(mask):
+        return None
+    return fitted, fit.original_tokens - length
+
+
 def prepare_rows(tokenizer: Any, rows: list[SftRow], sft: SftSettings) -> PreparedRows:
     """Render every row; keep, cut (by `sft.truncation`) or drop it — and count which."""
     out = PreparedRows()
     limit = sft.max_seq_length
+    budget = ContextBudget(limit, 0, TrainingCounter(tokenizer), window_source="sft")
     for row in rows:
         try:
             msgs = chat_messages(row)
@@ -126,6 +178,16 @@ def prepare_rows(tokenizer: Any, rows: list[SftRow], sft: SftSettings) -> Prepar
             continue
         if sft.truncation == "drop_row":
             out.dropped_too_long_ids.append(row.id)
+            continue
+        if sft.truncation == "compress":
+            done = _compressed(tokenizer, budget, msgs, limit)
+            if done is None:
+                out.dropped_too_long_ids.append(row.id)
+                continue
+            out.compressed_ids.append(row.id)
+            out.tokens_removed += done[1]
+            out.conversations.append(done[0])
+            out.kept_ids.append(row.id)
             continue
         cut = _longest_fitting_prefix(tokenizer, msgs, mask, limit)
         if cut is None:
@@ -273,6 +335,9 @@ def check_trainability(
     prep = prepare_rows(tokenizer, rows, sft)
     report.fit = prep.fit
     report.truncated = len(prep.truncated_ids)
+    report.compressed = len(prep.compressed_ids)
+    report.compressed_tokens_removed = prep.tokens_removed
+    report.compressed_ids = prep.compressed_ids[:_LISTED]
     report.dropped_too_long = len(prep.dropped_too_long_ids)
     report.dropped_no_assistant = len(prep.dropped_no_assistant_ids)
     report.render_errors = len(prep.errors)

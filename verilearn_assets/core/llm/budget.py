@@ -9,13 +9,17 @@ and the status line of the last tool output. Whatever still does not fit is an o
 the caller ends that one item with failure class `context_overflow` and goes on.
 
 Families build segments from their own material (the analysis family in
-`analysis/teacher/context.py`); `fit_chat` applies the same policy to plain chat
-messages, so training can reuse it on SFT rows.
+`analysis/teacher/context.py`, the dafny teacher in `dafny/vllm_teacher.py`, the refactor
+actor in `refactor/teachers.py`); `fewshot_chat` segments a system + examples + task chat,
+`fit_chat` applies the policy to plain chat messages and `fit_sft` to training rows
+(assistant turns never altered). Callers with a client send through
+`VllmClient.chat_budgeted`, which fits, counts and raises `ContextOverflow`.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,6 +28,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from verilearn_assets.core import lake
 from verilearn_assets.core.config import StrictConfig
 from verilearn_assets.core.llm.tokens import TokenCounter, has_tokenizer, load_counter
 from verilearn_assets.core.records import Record, Source, Split, content_hash
@@ -35,7 +40,16 @@ TRUNCATION_MARK = "…[{n} characters truncated]…"  # the marker tool outputs 
 MIN_BODY_CHARS = 120  # a truncated body keeps at least this much of its head and tail
 
 Kind = Literal[
-    "instructions", "task", "table", "tool_output", "reply", "rejected_reply", "fewshot", "text"
+    "instructions",
+    "task",
+    "table",
+    "tool_output",
+    "reply",
+    "rejected_reply",
+    "fewshot",
+    "state",  # an agent's working state (refactor `<state>` block)
+    "context",  # reference material beside the task (dafny declarations, a code excerpt)
+    "text",
 ]
 # Stage names, in the order they are tried; each applies to segments of one kind.
 STAGES: tuple[str, ...] = (
@@ -43,10 +57,12 @@ STAGES: tuple[str, ...] = (
     "tool_output_truncate",  # older tool outputs: middle-truncated, oldest first
     "table_stats",  # table: per-column statistics dropped, rarest columns first
     "tool_output_summary",  # older tool outputs: one line (status, submissions, hooks, error)
-    "fewshot_drop",  # few-shot examples dropped, oldest first
+    "fewshot_drop",  # few-shot examples dropped, oldest first (a user/assistant pair at once)
+    "state_compact",  # agent state: oldest hypotheses, open issues, decisions, history dropped
     "reply_compact",  # older replies: code middle cut, hook/submit lines kept
     "table_names",  # table: rare columns reduced to name and kind on one line
     "turn_drop",  # older replies and outputs with no hook, submission or error: dropped
+    "context_truncate",  # reference material beside the task: middle-truncated
     "last_tool_output_truncate",  # the last tool output's body (status line stays)
     "table_omit",  # last resort: rarest columns' names omitted, with their count
 )
@@ -191,13 +207,15 @@ class ToolOutputSegment(Segment):
 
     kind: Kind = "tool_output"
 
-    def __init__(self, original: str, view: ToolView) -> None:
+    def __init__(self, original: str, view: ToolView, droppable: bool = True) -> None:
+        """`droppable=False` keeps at least the summary (SFT rows: a dropped output would
+        leave two assistant turns side by side)."""
         self.original = original
         self.view = view
         body = sum(len(b) for _, b in view.sections)
         self.limits = _limits(body)
         self.summary_level = len(self.limits) + 1
-        self.droppable = not (view.submissions or view.hooks or view.error)
+        self.droppable = droppable and not (view.submissions or view.hooks or view.error)
         self.levels = self.summary_level + 1 + self.droppable
 
     def stage_range(self, stage: str, last: bool) -> range:
@@ -260,10 +278,34 @@ class TextSegment(Segment):
             return range(1, self.levels)
         if stage == "reply_compact" and self.kind == "reply" and not last:
             return range(1, self.levels)
+        if stage == "context_truncate" and self.kind == "context":
+            return range(1, self.levels)
         return range(0)
 
     def render(self, level: int) -> str:
         return self.text if level == 0 else cap_text(self.text, self.limits[level - 1])
+
+
+class RenderingsSegment(Segment):
+    """A segment the family renders at each level itself (renderings[0] is the original,
+    each next one no longer), reached in one `stage`: e.g. the refactor state with its
+    oldest items dropped one by one, each rendering saying what it left out."""
+
+    def __init__(self, renderings: Sequence[str], kind: Kind, stage: str) -> None:
+        if not renderings:
+            raise ValueError("RenderingsSegment needs at least the original rendering")
+        if stage not in STAGES:
+            raise ValueError(f"unknown budget stage {stage!r} (one of {STAGES})")
+        self.renderings = list(renderings)
+        self.kind = kind
+        self.stage = stage
+        self.levels = len(self.renderings)
+
+    def stage_range(self, stage: str, last: bool) -> range:
+        return range(1, self.levels) if stage == self.stage else range(0)
+
+    def render(self, level: int) -> str:
+        return self.renderings[level]
 
 
 KEEP_LINE = ("hook(", "submit(")
@@ -318,11 +360,13 @@ class ReplySegment(Segment):
 
 @dataclass
 class FewShotSegment(Segment):
-    """A worked example: whole, or dropped (its message disappears)."""
+    """A worked example: whole, or dropped (its message disappears). Segments sharing a
+    `group` (the user and assistant halves of one example) are dropped together."""
 
     text: str
     kind: Kind = "fewshot"
     levels: int = 2
+    group: int | None = None
 
     def stage_range(self, stage: str, last: bool) -> range:
         return range(1, 2) if stage == "fewshot_drop" else range(0)
@@ -572,15 +616,26 @@ class ContextBudget:
         for mi, m in enumerate(messages):
             for si, s in enumerate(m.segments):
                 newest[s.kind] = (mi, si)
+        groups: dict[int, list[tuple[int, int]]] = {}  # segments that move together
+        for mi, m in enumerate(messages):
+            for si, s in enumerate(m.segments):
+                group = getattr(s, "group", None)
+                if group is not None:
+                    groups.setdefault(group, []).append((mi, si))
         current = tokens()
         for stage in STAGES:
+            done: set[int] = set()
             for mi, m in enumerate(messages):  # oldest first
                 for si, seg in enumerate(m.segments):
                     reach = seg.stage_range(stage, newest.get(seg.kind) == (mi, si))
                     reach = range(max(reach.start, levels[mi][si] + 1), reach.stop)
-                    if not reach:
+                    group = getattr(seg, "group", None)
+                    if not reach or group in done:
                         continue
-                    current = self._lowest_fitting(levels, mi, si, reach, tokens, target)
+                    where = [(mi, si)] if group is None else groups[group]
+                    if group is not None:
+                        done.add(group)
+                    current = self._lowest_fitting(levels, where, reach, tokens, target)
                     if current <= target:
                         return current
         return current
@@ -588,27 +643,31 @@ class ContextBudget:
     @staticmethod
     def _lowest_fitting(
         levels: list[list[int]],
-        mi: int,
-        si: int,
+        where: Sequence[tuple[int, int]],
         reach: range,
         tokens: Callable[[], int],
         target: int,
     ) -> int:
-        """Set the segment to the lowest level in `reach` that fits, else the highest."""
+        """Set the segments to the lowest level in `reach` that fits, else the highest."""
+
+        def put(level: int) -> None:
+            for mi, si in where:
+                levels[mi][si] = level
+
         lo, hi = reach.start, reach.stop - 1
-        levels[mi][si] = hi
+        put(hi)
         best = tokens()
         if best > target:
             return best
         while lo < hi:  # renderings shrink with the level, so fitting is monotone
             mid = (lo + hi) // 2
-            levels[mi][si] = mid
+            put(mid)
             n = tokens()
             if n <= target:
                 hi, best = mid, n
             else:
                 lo = mid + 1
-        levels[mi][si] = hi
+        put(hi)
         return best
 
     def _result(
@@ -665,6 +724,139 @@ class ContextBudget:
                 seg = TextSegment(text, "tool_output")
             out.append(BudgetMessage(role, [seg]))
         return self.fit(out)
+
+    def fit_sft(self, messages: Sequence[Mapping[str, str]]) -> FitResult:
+        """The ladder over a training row: only tool outputs shrink.
+
+        System messages, the first user message (the task), every assistant turn (it
+        carries the loss) and any other user message are kept byte for byte; tool outputs
+        (`tool` messages, or later `user` ones that start with a status line such as
+        `[cell ok, 3 ms]`) are middle-truncated, then summarized (status, submissions and
+        error kept), the last one only at the end of the ladder; none is dropped, so no
+        two assistant turns ever meet.
+        """
+        seen_user = False
+        out = []
+        for m in messages:
+            role, text = m["role"], m["content"]
+            looks_like_output = role == "tool" or (
+                role == "user" and seen_user and _STATUS_LINE.match(text) is not None
+            )
+            seg: Segment
+            if looks_like_output:
+                seg = ToolOutputSegment(text, parse_tool_text(text), droppable=False)
+            elif role == "assistant":
+                seg = Keep(text, "reply")
+            else:
+                seg = Keep(text, "task" if role == "user" and not seen_user else "instructions")
+            seen_user = seen_user or role == "user"
+            out.append(BudgetMessage(role, [seg]))
+        return self.fit(out)
+
+
+_STATUS_LINE = re.compile(r"\[[^\]\n]{1,200}\]\s*(\n|$)")
+_SECTION = re.compile(r"^(stdout|stderr|value):$")
+
+
+def parse_tool_text(text: str) -> ToolView:
+    """A `ToolView` from a rendered tool message (`[status]`, `stdout:`/`stderr:`/`value:`
+    sections, `submitted:` lines): what a stored transcript or SFT row still has when the
+    cell's observation is gone. Text in no section is one body."""
+    lines = text.split("\n")
+    status = lines[0] if _STATUS_LINE.match(text) else ""
+    rest = lines[1:] if status else lines
+    submissions = tuple(
+        ln.removeprefix("submitted: ") for ln in rest if ln.startswith("submitted: ")
+    )
+    sections: list[tuple[str, list[str]]] = []
+    for ln in rest:
+        if ln.startswith("submitted: "):
+            continue
+        header = _SECTION.match(ln)
+        if header:
+            sections.append((header.group(1), []))
+        elif sections:
+            sections[-1][1].append(ln)
+        else:
+            sections.append(("output", [ln]))
+    bodies = tuple((name, "\n".join(body)) for name, body in sections if any(body))
+    stderr = [ln for name, body in bodies if name == "stderr" for ln in body.splitlines()]
+    failed = bool(status) and " ok," not in status and "ok]" not in status
+    error = cap_text(next((ln for ln in reversed(stderr) if ln.strip()), ""), 200)
+    return ToolView(
+        status_line=status or "[tool output]",
+        sections=bodies,
+        submissions=submissions,
+        error=error if failed else "",
+    )
+
+
+def fewshot_chat(
+    messages: Sequence[Mapping[str, str]], task: Sequence[Segment] | None = None
+) -> list[BudgetMessage]:
+    """System + worked examples + task: the system messages are kept, the messages between
+    them and the last one are few-shot examples (user/assistant pairs dropped together),
+    the last message is the task, kept whole unless the caller gives its `task` segments
+    (joined with no separator, so level 0 is the message byte for byte)."""
+    out: list[BudgetMessage] = []
+    body = list(messages)
+    last = body.pop() if body else None
+    pair = 0
+    for m in body:
+        if m["role"] == "system" and pair == 0:
+            out.append(BudgetMessage("system", [Keep(m["content"], "instructions")]))
+            continue
+        if m["role"] == "user":
+            pair += 1
+        out.append(BudgetMessage(m["role"], [FewShotSegment(m["content"], group=pair)]))
+    if last is not None:
+        segs = list(task) if task is not None else [Keep(last["content"], "task")]
+        if task is not None and "".join(s.render(0) for s in segs) != last["content"]:
+            raise ValueError("fewshot_chat: the task segments do not spell the last message")
+        out.append(BudgetMessage(last["role"], segs, sep=""))
+    return out
+
+
+def split_around(text: str, part: str, segment: Segment, kind: Kind = "task") -> list[Segment]:
+    """`text` as [Keep(before), segment, Keep(after)] around the first occurrence of `part`
+    (join with sep ""); the whole text kept when `part` is empty or absent."""
+    at = text.find(part) if part else -1
+    if at < 0:
+        return [Keep(text, kind)]
+    before, after = text[:at], text[at + len(part) :]
+    return [Keep(before, kind), segment, Keep(after, kind)]
+
+
+def plain(messages: Sequence[BudgetMessage]) -> list[dict[str, str]]:
+    """The messages unfitted (every segment at level 0): what goes out with no budget."""
+    return [
+        {"role": m.role, "content": m.sep.join(s.render(0) for s in m.segments)} for m in messages
+    ]
+
+
+def keep_all(messages: Sequence[Mapping[str, str]]) -> list[BudgetMessage]:
+    """Plain messages as segments nothing may cut: fitted, they fit or overflow."""
+    return [
+        BudgetMessage(
+            m["role"], [Keep(m["content"], "instructions" if m["role"] == "system" else "task")]
+        )
+        for m in messages
+    ]
+
+
+def write_counts(
+    counts: BudgetCounts, family: str, asset: str, root: Path, source: str, split: str
+) -> Path:
+    """One asset partition's losses into the lake rows `mart_context_budget` reads
+    (replacing that partition's rows from an earlier run)."""
+    return lake.write_records(
+        lake_asset(family, asset),
+        counts.records(family, asset, source, split),
+        ContextBudgetRecord,
+        root,
+        source=source,
+        split=split,
+    )
 
 
 def _contents(messages: Sequence[BudgetMessage], levels: list[list[int]]) -> list[str | None]:

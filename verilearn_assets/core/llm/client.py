@@ -18,6 +18,7 @@ import logging
 import re
 import statistics
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,9 +35,12 @@ from tenacity import (
 )
 
 from verilearn_assets.core.llm.budget import (
+    BudgetCounts,
+    BudgetMessage,
     ContextBudget,
     ContextOverflow,
     for_server,
+    plain,
 )
 from verilearn_assets.core.llm.config import VllmConfig
 
@@ -348,6 +352,38 @@ class VllmClient:
         self.usage.append(result)
         self._counters.last_end = time.monotonic()
         return result
+
+    async def chat_budgeted(
+        self,
+        messages: Sequence[BudgetMessage],
+        counts: BudgetCounts | None = None,
+        *,
+        seed: int | None = None,
+        **sampling: Any,
+    ) -> ChatResult:
+        """`chat` with the prompt fitted to the window first (docs/context_budget.md).
+
+        The fit's losses are added to `counts`. A prompt that does not fit even compressed
+        raises `ContextOverflow` without a request; a server 400 for length raises
+        `VllmContextOverflow` (counted as an overflow too). Neither is retried: the caller
+        ends that one item with failure class `context_overflow`.
+        """
+        counts = counts if counts is not None else BudgetCounts()
+        max_tokens = sampling.get("max_tokens") or self.cfg.sampling.max_tokens
+        budget = self.budget(max_tokens)
+        if budget is None:  # neither the server nor the config names a window
+            sent = plain(messages)
+        else:
+            fit = budget.fit(messages)
+            counts.add(fit)
+            if fit.overflow:
+                raise ContextOverflow(fit.reason)
+            sent = fit.messages
+        try:
+            return await self.chat(sent, seed=seed, **sampling)
+        except VllmContextOverflow:
+            counts.overflows += 1
+            raise
 
     async def _attempt(
         self, body: dict[str, Any], seed: int | None, avoid: str | None, tried: list[str]
