@@ -4,13 +4,17 @@ One step = a fresh copy of a bundled corpus repository, one catalog rule applied
 `ast-grep scan --rule … --update-all`, then the repository's tests with pytest. The bare
 baseline does exactly that with plain subprocesses on a temporary copy (no jail, no
 validation, no snapshots or diffs, no log); the runner does it through
-`prepare_workspace → apply_action → run_tests → cleanup`. Steps alternate between them all,
-in the same run, so machine load hits every mode alike.
+`prepare_workspace → apply_action → run_tests → cleanup`. Modes take turns in blocks of
+`--block` consecutive steps, in the same run, so machine load hits every mode alike. A
+Docker block ends by waiting for the background work its steps started (the next
+workspace's container, the removal of the last ones) and that wait is part of its time:
+otherwise a removal would run during the next mode's block and be charged to it.
 
-    .venv/bin/python benchmarks/refactor.py [--steps 10] [--modes none,bwrap,docker,...]
+    .venv/bin/python benchmarks/refactor.py [--steps 10] [--block 5] [--modes none,bwrap,...]
 
-Modes: `none` (the runner unjailed), `bwrap`, `docker` (one container per workspace, a
-`docker exec` per command) and `docker-per-command` (a fresh container per command). Prints
+Modes: `none` (the runner unjailed), `bwrap`, `docker` (one container per workspace, each
+command sent over a unix socket to its PID 1) and `docker-per-command` (a fresh container
+per command). Prints
 one JSON object: steps/s and median step time of each, and each one's overhead over the
 bare baseline (target for the jails: under 30%).
 """
@@ -65,6 +69,12 @@ def bare_step(repo: Path, rule_file: Path) -> bool:
         return done.returncode == 0
 
 
+def settle_docker() -> None:
+    from verilearn_assets.refactor.docker_jail import settle
+
+    settle()
+
+
 def jailed_step(repo: Path, rule: dict, config) -> bool:  # noqa: ANN001
     ws = prepare_workspace("bench", repo, config)
     try:
@@ -78,7 +88,7 @@ def jailed_step(repo: Path, rule: dict, config) -> bool:  # noqa: ANN001
 MODES = {  # mode name -> (backend, docker lifetime)
     "none": ("none", "workspace"),
     "bwrap": ("bwrap", "workspace"),
-    "docker": ("docker", "workspace"),  # one container per workspace, docker exec per step
+    "docker": ("docker", "workspace"),  # one container per workspace, commands over a socket
     "docker-per-command": ("docker", "command"),  # a container per command (the old way)
 }
 
@@ -86,6 +96,9 @@ MODES = {  # mode name -> (backend, docker lifetime)
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument(
+        "--block", type=int, default=5, help="consecutive steps per mode before the next mode"
+    )
     parser.add_argument(
         "--modes",
         default=None,
@@ -123,19 +136,29 @@ def main() -> None:
     assert bare_step(repo, rule_file)  # warm every path once
     for mode in modes:
         assert jailed_step(repo, rule, configs[mode]), mode
-    for _ in range(args.steps):  # interleaved: machine load hits every mode alike
-        start = time.perf_counter()
-        if not bare_step(repo, rule_file):
-            raise SystemExit("a bare step failed")
-        times["bare"].append(time.perf_counter() - start)
-        for mode in modes:
+    settle_docker()
+    done = 0
+    while done < args.steps:  # blocks in turn: machine load hits every mode alike
+        block = min(args.block, args.steps - done)
+        for _ in range(block):
             start = time.perf_counter()
-            if not jailed_step(repo, rule, configs[mode]):
-                raise SystemExit(f"a {mode} step failed")
-            times[mode].append(time.perf_counter() - start)
+            if not bare_step(repo, rule_file):
+                raise SystemExit("a bare step failed")
+            times["bare"].append(time.perf_counter() - start)
+        for mode in modes:
+            for i in range(block):
+                start = time.perf_counter()
+                if not jailed_step(repo, rule, configs[mode]):
+                    raise SystemExit(f"a {mode} step failed")
+                if i == block - 1 and MODES[mode][0] == "docker":
+                    settle_docker()  # its background work is its own cost
+                times[mode].append(time.perf_counter() - start)
+        done += block
+    settle_docker()
     shutil.rmtree(home)
     bare_total, bare_med = sum(times["bare"]), statistics.median(times["bare"])
-    out: dict = {"steps": args.steps, "bare_steps_per_s": round(args.steps / bare_total, 3)}
+    out: dict = {"steps": args.steps, "block": args.block}
+    out["bare_steps_per_s"] = round(args.steps / bare_total, 3)
     out["bare_median_s"] = round(bare_med, 4)
     for mode in modes:
         total, med = sum(times[mode]), statistics.median(times[mode])

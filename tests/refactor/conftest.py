@@ -25,12 +25,20 @@ def config(backend: str, tmp_path: Path) -> RefactorConfig:
 
 @pytest.fixture(scope="session")
 def small_tasks(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list]:
-    """Template and procedural tasks on one repository with three rules (built once)."""
+    """Template and procedural tasks on one repository with three rules, two function-scoped
+    rules and two renames (built once)."""
     from verilearn_assets.refactor.catalog import load_corpus, load_rules
     from verilearn_assets.refactor.tasks import generate_tasks
 
     root = tmp_path_factory.mktemp("small-tasks")
     config = refactor_config("bwrap", root)
+    config = config.model_copy(
+        update={
+            "generation": config.generation.model_copy(
+                update={"max_function_scoped_per_repo": 2, "max_renames_per_repo": 2}
+            )
+        }
+    )
     repos = [r for r in load_corpus() if r.name == "pathconf"]
     rules = [r for r in load_rules() if r.id in SMALL_RULES]
     return {

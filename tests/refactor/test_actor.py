@@ -22,7 +22,7 @@ from verilearn_assets.refactor.actor import Actor, db_path, state_key
 from verilearn_assets.refactor.catalog import load_corpus
 from verilearn_assets.refactor.prompts import load_prompts
 from verilearn_assets.refactor.records import TrajectoryStep
-from verilearn_assets.refactor.rewards import PARTIAL_CAP, compute_reward
+from verilearn_assets.refactor.rewards import PARTIAL_CAP, compute_reward, recompute
 from verilearn_assets.refactor.state import StateStore
 from verilearn_assets.refactor.teachers import ProgramTeacher
 
@@ -142,6 +142,42 @@ def test_failure_classes_and_state_kept_on_bad_update(home: Path, small_tasks) -
     assert len(versions) == len(steps)
     assert versions[2][1] == versions[1][1]  # the bad update left the state as it was
     assert versions[-1][1].decisions == ["is None"]
+
+
+def test_crashing_actions_are_the_crash_class(home: Path, small_tasks) -> None:
+    """Actions that pass the schema and the allowlist but fail in the jail: a rule ast-grep
+    cannot load, a program that exits non-zero, one that overruns the action timeout."""
+    task = next(t for t in small_tasks["template"] if t.rules == ["eq-none-to-is"])
+    bad_rule = {"id": "x", "language": "python", "rule": {"kind": "no_such_kind"}, "fix": "y"}
+    answers = [
+        answer({"kind": "rule", "rule": bad_rule}),
+        answer({"kind": "command", "argv": ["python", "-c", "raise SystemExit(3)"]}),
+        answer({"kind": "command", "argv": ["python", "-c", "while True: pass"]}),
+        answer(task.reference_actions[0]),  # the run goes on after a crash
+    ]
+    limits = {"action_timeout_s": 2}
+    actor = Actor(
+        home=home,
+        teacher=ScriptedTeacher(answers),
+        config=refactor_config("bwrap", home, **limits),
+        prompts=load_prompts(),
+        repos=REPOS,
+        extra_steps=10,
+    )
+    try:
+        summary = asyncio.run(actor.run([task], "template", task.split))
+    finally:
+        actor.close()
+    steps = read_steps(home, "template", task.split)
+    assert [s.failure for s in steps] == ["crash", "crash", "crash", None]
+    assert [s.sandbox_result["status"] for s in steps] == ["failed", "failed", "timeout", "ok"]
+    assert steps[1].sandbox_result["exit_code"] == 3
+    assert all(s.reward == 0 and not s.verified for s in steps[:3])
+    assert steps[-1].reward == 1.0 and steps[-1].done
+    for s in steps:
+        reward = recompute(task, s)
+        assert (reward.value, reward.failure) == (s.reward, s.failure)
+    assert summary.sandbox_failures == 3 and summary.parse_failures == 0
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ RULES = load_rules()
 
 def test_catalog_has_the_issue_rules() -> None:
     ids = {r.id for r in RULES}
-    assert {"optional-to-union", "print-to-logging", "percent-format-to-format"} <= ids
+    assert {"optional-to-union", "print-to-logging", "percent-format-to-fstring"} <= ids
     assert {"dict-call-to-literal", "any-all-generator", "assert-equal-to-assert"} <= ids
     assert len(ids) >= 8
 
@@ -66,10 +66,25 @@ def test_generated_tasks_have_executed_targets(small_tasks, tmp_path: Path) -> N
     assert {t.rules[0] for t in template} == set(SMALL_RULES)
     assert all(t.status == "accepted" and t.source == "template" for t in template)
     pairs = [t for t in procedural if len(t.rules) == 2]
-    single_file = [t for t in procedural if len(t.rules) == 1]
+    renames = [t for t in procedural if t.rules[0].startswith("rename-")]
+    in_function = [t for t in procedural if "@" in t.rules[0]]
+    single_file = [t for t in procedural if len(t.rules) == 1 and t not in renames + in_function]
     assert len(pairs) == 2 and single_file  # max_pairs_per_repo=2 of the three possible
-    for task in single_file:
+    assert len(renames) == len(in_function) == 2  # the caps the fixture sets
+    for task in single_file + in_function:
         assert len(task.files) == 1 and task.reference_actions[0]["paths"] == task.files
+    whole = {t.rules[0]: t for t in template}
+    for task in in_function:  # strictly less than the same rule on the same file
+        rule_id, function = task.rules[0].split("@")
+        assert f"function {function} of {task.files[0]}" in task.instruction
+        narrower = _changed_lines(task.target_diff)
+        assert narrower < _changed_lines(whole[rule_id].target_diff)
+        assert all(_in_function(task.files[0], line, function) for _, line in narrower)
+    for task in renames:  # the definition and its uses in the package and the tests
+        old = task.rules[0].removeprefix("rename-")
+        assert task.status == "accepted" and f"Rename the function {old} to" in task.instruction
+        assert f"+def {old}_v2(" in task.target_diff and f"-def {old}(" in task.target_diff
+        assert any(f.startswith("tests/") for f in task.files), task.files
     for task in template + procedural:
         assert task.split == repos[0].split and task.repo == "pathconf"
         assert task.target_diff.startswith("--- a/") and task.files
@@ -83,6 +98,51 @@ def test_generated_tasks_have_executed_targets(small_tasks, tmp_path: Path) -> N
     first = next(t for t in template if t.rules == [rules[0].id])
     assert (again[0].id, again[0].target_diff) == (first.id, first.target_diff)
     assert generate_tasks("llm", "train", config, repos, rules) == []
+
+
+def _changed_lines(diff: str) -> set[tuple[str, int]]:
+    """(file, old line number) of every line a unified diff removes."""
+    out, path, line = set(), "", 0
+    for text in diff.splitlines():
+        if text.startswith("--- a/"):
+            path = text[6:]
+        elif text.startswith("@@"):
+            line = int(text.split()[1].split(",")[0][1:])
+        elif text.startswith("-"):
+            out.add((path, line))
+            line += 1
+        elif not text.startswith("+"):
+            line += 1
+    return out
+
+
+def _in_function(path: str, line: int, name: str) -> bool:
+    import ast
+
+    repo = next(r for r in load_corpus() if r.name == "pathconf")
+    tree = ast.parse((repo.path / path).read_text())
+    return any(
+        isinstance(n, ast.FunctionDef) and n.name == name and n.lineno <= line <= n.end_lineno
+        for n in ast.walk(tree)
+    )
+
+
+def test_rename_targets_skip_tests_private_and_module_names(tmp_path: Path) -> None:
+    from verilearn_assets.refactor.catalog import Repo
+    from verilearn_assets.refactor.tasks import rename_targets
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "pkg" / "util.py").write_text(
+        "def util():\n    pass\n\ndef _hidden():\n    pass\n\nclass Box:\n    def inner(self):\n"
+        "        pass\n\ndef twice():\n    pass\n"
+    )
+    (tmp_path / "pkg" / "other.py").write_text(
+        "def twice():\n    pass\n\nasync def fetch():\n    pass\n"
+    )
+    (tmp_path / "tests" / "test_util.py").write_text("def helper():\n    pass\n")
+    repo = Repo(name="r", path=tmp_path, split="train", licence="MIT")
+    assert rename_targets(repo) == [("Box", "BoxV2", "class"), ("fetch", "fetch_v2", "function")]
 
 
 def _corpus_yaml(directory: Path, entry: dict) -> None:

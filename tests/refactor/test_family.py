@@ -34,6 +34,8 @@ def materialized(tmp_path_factory: pytest.TempPathFactory) -> Path:
     data = yaml.safe_load((REPO / "configs" / "refactor.yaml").read_text())
     data["generation"] = {
         "max_pairs_per_repo": 1,
+        "max_function_scoped_per_repo": 1,
+        "max_renames_per_repo": 1,
         "rules": ["eq-none-to-is", "list-call-to-literal"],
     }
     (configs / "refactor.yaml").write_text(yaml.safe_dump(data))
@@ -73,6 +75,11 @@ def test_partitions_hold_verified_trajectories(materialized: Path) -> None:
     assert all(s.tests["cached"] for s in steps)
     proc = FAMILY.read_tasks(materialized, "procedural", SPLIT)
     assert any(len(x.rules) == 2 for x in proc)
+    # a function-scoped rule and a rename went through the gate like the others
+    assert any("@" in x.rules[0] for x in proc) and any(
+        x.rules[0].startswith("rename-") for x in proc
+    )
+    assert all(x.status == "accepted" for x in proc)
     # nothing was written to another partition
     assert FAMILY.read_tasks(materialized, "template", "train") == []
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from verilearn_assets.core import lake
+from verilearn_assets.core.llm.budget import FAILURE_CLASS, ContextOverflow
 from verilearn_assets.core.records import content_hash
 from verilearn_assets.refactor.actions import ActionRejected, parse_action
 from verilearn_assets.refactor.catalog import Repo, corpus_dir, load_corpus
@@ -200,7 +201,11 @@ class Actor:
         messages = render_messages(self.prompts, task, render(state), step, max_steps, last)
         seed = self.seed + step
         start = time.perf_counter()
-        text = await self.teacher.respond(messages, task, step, state, seed)
+        overflow = ""
+        try:
+            text = await self.teacher.respond(messages, task, step, state, seed)
+        except ContextOverflow as exc:  # this step fails with its reason; the task goes on
+            text, overflow = "", str(exc)
         latency = (time.perf_counter() - start) * 1000
         pre_failure: str | None = None
         message = ""
@@ -222,6 +227,11 @@ class Actor:
             pre_failure, message = exc.failure, str(exc)
         except StateError as exc:
             pre_failure, message = "schema", str(exc)
+        if overflow:
+            pre_failure = FAILURE_CLASS
+            message = (
+                overflow if overflow.startswith(FAILURE_CLASS) else f"{FAILURE_CLASS}: {overflow}"
+            )
         if pre_failure is None and self.compactor is not None:
             new_state, how = await compact_with_model(new_state, settings, self.compactor)
             kind = "fallback" if how.startswith("rules (") else how

@@ -12,6 +12,7 @@ from dagster import AssetExecutionContext, Failure, MaterializeResult, MetadataV
 from resources.home import HomeResource
 from verilearn_assets.core import lake
 from verilearn_assets.core.deploy import op_tags_for
+from verilearn_assets.core.llm.budget import BudgetCounts, write_counts
 from verilearn_assets.platform.defs import SOURCE_SPLIT, source_split
 from verilearn_assets.refactor.actor import TASKS_LAKE, Actor
 from verilearn_assets.refactor.catalog import corpus_dir, load_corpus, load_rules, read_corpus
@@ -33,7 +34,7 @@ from verilearn_assets.refactor.teachers import (
     name="tasks",
     key_prefix=[FAMILY.name],
     partitions_def=SOURCE_SPLIT,
-    op_tags=op_tags_for(["container_pool"]),  # needs a jail: a Celery worker with the sandbox
+    op_tags=op_tags_for(["sandbox"]),  # ast-grep in a jail: a Celery worker with the sandbox
     group_name="refactor",
     description="ast-grep refactoring tasks on the bundled corpora for one source × split: "
     "template (one catalog rule) and procedural (two rules in sequence, one rule on one "
@@ -56,8 +57,9 @@ def tasks(context: AssetExecutionContext, home: HomeResource) -> MaterializeResu
     corpus = read_corpus(corpus_dir(config), home=home.dir()).for_split(split)
     for failure in corpus.failures:
         context.log.error(f"refactor corpus: {failure.error}")
+    budget = BudgetCounts()
     if source == "llm":
-        records = _llm_tasks(context, split, config, corpus.repos)
+        records = _llm_tasks(context, split, config, corpus.repos, budget)
     else:
         records = generate_tasks(
             source,
@@ -70,9 +72,11 @@ def tasks(context: AssetExecutionContext, home: HomeResource) -> MaterializeResu
     lake.write_records(
         TASKS_LAKE, records, RefactorTask, home.lake_root(), source=source, split=split
     )
+    write_counts(budget, FAMILY.name, "tasks", home.lake_root(), source, split)
     status = Counter(t.status for t in records)
     return MaterializeResult(
         metadata={
+            **budget.metadata(),
             "tasks": len(records),
             "accepted": status["accepted"],
             "rejected": status["rejected"],
@@ -91,8 +95,10 @@ def _llm_tasks(
     split: str,
     config,  # noqa: ANN001
     repos: list,
+    budget: BudgetCounts,
 ) -> list[RefactorTask]:
-    """Model-proposed tasks, triangulated; none when no proposing actor is configured."""
+    """Model-proposed tasks, triangulated; none when no proposing actor is configured.
+    The proposer's context-budget losses are added to `budget`."""
     gen = config.generation
     if gen.llm_actor is None:
         context.log.info("refactor/llm: generation.llm_actor is not set, so no llm tasks")
@@ -107,6 +113,7 @@ def _llm_tasks(
             )  # fmt: skip
         finally:
             await close()
+            budget.merge(propose.budget_counts)
 
     return asyncio.run(run())
 
@@ -115,7 +122,7 @@ def _llm_tasks(
     name="trajectories",
     key_prefix=[FAMILY.name],
     partitions_def=SOURCE_SPLIT,
-    op_tags=op_tags_for(["container_pool"]),  # needs a jail: a Celery worker with the sandbox
+    op_tags=op_tags_for(["sandbox"]),  # ast-grep in a jail: a Celery worker with the sandbox
     deps=[tasks],
     group_name="refactor",
     description="SRL trajectories: per step a <think>/<action>/<state_update> answer, the "
@@ -163,6 +170,10 @@ def trajectories(context: AssetExecutionContext, home: HomeResource) -> Material
         summary = asyncio.run(run())
     finally:
         actor.close()
+    budget = BudgetCounts()
+    for model in (teacher, actor.compactor):  # the actor's and the state compactor's prompts
+        budget.merge(getattr(model, "budget_counts", None) or BudgetCounts())
+    write_counts(budget, FAMILY.name, "trajectories", home.lake_root(), source, split)
     meta = summary.metadata()
     context.log.info(
         f"refactor/{source}/{split}: {meta['verified_steps']}/{meta['steps']} verified steps "
@@ -171,6 +182,7 @@ def trajectories(context: AssetExecutionContext, home: HomeResource) -> Material
     return MaterializeResult(
         metadata={
             **meta,
+            **budget.metadata(),
             "teacher": teacher.name,
             "model": teacher.model,
             "run": MetadataValue.text(summary.run),

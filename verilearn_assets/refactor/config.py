@@ -34,8 +34,9 @@ class Limits(StrictConfig):
 
 class DockerSettings(StrictConfig):
     offline_image: str = "verilearn-sandbox-scratch:1"  # empty image + host runtime mounted
-    # workspace: one container per workspace, a `docker exec` per command (swept between
-    # commands); command: a fresh container per command (slower; kept for the benchmark)
+    # workspace: one container per workspace, each command sent over a unix socket to its
+    # PID 1 (swept between commands); command: a fresh container per command (slower;
+    # kept for the benchmark)
     lifetime: Literal["workspace", "command"] = "workspace"
     # The containers' parent cgroup. Docker's default puts every container under one
     # `docker` group that weighs as much as ONE host process, so on a busy host a jailed
@@ -59,6 +60,8 @@ class StateSettings(StrictConfig):
 
 class GenerationSettings(StrictConfig):
     max_pairs_per_repo: int = Field(default=30, ge=0)  # procedural two-rule sequences
+    max_function_scoped_per_repo: int = Field(default=20, ge=0)  # one rule in one function
+    max_renames_per_repo: int = Field(default=10, ge=0)  # renames of top-level names
     rules: list[str] | None = None  # catalog rule ids to use; None: every rule
     llm_actor: str | None = None  # actor of vllm_actors.yaml proposing `llm` tasks
     llm_proposals_per_repo: int = Field(default=4, ge=1)

@@ -1,10 +1,11 @@
 """The Docker backend: one container per workspace (default) or one per command.
 
 Starting a container costs far more than the ast-grep or pytest run it hosts, so a
-workspace keeps one container for its life: started by `prepare_workspace`, each command a
-`docker exec` of `jail_exec.py run` (which sweeps every leftover process and `/tmp` before
-and after the command, and kills the command's process group on timeout), removed by
-`cleanup`. A `weakref.finalize` removes it if the workspace is dropped or the interpreter
+workspace keeps one container for its life: started by `prepare_workspace`, its PID 1
+`jail_exec.py serve` connected to a one-shot unix socket of the host, each command one JSON
+line each way over it (no `docker exec`; PID 1 sweeps every leftover process and `/tmp`
+before and after the command, and kills the command's process group on timeout), removed
+by `cleanup`. A `weakref.finalize` removes it if the workspace is dropped or the interpreter
 exits without `cleanup`, and containers whose owning process died (killed with SIGKILL) are
 removed by the next session. Isolation is the per-command container's: no network,
 read-only root, a `/tmp` tmpfs, pids and memory limits, uid 65534, every capability
@@ -408,6 +409,24 @@ def drain() -> None:
         _SPARE.clear()
     if spare is not None:
         _discard(spare)
+    wait_removals()
+
+
+def settle() -> None:
+    """Wait until no background work is in flight: the spare (kept) started, every removal
+    done. The benchmark charges that work to the Docker steps that caused it."""
+    with _LOCK:
+        spare = _SPARE.get("future")
+    if spare is not None:
+        try:
+            spare.result()
+        except Exception:  # noqa: BLE001 - open_session starts one itself and says why
+            pass
+    wait_removals()
+
+
+def wait_removals() -> None:
+    """Wait for every background removal."""
     while True:
         with _LOCK:
             pending = list(_REMOVALS)

@@ -88,6 +88,7 @@ FAMILY = Family(
             gate_rules.steps_reproduce,
             "Every verified step reproduces: the trajectory's actions re-applied in a "
             "fresh jailed workspace give the recorded diff.",
+            needs_jail=True,
         ),
         GateRule(
             "refactor_state_caps",

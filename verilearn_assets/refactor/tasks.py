@@ -1,7 +1,9 @@
 """Task generation: catalog rules run on the corpora in the jail, targets by execution.
 
 - `template`: one catalog rule over a whole repository, where it matches.
-- `procedural`: compositions — two rules in sequence, or one rule restricted to one file.
+- `procedural`: compositions and parameterizations — two rules in sequence, one rule
+  restricted to one file or to one function, and renames of a repository's top-level
+  functions and classes (a rule written for the name).
 Every candidate runs in a fresh workspace; it is accepted when each step changes the code,
 the result parses and the repository's tests still pass. Failed candidates are kept as
 rejected records with the reason. Splits come from the repository, so no repository (and
@@ -10,16 +12,20 @@ no task) is in two splits.
 
 from __future__ import annotations
 
+import ast
+import difflib
 import itertools
 import re
+from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from verilearn_assets.core.records import content_hash
 from verilearn_assets.refactor.actions import RuleAction
 from verilearn_assets.refactor.catalog import (
     CatalogRule,
     Repo,
+    RuleExamples,
     corpus_dir,
     load_corpus,
     load_rules,
@@ -33,7 +39,7 @@ from verilearn_assets.refactor.runner import (
     prepare_workspace,
     run_tests,
 )
-from verilearn_assets.refactor.workspace import tree_hash
+from verilearn_assets.refactor.workspace import SKIP_DIRS, tree_hash
 
 TEST_COMMAND = ["pytest", "-q"]
 _APPLIED = re.compile(r"Applied (\d+) changes?")
@@ -55,7 +61,7 @@ class Candidate:
         parts = []
         for rule, paths in self.steps:
             text = rule.instruction.rstrip(".")
-            if paths:
+            if paths and not all(p in text for p in paths):  # a scoped rule names its file
                 text += f" (only in {', '.join(paths)})"
             parts.append(text)
         if len(parts) == 1:
@@ -118,19 +124,155 @@ def run_candidate(candidate: Candidate, config: RefactorConfig) -> RefactorTask:
     )
 
 
+@dataclass
+class RuleScan:
+    """Where one rule changes a repository: files, and per file the functions it touches."""
+
+    files: list[str]
+    functions: dict[str, list[str]] = field(default_factory=dict)  # path → innermost defs
+
+
 def matching_files(
     repo: Repo, rules: list[CatalogRule], config: RefactorConfig
-) -> dict[str, list[str]]:
-    """Rule id → files it changes in `repo` (one jailed run per rule, no tests)."""
-    out: dict[str, list[str]] = {}
+) -> dict[str, RuleScan]:
+    """Rule id → where it changes `repo` (one jailed run per rule, no tests)."""
+    out: dict[str, RuleScan] = {}
     for rule in rules:
         ws = prepare_workspace(f"scan-{repo.name}-{rule.id}", repo.path, config)
         try:
             result = apply_action(ws, RuleAction(rule=rule.rule))
+            after = ws.snapshot() if result.status == "ok" else {}
         finally:
             cleanup(ws)
         if result.status == "ok":
-            out[rule.id] = result.files_changed
+            out[rule.id] = RuleScan(
+                files=result.files_changed,
+                functions={
+                    path: _changed_functions(ws.baseline.get(path, b""), after.get(path, b""))
+                    for path in result.files_changed
+                },
+            )
+    return out
+
+
+def _changed_functions(before: bytes, after: bytes) -> list[str]:
+    """Names of the innermost functions holding the lines that changed (read with `ast`,
+    never run), each once; a name defined twice in the file is left out (a rule scoped
+    by name would reach both)."""
+    try:
+        tree = ast.parse(before)
+    except (SyntaxError, ValueError):
+        return []
+    defs = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+    counts = Counter(d.name for d in defs)
+    old = before.decode(errors="replace").splitlines()
+    new = after.decode(errors="replace").splitlines()
+    lines: set[int] = set()
+    for tag, i1, i2, _, _ in difflib.SequenceMatcher(None, old, new).get_opcodes():
+        if tag != "equal":
+            lines.update(range(i1 + 1, max(i2, i1 + 1) + 1))
+    names: list[str] = []
+    for line in sorted(lines):
+        holders = [d for d in defs if d.lineno <= line <= (d.end_lineno or d.lineno)]
+        if holders:
+            name = max(holders, key=lambda d: d.lineno).name
+            if counts[name] == 1 and name not in names:
+                names.append(name)
+    return names
+
+
+def scoped_to_function(rule: CatalogRule, path: str, function: str) -> CatalogRule:
+    """`rule` restricted to one function, signature and body (by name; the action names the
+    file): its rule wrapped in `all` with an `inside` of that function definition."""
+    inside = {
+        "inside": {
+            "kind": "function_definition",
+            "stopBy": "end",
+            "has": {"field": "name", "regex": f"^{re.escape(function)}$"},
+        }
+    }
+    body = {**rule.rule, "rule": {"all": [rule.rule["rule"], inside]}}
+    text = rule.instruction.rstrip(".")
+    return CatalogRule(
+        id=f"{rule.id}@{function}",
+        path=rule.path,
+        rule=body,
+        examples=rule.examples.model_copy(
+            update={"instruction": f"{text}, but only in the function {function} of {path}."}
+        ),
+    )
+
+
+def rename_rule(old: str, new: str, kind: str) -> CatalogRule:
+    """A rule renaming `old` to `new` everywhere: every identifier of that name except an
+    attribute after a dot or a keyword argument's name, and the name's string in `__all__`."""
+    rule = {
+        "id": f"rename-{old}",
+        "language": "python",
+        "message": f"rename {old} to {new}",
+        "rule": {
+            "pattern": "$N",
+            "any": [
+                {
+                    "kind": "identifier",
+                    "regex": f"^{old}$",
+                    "not": {
+                        "any": [
+                            {"inside": {"kind": "attribute", "field": "attribute"}},
+                            {"inside": {"kind": "keyword_argument", "field": "name"}},
+                        ]
+                    },
+                },
+                {
+                    "kind": "string",
+                    "regex": f"^[\"']{old}[\"']$",
+                    "inside": {
+                        "kind": "assignment",
+                        "stopBy": "end",
+                        "has": {"field": "left", "regex": "^__all__$"},
+                    },
+                },
+            ],
+        },
+        "transform": {"NEW": {"replace": {"source": "$N", "replace": old, "by": new}}},
+        "fix": "$NEW",
+    }
+    instruction = (
+        f"Rename the {kind} {old} to {new} everywhere in the repository: its definition, "
+        f"imports, uses and __all__."
+    )
+    examples = RuleExamples(instruction=instruction, positive="", fixed="", negative="")
+    return CatalogRule(id=rule["id"], path="", rule=rule, examples=examples)
+
+
+def rename_targets(repo: Repo) -> list[tuple[str, str, str]]:
+    """(old, new, kind) for each public top-level function and class of the repository's
+    package modules (tests and `test_*` files left out), defined once and not also the name
+    of a module or package (a rule on identifiers would rename the import path too)."""
+    defined: Counter[str] = Counter()
+    kinds: dict[str, str] = {}
+    modules: set[str] = set()
+    for path in sorted(repo.path.rglob("*.py")):
+        rel = path.relative_to(repo.path)
+        if SKIP_DIRS & set(rel.parts) or path.is_symlink():
+            continue
+        modules.update(rel.with_suffix("").parts)
+        if "tests" in rel.parts or rel.name.startswith("test_") or rel.name == "conftest.py":
+            continue
+        try:
+            tree = ast.parse(path.read_bytes())
+        except (SyntaxError, ValueError):
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                defined[node.name] += 1
+                kinds[node.name] = "class" if isinstance(node, ast.ClassDef) else "function"
+    out = []
+    for name in sorted(defined):
+        if defined[name] != 1 or name.startswith(("_", "test")) or name in modules:
+            continue
+        kind = kinds[name]
+        out.append((name, f"{name}V2" if kind == "class" else f"{name}_v2", kind))
     return out
 
 
@@ -141,6 +283,7 @@ def candidates(
     config: RefactorConfig,
     max_pairs_per_repo: int = 30,
 ) -> Iterator[Candidate]:
+    gen = config.generation
     by_id = {r.id: r for r in rules}
     for repo in repos:
         matched = matching_files(repo, rules, config)
@@ -149,14 +292,27 @@ def candidates(
                 yield Candidate(repo, "template", ((by_id[rule_id], ()),))
             continue
         # procedural: one rule restricted to one file (where it touches several files) …
-        for rule_id, files in matched.items():
-            if len(files) > 1:
-                for path in files:
+        for rule_id, scan in matched.items():
+            if len(scan.files) > 1:
+                for path in scan.files:
                     yield Candidate(repo, "procedural", ((by_id[rule_id], (path,)),))
-        # … and two rules in sequence (catalog order, capped per repository)
+        # … one rule restricted to one function (where it touches several functions) …
+        per_rule = [
+            [(rule_id, path, f) for path, functions in scan.functions.items() for f in functions]
+            for rule_id, scan in matched.items()
+            if sum(len(f) for f in scan.functions.values()) > 1
+        ]  # taken one per rule in turn, so the cap keeps every rule
+        scoped = [c for row in itertools.zip_longest(*per_rule) for c in row if c is not None]
+        for rule_id, path, function in scoped[: gen.max_function_scoped_per_repo]:
+            rule = scoped_to_function(by_id[rule_id], path, function)
+            yield Candidate(repo, "procedural", ((rule, (path,)),))
+        # … two rules in sequence (catalog order, capped per repository) …
         pairs = list(itertools.combinations(sorted(matched), 2))
         for first, second in pairs[:max_pairs_per_repo]:
             yield Candidate(repo, "procedural", ((by_id[first], ()), (by_id[second], ())))
+        # … and renames of the repository's own top-level names
+        for old, new, kind in rename_targets(repo)[: gen.max_renames_per_repo]:
+            yield Candidate(repo, "procedural", ((rename_rule(old, new, kind), ()),))
 
 
 def generate_tasks(

@@ -29,6 +29,13 @@ def any_negative(ledger: Ledger) -> bool:
     return any([a.balance() < 0 for a in ledger.accounts.values()])
 
 
+def largest(ledger: Ledger) -> Optional[str]:
+    names = sorted(ledger.accounts.keys())
+    if names:
+        return max(names, key=lambda n: ledger.accounts[n].balance())
+    return None
+
+
 def lookup(table: dict, key: str) -> Optional[str]:
     if key in table.keys():
         return table[key]

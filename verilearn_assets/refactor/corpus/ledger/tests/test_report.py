@@ -1,7 +1,7 @@
 import unittest
 
 from ledger import Ledger
-from ledger.report import any_negative, format_amount, is_amount, lookup, summary
+from ledger.report import any_negative, format_amount, is_amount, largest, lookup, summary
 
 
 class ReportTest(unittest.TestCase):
@@ -23,6 +23,10 @@ class ReportTest(unittest.TestCase):
         self.assertTrue(is_amount(2.5))
         self.assertFalse(is_amount("3"))
         self.assertTrue(any_negative(self.ledger))
+
+    def test_largest(self):
+        self.assertEqual(largest(self.ledger), "cash")
+        self.assertEqual(largest(Ledger()), None)
 
     def test_lookup(self):
         self.assertEqual(lookup({"a": "b"}, "a"), "b")

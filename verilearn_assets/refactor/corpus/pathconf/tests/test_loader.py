@@ -1,5 +1,7 @@
 import unittest
 
+import pytest
+
 from pathconf.loader import get, layered, load, parse
 
 
@@ -22,7 +24,7 @@ class LoaderTest(unittest.TestCase):
         )
 
     def test_missing(self):
-        with self.assertRaises(FileNotFoundError):
+        with pytest.raises(FileNotFoundError):
             load(self.dir, "none.conf")
         self.assertEqual(load(self.dir, "none.conf", default={"k": "v"}), {"k": "v"})
 

@@ -33,6 +33,12 @@ class JobQueue:
                 return None
             return self.pending.pop(0)
 
+    def peek(self) -> Optional[Job]:
+        pending = self.pending
+        if pending:
+            return pending[0]
+        return None
+
     def finished(self, name: str) -> bool:
         return name in self.done.keys()
 

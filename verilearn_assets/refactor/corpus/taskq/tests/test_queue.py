@@ -1,6 +1,8 @@
 import asyncio
 import unittest
 
+import pytest
+
 from taskq.queue import Job, JobQueue
 from taskq.worker import drain, is_handler_result, summarize
 
@@ -24,8 +26,13 @@ class QueueTest(unittest.TestCase):
             for name in "abcd":
                 await self.queue.put(Job(name))
 
-        with self.assertRaises(OverflowError):
+        with pytest.raises(OverflowError):
             asyncio.run(scenario())
+
+    def test_peek(self):
+        self.assertEqual(self.queue.peek(), None)
+        asyncio.run(self.queue.put(Job("p")))
+        self.assertEqual(self.queue.peek().name, "p")
 
     def test_kinds(self):
         self.assertTrue(is_handler_result({}))

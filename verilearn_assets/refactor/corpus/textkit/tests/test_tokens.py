@@ -1,5 +1,7 @@
 import unittest
 
+import pytest
+
 from textkit.tokens import all_words, first_long, is_token, ngrams, tokenize
 
 
@@ -10,6 +12,8 @@ class TokenTest(unittest.TestCase):
     def test_tokenize(self):
         self.assertEqual(self.tokens, ["the", "cat", "sat", "on", "the", "mat"])
         self.assertEqual(tokenize("A b", lower=False), ["A", "b"])
+        with pytest.raises(TypeError):
+            tokenize(None)
 
     def test_ngrams(self):
         self.assertEqual(ngrams(["a", "b", "c"]), [("a", "b"), ("b", "c")])
