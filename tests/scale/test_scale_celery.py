@@ -44,7 +44,7 @@ from verilearn_assets.platform.distributed import distributed_instance
 pytestmark = [pytest.mark.slow]
 
 KILLED_STEP = "analysis__questions"
-# Every template/procedural partition; the killed run (template|dev: iris has template
+# Every template/procedural partition; the killed run (template|dev: heart has template
 # questions) is launched first.
 ALL_PARTITIONS = (
     PARTITIONS[0],
