@@ -36,6 +36,7 @@ include $(sort $(wildcard mk/*.mk))
 help:
 	@echo "make demo   — install, materialize the default graph, print the report"
 	@echo "make test   — install, start the real services, run the whole suite"
+	@echo "make loop   — install training + vLLM, train (SFT) on the demo home, evaluate base vs trained"
 	@echo "make ui     — open the Dagster UI on the same instance (http://127.0.0.1:3000)"
 	@echo "make bench  — run the benchmarks"
 
@@ -65,7 +66,7 @@ dockerd: system-deps
 	  docker info >/dev/null 2>&1 || { echo "dockerd did not start:"; tail -20 /tmp/verilearn-dockerd.log; exit 1; }; \
 	fi
 
-demo: install system-deps dockerd
+demo: install system-deps dockerd $(filter-out cluster-deps,$(TEST_DEPS))
 	$(VENV)/bin/verilearn demo
 
 lint: install

@@ -15,6 +15,8 @@ dafny-deps: install system-deps
 	@$(call apt_install,$(DAFNY_APT_PACKAGES))
 	$(VPY) -c 'from verilearn_assets.dafny.toolchain import detect; print("dafny toolchain:", detect().versions)'
 
+# `make demo` and `make bench` depend on the families' TEST_DEPS too: a clean machine's
+# demo installs Dafny.
 TEST_DEPS += dafny-deps
 
 .PHONY: bench-dafny

@@ -107,6 +107,68 @@ def test_dafnybench_layout_rewrites_and_counts_skips(
     assert [r.status for r in verifier.verify_many(programs)] == ["verified", "verified"]
 
 
+COMPILED_FUNCTION_ONLY = """function Square(x: int): int { x * x }
+
+predicate IsEven(n: int) { n % 2 == 0 }
+
+method SumSquares(n: nat) returns (s: int)
+  ensures s >= 0
+{
+  s := 0;
+  var i := 0;
+  while i < n
+    invariant 0 <= i <= n && s >= 0
+  {
+    if IsEven(i) {
+      s := s + Square(i);
+    }
+    i := i + 1;
+  }
+}
+"""
+GHOST_USE_ONLY = """function Square(x: int): int { x * x }
+
+method Sq(x: int) returns (y: int)
+  ensures y == Square(x)
+{
+  y := x * x;
+  assert y == Square(x);
+  ghost var g := Square(y);
+}
+"""
+
+
+def test_compiled_function_is_dafny4_and_rewritten(tmp_path: Path, verifier: DafnyVerifier) -> None:
+    """A file whose only Dafny 4 feature is a `function` called from a method body: 2.3
+    reads that function as ghost (a resolution error), so it becomes `function method`."""
+    from verilearn_assets.dafny.dialect import compiled_function_calls, detect, to_dafny2
+
+    assert compiled_function_calls(COMPILED_FUNCTION_ONLY) == ["IsEven", "Square"]
+    assert detect(COMPILED_FUNCTION_ONLY) == "4"
+    # called only from specs, asserts and ghost statements: a valid Dafny 2.3 file
+    assert (detect(GHOST_USE_ONLY), to_dafny2(GHOST_USE_ONLY)) == ("2", (GHOST_USE_ONLY, []))
+    assert verifier.verify(COMPILED_FUNCTION_ONLY).status == "resolution_error"  # as 2.3 sees it
+
+    gt, nh = tmp_path / "ground_truth", tmp_path / "hints_removed"
+    gt.mkdir()
+    nh.mkdir()
+    (gt / "squares.dfy").write_text(COMPILED_FUNCTION_ONLY)
+    (nh / "squares_no_hints.dfy").write_text(
+        COMPILED_FUNCTION_ONLY.replace("    invariant 0 <= i <= n && s >= 0\n", "")
+    )
+    (gt / "sq.dfy").write_text(GHOST_USE_ONLY)
+    report = load_dafny_bench(tmp_path)
+    assert report.rewritten == 1 and not report.skipped
+    by_name = {e.name: e for e in report.examples}
+    ex = by_name["squares.SumSquares"]
+    assert ex.dialect == "4" and ex.rewrites == ["function → function method (2)"]
+    assert "function method Square" in ex.gold_program
+    assert "predicate method IsEven" in ex.gold_program
+    assert by_name["sq.Sq"].dialect == "2" and by_name["sq.Sq"].rewrites == []
+    statuses = verifier.verify_many([ex.gold_program, by_name["sq.Sq"].gold_program])
+    assert [r.status for r in statuses] == ["verified", "verified"]
+
+
 def test_plain_directory_and_bad_input(tmp_path: Path) -> None:
     (tmp_path / "a.dfy").write_text(DAFNY2_GOLD)
     report = load_dafny_bench(tmp_path)

@@ -20,7 +20,13 @@ from verilearn_assets.training.evaluate import evaluate_model, write_eval_record
 
 
 def test_roles_come_from_the_contract() -> None:
-    assert eval_roles(family("dafny")) == ("writer", "annotator", "cascade")
+    assert eval_roles(family("dafny")) == (
+        "writer",
+        "annotator",
+        "writer_cascade",
+        "annotator_frozen_writer",
+        "cascade",
+    )
     assert eval_roles(family("refactor")) == ("default",)
     # requests carry the stop sequences the family's own teacher sends
     from verilearn_assets.dafny.prompts import load_prompt_config
@@ -30,7 +36,9 @@ def test_roles_come_from_the_contract() -> None:
 
 
 def test_refusals_name_what_is_missing(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(ValueError, match=r"no role 'judge' \(roles: writer, annotator, cascade"):
+    with pytest.raises(
+        ValueError, match=r"no role 'judge' \(roles: writer, annotator, writer_cascade"
+    ):
         family_rows(home, family("dafny"), "dev", "judge")
     with pytest.raises(ValueError, match="no accepted dafny tasks under .*dafny/tasks"):
         family_rows(home, family("dafny"), "dev", "writer")
@@ -81,7 +89,7 @@ def test_roles_sit_side_by_side_and_old_records_read_as_default(home: Path) -> N
     # a partition written before the role column existed
     old = ModelEvalRecord.to_frame([_record("old", "default", "t2", True)]).drop("role")
     lake.write_partition(EVAL_ASSET, old, root, split="test")
-    assert "role" not in pl.read_parquet(next((root / EVAL_ASSET).glob("split=test/*"))).columns
+    assert "role" not in pl.read_parquet(next((root / EVAL_ASSET).glob("split=test/*.parquet"))).columns
     db = warehouse_path(home)
     with writer(db, 60) as con:
         build_all(con, root)

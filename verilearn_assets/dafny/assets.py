@@ -17,6 +17,7 @@ from resources.home import HomeResource
 from resources.vllm import VllmResource
 from verilearn_assets.core import lake
 from verilearn_assets.core.deploy import op_tags_for
+from verilearn_assets.core.llm.budget import BudgetCounts, write_counts
 from verilearn_assets.dafny.build import (
     SourceUnavailableError,
     build_tasks,
@@ -36,7 +37,7 @@ from verilearn_assets.platform.defs import SOURCE_SPLIT, source_split
     name="tasks",
     key_prefix=[FAMILY.name],
     partitions_def=SOURCE_SPLIT,
-    op_tags=op_tags_for(["container_pool"]),  # needs a jail: a Celery worker with the sandbox
+    op_tags=op_tags_for(["sandbox"]),  # jailed Dafny: a Celery worker with the sandbox
     group_name="dafny",
     description="Dafny writer and annotator tasks for one source × split: template "
     "(pairings from the corpus) and procedural (mutant repairs with their verdicts). Every "
@@ -69,9 +70,12 @@ def tasks(
     path = lake.write_records(
         FAMILY.task_lake, records, DafnyTask, home.lake_root(), source=source, split=split
     )
+    budget = model.budget_counts if model is not None else BudgetCounts()
+    write_counts(budget, FAMILY.name, "tasks", home.lake_root(), source, split)
     accepted = [r for r in records if r.status == "accepted"]
     return MaterializeResult(
         metadata={
+            **budget.metadata(),
             "tasks": len(records),
             "accepted": len(accepted),
             "rejected": len(records) - len(accepted),
@@ -91,7 +95,7 @@ def tasks(
     name="trajectories",
     key_prefix=[FAMILY.name],
     partitions_def=SOURCE_SPLIT,
-    op_tags=op_tags_for(["container_pool"]),  # needs a jail: a Celery worker with the sandbox
+    op_tags=op_tags_for(["sandbox"]),  # jailed Dafny: a Celery worker with the sandbox
     group_name="dafny",
     deps=[tasks],
     description="writer → annotator → verifier cascades on the accepted tasks of the same "
@@ -132,8 +136,11 @@ def trajectories(
             teacher.close()
     path = lake.partition_dir(FAMILY.rollout_lake, home.lake_root(), source=source, split=split)
     summary = trajectory_summary(records)
+    budget = teacher.budget_counts if isinstance(teacher, VllmTeacher) else BudgetCounts()
+    write_counts(budget, FAMILY.name, "trajectories", home.lake_root(), source, split)
     return MaterializeResult(
         metadata={
+            **budget.metadata(),
             **{k: v for k, v in summary.items() if not isinstance(v, dict)},
             "failure_buckets": MetadataValue.json(summary["failure_buckets"]),
             "teacher": teacher.name,

@@ -1,50 +1,144 @@
-"""Verdicts cached by content hash of (program, verifier versions, flags).
+"""Verdicts cached in the lake by content hash of (program, verifier versions, jail, flags).
 
-Re-verifying the same string is then a file read. One JSON file per verdict under
-`<home>/cache/dafny/`, written to a temporary name and renamed, so a crash never leaves
-a half-written entry. Crashes are not cached: they say nothing about the program.
+Re-verifying the same string is then a dictionary look-up. The cache is Parquet parts under
+`<home>/lake/dafny/verdicts/` (columns `key`, `status`, `result`: the verdict as JSON),
+read once into an in-memory index. New verdicts are buffered and written as one part per
+batch (`flush`: after a `verify_many`, every `BATCH` verdicts, and on close), each to a
+temporary file renamed to a name no other process can pick (`part-<time>-<pid>-<random>`),
+so concurrent processes never clash and a crash never leaves a half-written part. A miss
+re-reads the directory only when its listing changed (one `stat`), so verdicts another
+process wrote are found without a scan per look-up. When parts pile up, `compact` merges
+them into one (the merged part is written before the old ones are removed; readers skip a
+part that vanished under them). Crashes are not cached: they say nothing about the program.
 """
 
 from __future__ import annotations
 
 import os
-import tempfile
+import threading
+import time
+import uuid
 from pathlib import Path
 
+import polars as pl
 from pydantic import ValidationError
 
+from verilearn_assets.core.lake import atomic_write_parquet
 from verilearn_assets.core.records import content_hash
 from verilearn_assets.dafny.results import VerifyResult
 
+BATCH = 32  # verdicts buffered before a part is written
+COMPACT_AT = 64  # parts in the directory before `compact` merges them
+SCHEMA = {"key": pl.Utf8, "status": pl.Utf8, "result": pl.Utf8}
+
 
 def cache_key(source: str, versions: dict[str, str], flags: list[str]) -> str:
+    """`versions` holds the dafny and z3 versions and the jail; `flags` the verdict flags."""
     return content_hash("dafny-verify", source, versions, flags, length=32)
 
 
 class VerdictCache:
+    """Thread-safe; one per verifier. `root` is the verdicts directory of the lake."""
+
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
+        self._index: dict[str, str] = {}  # key -> verdict JSON (validated on a hit)
+        self._seen: set[str] = set()  # part names already read
+        self._pending: dict[str, str] = {}
+        self._listing: tuple[int, int] | None = None  # the directory's (mtime_ns, inode)
+        self._lock = threading.Lock()
+        self._refresh()
 
-    def path(self, key: str) -> Path:
-        return self.root / key[:2] / f"{key}.json"
+    # --- reading --------------------------------------------------------------------------
+    def parts(self) -> list[Path]:
+        return sorted(self.root.glob("part-*.parquet")) if self.root.is_dir() else []
+
+    def _stamp(self) -> tuple[int, int] | None:
+        try:
+            st = self.root.stat()
+        except FileNotFoundError:
+            return None
+        return (st.st_mtime_ns, st.st_ino)
+
+    def _refresh(self) -> None:
+        """Read the parts not read yet (the listing changed)."""
+        stamp = self._stamp()
+        if stamp is None or stamp == self._listing:
+            return
+        self._listing = stamp
+        for part in self.parts():
+            if part.name in self._seen:
+                continue
+            try:
+                frame = pl.read_parquet(part, columns=["key", "result"])
+            except FileNotFoundError:  # compacted away by another process: its rows moved
+                continue
+            except Exception as exc:  # noqa: BLE001 - a broken part is named, not skipped
+                raise ValueError(f"{part}: corrupt dafny verdict cache part: {exc}") from exc
+            self._index.update(zip(frame["key"].to_list(), frame["result"].to_list(), strict=True))
+            self._seen.add(part.name)
 
     def get(self, key: str) -> VerifyResult | None:
-        path = self.path(key)
-        try:
-            text = path.read_text()
-        except FileNotFoundError:
+        with self._lock:
+            text = self._pending.get(key) or self._index.get(key)
+            if text is None:
+                self._refresh()
+                text = self._index.get(key)
+        if text is None:
             return None
         try:
             return VerifyResult.model_validate_json(text)
         except ValidationError as exc:
-            raise ValueError(f"{path}: corrupt dafny verdict cache entry: {exc}") from exc
+            raise ValueError(f"{self.root}: corrupt dafny verdict for key {key}: {exc}") from exc
 
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._index.keys() | self._pending.keys())
+
+    # --- writing --------------------------------------------------------------------------
     def put(self, result: VerifyResult) -> None:
         if result.status == "crash" or not result.key:
             return
-        path = self.path(result.key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        with os.fdopen(fd, "w") as fh:
-            fh.write(result.model_copy(update={"cached": False}).model_dump_json())
-        os.replace(tmp, path)
+        text = result.model_copy(update={"cached": False}).model_dump_json()
+        with self._lock:
+            self._pending[result.key] = text
+            full = len(self._pending) >= BATCH
+        if full:
+            self.flush()
+
+    def flush(self) -> Path | None:
+        """Write the buffered verdicts as one new part; returns it (None: nothing new)."""
+        with self._lock:
+            if not self._pending:
+                return None
+            rows = dict(self._pending)
+            part = self._write(rows)
+            self._index.update(rows)
+            self._pending.clear()
+            self._seen.add(part.name)
+        if len(self.parts()) >= COMPACT_AT:
+            self.compact()
+        return part
+
+    def _write(self, rows: dict[str, str]) -> Path:
+        self.root.mkdir(parents=True, exist_ok=True)
+        statuses = [VerifyResult.model_validate_json(t).status for t in rows.values()]
+        frame = pl.DataFrame(
+            {"key": list(rows), "status": statuses, "result": list(rows.values())}, schema=SCHEMA
+        )
+        name = f"part-{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:12]}.parquet"
+        return atomic_write_parquet(frame, self.root / name)
+
+    def compact(self) -> Path | None:
+        """Merge every part into one; old parts are removed after the merged one is in place."""
+        with self._lock:
+            self._listing = None
+            self._refresh()
+            old = [p for p in self.parts() if p.name in self._seen]
+            if len(old) < 2:
+                return None
+            merged = self._write(dict(self._index))
+            self._seen.add(merged.name)
+            for p in old:
+                p.unlink(missing_ok=True)
+            return merged

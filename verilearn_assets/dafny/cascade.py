@@ -4,7 +4,8 @@ Teachers say what the model would say: `ProgramTeacher` replays the gold body an
 annotations (the embedded default: the graph runs without a model); tests script other
 answers through the same `Teacher` protocol. Annotator tasks skip the writer stage.
 Failure buckets: `syntax` (parse/resolution), `timeout`, `semantic` (a verification error
-or a crash), `cheat` (an anti-cheat rule fired).
+or a crash), `cheat` (an anti-cheat rule fired), `context_overflow` (a model stage's
+prompt did not fit the window even compressed: that stage failed, nothing was verified).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from verilearn_assets.core.llm.budget import FAILURE_CLASS, ContextOverflow
 from verilearn_assets.dafny import prompts
 from verilearn_assets.dafny.records import DafnyTask, DafnyTrajectory, StageRecord
 from verilearn_assets.dafny.rewards import cascade_reward, score_candidate
@@ -74,15 +76,38 @@ def _timed(fn, *args):
     return out, round((time.perf_counter() - started) * 1000, 2)
 
 
+def _overflowed(out: CascadeResult, stage: str, given: str, exc: ContextOverflow) -> CascadeResult:
+    """The model stage whose prompt cannot fit the window: failed with class
+    `context_overflow` and its reason; the cascade ends there (the partition goes on)."""
+    reason = str(exc) if str(exc).startswith(FAILURE_CLASS) else f"{FAILURE_CLASS}: {exc}"
+    out.stages.append(
+        StageRecord(
+            stage=stage,
+            input=given,
+            output=reason,
+            status=FAILURE_CLASS,
+            failure_bucket=FAILURE_CLASS,
+        )
+    )
+    out.status = out.failure_bucket = FAILURE_CLASS
+    return out
+
+
 def cascade_sample(task: DafnyTask, teacher: Teacher, verifier: DafnyVerifier) -> CascadeResult:
     out = CascadeResult()
     body = task.body
     if task.role == "writer":
-        said, ms = _timed(teacher.write, task)
+        try:
+            said, ms = _timed(teacher.write, task)
+        except ContextOverflow as exc:
+            return _overflowed(out, "writer", task.spec, exc)
         body = prompts.answer(said)
         out.writer_output = body
         out.stages.append(StageRecord(stage="writer", input=task.spec, output=body, latency_ms=ms))
-    said, ms = _timed(teacher.annotate, task, body)
+    try:
+        said, ms = _timed(teacher.annotate, task, body)
+    except ContextOverflow as exc:
+        return _overflowed(out, "annotator", body, exc)
     annotated = prompts.answer(said)
     out.annotator_output = annotated
     out.stages.append(StageRecord(stage="annotator", input=body, output=annotated, latency_ms=ms))

@@ -1,7 +1,10 @@
 """Dafny 4 → Dafny 2.3, where a mechanical rewrite exists.
 
 DafnyBench is mostly Dafny 4: `function` is compiled by default (`ghost function` is the
-spec-only kind), and `for i := lo to hi` loops exist. Dafny 2.3 has `function method` for
+spec-only kind), and `for i := lo to hi` loops exist. A file whose only Dafny 4 feature is a
+plain `function`/`predicate` called from compiled code (a non-ghost method's statements,
+proof hints and ghost statements aside) is Dafny 4 too: in 2.3 that function is ghost and
+the call a resolution error. Dafny 2.3 has `function method` for
 compiled functions, plain `function` for ghost ones, and only `while`. We rewrite those and
 name every rewrite applied; a feature without a rewrite raises `DialectError` with the
 reason the loader counts.
@@ -11,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from verilearn_assets.dafny.syntax import match_brace
+from verilearn_assets.dafny.syntax import declarations, match_brace, remove_hints, strip_comments
 
 
 class DialectError(ValueError):
@@ -40,9 +43,36 @@ _FOR = re.compile(
 )
 
 
+_GHOST_STATEMENT = re.compile(r"^\s*ghost\b")
+
+
+def compiled_function_calls(text: str) -> list[str]:
+    """Plain (2.3: ghost) functions and predicates called from compiled code: the statements
+    of a non-ghost method or constructor, hints and `ghost` statements removed."""
+    try:
+        decls = declarations(strip_comments(text))
+    except ValueError:  # unbalanced braces: the verifier will say what is wrong
+        return []
+    plain = {
+        d.name
+        for d in decls
+        if d.kind in ("function", "predicate") and not d.function_method and not d.ghost
+    }
+    called: set[str] = set()
+    for d in decls:
+        if d.kind not in ("method", "constructor") or d.ghost or d.body is None or not plain:
+            continue
+        code = "\n".join(
+            ln for ln in remove_hints(d.body).split("\n") if not _GHOST_STATEMENT.match(ln)
+        )
+        called |= {f for f in plain if re.search(rf"(?<![\w']){re.escape(f)}\s*\(", code)}
+    return sorted(called)
+
+
 def detect(text: str) -> str:
-    """'4' when a Dafny-4-only construct appears (ghost functions, `for` loops)."""
-    if any(p.search(text) for p in _FOUR_MARKERS.values()):
+    """'4' when a Dafny-4-only construct appears (ghost functions, `for` loops, a plain
+    function called from compiled code)."""
+    if any(p.search(text) for p in _FOUR_MARKERS.values()) or compiled_function_calls(text):
         return "4"
     return "2"
 

@@ -4,7 +4,7 @@ and annotator tasks only when Dafny proves it and no anti-cheat construct appear
 `propose` is any callable from chat messages to text (the vLLM client in the asset, a
 scripted model in tests). Every proposal is kept: rejected ones as rejected tasks with the
 reason (no fenced program, anti-cheat construct, bodiless declaration, no method, the
-verifier's verdict).
+verifier's verdict, or `context_overflow` when the request cannot fit the model's window).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 
+from verilearn_assets.core.llm.budget import FAILURE_CLASS, ContextOverflow
 from verilearn_assets.core.records import content_hash
 from verilearn_assets.dafny import prompts
 from verilearn_assets.dafny.anticheat import forbidden_constructs
@@ -75,7 +76,12 @@ def llm_tasks(
     tasks: list[DafnyTask] = []
     kept: list[tuple[str, str]] = []  # (program name, program)
     for i in range(n):
-        text = propose(proposal_messages(shots, seed + i))
+        try:
+            text = propose(proposal_messages(shots, seed + i))
+        except ContextOverflow as exc:  # this proposal only; the next one is asked
+            why = str(exc) if str(exc).startswith(FAILURE_CLASS) else f"{FAILURE_CLASS}: {exc}"
+            tasks.append(_rejected(f"llm-overflow-{i}", "", split, why, i))
+            continue
         program, reason = screen(text)
         name = f"llm-{content_hash('dafny-llm', program, length=10)}"
         if reason is None:
@@ -120,6 +126,8 @@ def _rejected(name: str, program: str, split: str, reason: str, i: int) -> Dafny
         target="",
         annotated_body="",
         gold_program=program,
-        gold_status="not verified" if reason.startswith(("anti", "no ", "unp")) else "failed",
+        gold_status="not verified"
+        if reason.startswith(("anti", "no ", "unp", FAILURE_CLASS))
+        else "failed",
         input_program=program,
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 
@@ -28,12 +29,40 @@ class GateSample(StrictConfig):
     seed: int = 0
 
 
+class GrpoModes(StrictConfig):
+    """The frozen partners of the GRPO roles `annotator_frozen_writer` and `writer_cascade`
+    (`dafny/grpo.py`). `program` writer: the gold bodies; `program` annotator: the gold
+    hints only when the body is the gold body. `vllm`: the model served per
+    configs/vllm.yaml (`frozen_model` names another served model, e.g. the trained writer)."""
+
+    frozen_writer: Literal["program", "vllm"] = "program"
+    frozen_annotator: Literal["program", "vllm"] = "vllm"
+    frozen_model: str | None = None
+
+
+class EvalDefaults(StrictConfig):
+    """`verilearn eval --family dafny`: completions per task (the first, greedy, is the
+    pass@1 verdict; the others are sampled at `temperature`), kept with their diffs against
+    gold and the verifier's logs in `<home>/evals/` (training/eval_family.py)."""
+
+    n_best: int = Field(default=1, ge=1)
+    temperature: float = Field(default=0.8, gt=0.0)
+
+
 class DafnyConfig(StrictConfig):
     verifier: VerifierConfig = Field(default_factory=VerifierConfig)
     corpus: CorpusConfig = Field(default_factory=CorpusConfig)
     sources: SourcesConfig = Field(default_factory=SourcesConfig)
     gate: GateSample = Field(default_factory=GateSample)
     teacher: str = "program"
+    grpo: GrpoModes = Field(default_factory=GrpoModes)
+    eval: EvalDefaults = Field(default_factory=EvalDefaults)
+
+
+def eval_n_best() -> tuple[int, float]:
+    """The family's n-best default for evaluation (`Family.extra["eval_n_best"]`)."""
+    cfg = load_dafny_config().eval
+    return cfg.n_best, cfg.temperature
 
 
 def load_dafny_config(directory: str | Path | None = None) -> DafnyConfig:
@@ -41,4 +70,5 @@ def load_dafny_config(directory: str | Path | None = None) -> DafnyConfig:
 
 
 def cache_dir(home: Path) -> Path:
-    return Path(home) / "cache" / "dafny"
+    """The verdict cache: Parquet parts in the lake (`dafny/cache.py`)."""
+    return Path(home) / "lake" / "dafny" / "verdicts"

@@ -3,8 +3,8 @@
 Two modes give the same verdicts: `server` (a pool of long-lived jailed DafnyServer.exe
 processes, the fast default) and `cli` (one jailed `dafny /compile:0` per program, the
 baseline and the fallback when no server is shipped). Verdicts are cached by content hash
-of (program, versions, flags). Parallelism is bounded by the pool size, which by default
-never exceeds the number of cores.
+of (program, versions, jail, flags) in the lake (`cache.py`). Parallelism is bounded by
+the pool size, which by default never exceeds the number of cores.
 """
 
 from __future__ import annotations
@@ -137,7 +137,10 @@ class DafnyVerifier:
                 ex.submit(self.verify, s, f"program{i}.dfy", mode, use_cache)
                 for i, s in enumerate(sources)
             ]
-            return [f.result() for f in futures]
+            results = [f.result() for f in futures]
+        if self.cache is not None:
+            self.cache.flush()  # one lake part per batch
+        return results
 
     def server_pool(self) -> ServerPool:
         with self._pool_lock:
@@ -148,6 +151,8 @@ class DafnyVerifier:
             return self._pool
 
     def close(self) -> None:
+        if self.cache is not None:
+            self.cache.flush()
         with self._pool_lock:
             if self._pool is not None:
                 self._pool.close()

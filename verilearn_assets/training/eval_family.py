@@ -21,13 +21,32 @@ latency of both turns.
 
 Stop sequences: a prompt row's `stop`, else `GrpoTask.stop()` (dafny: the stop sequences
 of configs/dafny_prompts.yaml, which its vllm teacher sends too).
+
+n-best lists, diffs and verifier logs: besides the greedy completion (pass@1, the verdict
+the record keeps), `n_best - 1` more are sampled per task (at the n-best temperature, seeds
+`seed + k`) and scored the same way. Every candidate of every task lands in one JSON line
+per task of the evaluation's details file `<home>/evals/<model>/<family>-<role>-<split>.jsonl`
+(rewritten by a re-run, like the records): its text, verdict, the verifier's log when the
+scorer gives one (`verifier_log`, `verifier_errors`), and a unified diff of what was judged
+(`judged`, else the completion) against the gold answer when the scorer gives one (`gold`).
+The record's `extra` holds the scalar score keys (logs and texts stay in the file),
+`n_best`, `n_best_passed`, `pass_at_n` and the file's path relative to the home. `n_best`
+comes from the caller, else `settings.n_best` when the settings have it, else the family's
+default (`Family.extra["eval_n_best"]() -> (n, temperature)`, dafny: `eval:` in
+configs/dafny.yaml), else 1. A source with `sampled(k, temperature)` gives the k-th sample
+source (`VllmCompletions`: same server, sampled); one without answers again as it is.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import difflib
+import json
 import logging
+import os
+import re
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -47,6 +66,11 @@ log = logging.getLogger(__name__)
 
 Progress = Callable[[int, int], None]  # (tasks done, tasks in all)
 ANSWER_CHARS = 8000  # the completion kept in the record (its head)
+DETAIL_KEYS = frozenset({"gold", "judged", "annotation"})
+DETAIL_PREFIX = "verifier_"  # verifier_log, verifier_errors, verifier_cached, ...
+"""Score keys kept in the details file only (texts, logs, cache flags: a re-run must give
+the same records), never in `extra`; so are lists and dicts."""
+EVALS_DIR = "evals"  # <home>/evals/<model>/<family>-<role>-<split>.jsonl
 
 
 @dataclass(frozen=True)
@@ -94,6 +118,12 @@ class VllmCompletions:
     def sampling(self) -> dict[str, Any]:
         s = self.settings
         return {"temperature": s.temperature, "top_p": 1.0, "max_tokens": s.max_tokens}
+
+    def sampled(self, k: int, temperature: float) -> VllmCompletions:
+        """The k-th n-best sample: the same server, `temperature`, seed `seed + k`."""
+        seed = self.settings.seed + k
+        s = self.settings.model_copy(update={"temperature": temperature, "seed": seed})
+        return VllmCompletions(self.client_cfg, s, self.stop)
 
     def complete(
         self, rows: Sequence[dict[str, Any]], progress: Progress | None = None
@@ -321,7 +351,13 @@ def to_record(
         status = (score or {}).get("status")
         failure = str(status) if status and status != "verified" else "not_verified"
     group = str(row.get("group") or "(none)")
-    extra = {k: _json_safe(v) for k, v in (score or {}).items()}
+    extra = {
+        k: _json_safe(v)
+        for k, v in (score or {}).items()
+        if k not in DETAIL_KEYS
+        and not k.startswith(DETAIL_PREFIX)
+        and not isinstance(v, list | dict)
+    }
     if completion.finish_reason is not None:
         extra["finish_reason"] = completion.finish_reason
     return ModelEvalRecord(
@@ -355,6 +391,94 @@ def family_sampling_key(source: CompletionSource, model: str, settings: EvalSett
     return content_hash("eval", source.name, model, s.temperature, s.max_tokens, s.seed)
 
 
+def answer_and_score(
+    home: Path,
+    fam: Family,
+    role: str,
+    tasks: Sequence[Record],
+    rows: Sequence[dict[str, Any]],
+    source: CompletionSource,
+    progress: Progress | None = None,
+) -> tuple[list[Completion], list[dict[str, Any] | None]]:
+    """One completion per row from `source` (both turns for a chained role), scored."""
+    if role in eval_chains(fam):
+        completions, scores = run_chain(home, fam, role, tasks, rows, source, progress)
+    else:
+        completions = source.complete(rows, progress)
+        scores = []
+    if len(completions) != len(rows):
+        raise RuntimeError(
+            f"evaluation on {fam.name}/{role}: {len(completions)} completions for "
+            f"{len(rows)} prompts"
+        )
+    if role not in eval_chains(fam):
+        scores = score_completions(home, fam, role, tasks, rows, completions)
+    return completions, scores
+
+
+def resolve_n_best(
+    fam: Family, settings: EvalSettings, n_best: int | None, temperature: float | None
+) -> tuple[int, float]:
+    """(n, sampling temperature of candidates 2..n): the caller's, else the settings', else
+    the family's default, else (1, 1.0)."""
+    fam_n, fam_t = 1, 1.0
+    default = fam.extra.get("eval_n_best")
+    if callable(default):
+        fam_n, fam_t = default()
+    n = n_best or getattr(settings, "n_best", None) or fam_n
+    t = temperature if temperature is not None else getattr(settings, "n_best_temperature", None)
+    if n < 1:
+        raise ValueError(f"n_best must be at least 1, got {n}")
+    return int(n), float(t if t is not None else fam_t)
+
+
+def gold_diff(gold: str, judged: str) -> str:
+    """Unified diff of what was judged against the gold answer ('' when equal)."""
+    return "\n".join(
+        difflib.unified_diff(
+            gold.strip("\n").splitlines(),
+            judged.strip("\n").splitlines(),
+            "gold",
+            "answer",
+            lineterm="",
+        )
+    )
+
+
+def candidate_entry(k: int, completion: Completion, score: dict[str, Any] | None) -> dict[str, Any]:
+    """One n-best candidate as the details file keeps it (k = 0: the greedy verdict)."""
+    out: dict[str, Any] = {
+        "k": k,
+        "text": completion.text[:ANSWER_CHARS],
+        "failure": completion.failure,
+        "passed": score is not None and float(score["outcome"]) == 1.0,
+        "completion_tokens": completion.completion_tokens,
+        "latency_ms": round(float(completion.latency_ms), 3),
+    }
+    if score is not None:
+        out.update({k2: v for k2, v in score.items() if k2 != "gold"})
+        if isinstance(score.get("gold"), str):
+            judged = score.get("judged")
+            out["diff"] = gold_diff(score["gold"], judged if isinstance(judged, str) else "")
+    return out
+
+
+def details_path(home: Path, model: str, family_name: str, role: str, split: str) -> Path:
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_") or "model"
+    return Path(home) / EVALS_DIR / safe / f"{family_name}-{role}-{split}.jsonl"
+
+
+def write_details(path: Path, entries: Sequence[dict[str, Any]]) -> Path:
+    """All tasks' n-best lists, one JSON line per task; temp file + rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".jsonl")
+    with os.fdopen(fd, "w") as fh:
+        for e in entries:
+            fh.write(json.dumps(e, default=str) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
 # --- the run ----------------------------------------------------------------------------------
 def evaluate_family(
     model: str | Path,
@@ -370,10 +494,13 @@ def evaluate_family(
     vllm_cfg: VllmConfig | None = None,
     served: VllmConfig | None = None,
     source: CompletionSource | None = None,
+    n_best: int | None = None,
+    n_best_temperature: float | None = None,
 ) -> Any:  # EvalResult (evaluate.py imports this module)
     """Serve `model` (or use `served`, or the scripted `source`), answer every accepted task
-    of `family_name`/`role` in `split` once, score with the family's verifier, write one
-    record per task to the lake and return the `EvalResult`."""
+    of `family_name`/`role` in `split` (greedy: the verdict; plus `n_best - 1` samples),
+    score with the family's verifier, write one record per task to the lake and the n-best
+    details file, and return the `EvalResult`."""
     from verilearn_assets.training.evaluate import (
         EvalResult,
         resolve_model,
@@ -385,30 +512,50 @@ def evaluate_family(
     settings = settings or EvalSettings()
     fam = family(family_name)
     mut = resolve_model(model)
+    n, temperature = resolve_n_best(fam, settings, n_best, n_best_temperature)
     tasks, rows = family_rows(
         home, fam, split, role, task_ids=task_ids, limit=limit or settings.limit
     )
+    candidates: list[tuple[list[Completion], list[dict[str, Any] | None]]] = []
     with contextlib.ExitStack() as stack:
         if source is None:
             client_cfg = served or stack.enter_context(serving(mut, vllm_cfg or load_vllm_config()))
             source = VllmCompletions(client_cfg, settings, family_stop(fam))
-        if role in eval_chains(fam):
-            completions, scores = run_chain(home, fam, role, tasks, rows, source, progress)
-        else:
-            completions = source.complete(rows, progress)
-            scores = []
-    if len(completions) != len(rows):
-        raise RuntimeError(
-            f"evaluation of {mut.name} on {fam.name}/{role} [{split}]: {len(completions)} "
-            f"completions for {len(rows)} prompts"
-        )
-    if role not in eval_chains(fam):
-        scores = score_completions(home, fam, role, tasks, rows, completions)
+        candidates.append(answer_and_score(home, fam, role, tasks, rows, source, progress))
+        for k in range(1, n):
+            sampled = getattr(source, "sampled", None)
+            nth = sampled(k, temperature) if sampled is not None else source
+            candidates.append(answer_and_score(home, fam, role, tasks, rows, nth))
+    completions, scores = candidates[0]
     by_id = {t.id: t for t in tasks}
     key = family_sampling_key(source, mut.name, settings)
-    records = [
-        to_record(mut, fam, role, by_id[row["task_id"]], row, c, s, key)
-        for row, c, s in zip(rows, completions, scores, strict=True)
-    ]
+    details = details_path(home, mut.name, fam.name, role, split)
+    records, entries = [], []
+    for i, (row, c, s) in enumerate(zip(rows, completions, scores, strict=True)):
+        listed = [candidate_entry(k, cs[0][i], cs[1][i]) for k, cs in enumerate(candidates)]
+        n_ok = sum(e["passed"] for e in listed)
+        rec = to_record(mut, fam, role, by_id[row["task_id"]], row, c, s, key)
+        rec.extra.update(
+            n_best=n,
+            n_best_passed=n_ok,
+            pass_at_n=n_ok > 0,
+            details_file=str(details.relative_to(home)),
+        )
+        records.append(rec)
+        entries.append(
+            {
+                "task_id": row["task_id"],
+                "model": mut.name,
+                "family": fam.name,
+                "role": role,
+                "split": split,
+                "passed": rec.passed,
+                "n_best": n,
+                "n_best_temperature": temperature,
+                "pass_at_n": n_ok > 0,
+                "candidates": listed,
+            }
+        )
+    write_details(details, entries)
     path = write_eval_records(home, split, records)
     return EvalResult(mut.name, split, records, path, family=fam.name, role=role)
