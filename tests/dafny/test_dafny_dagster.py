@@ -94,7 +94,12 @@ def test_procedural_mutants_have_recorded_verdicts(built: dict) -> None:
     assert records and all(t.mutation for t in records)
     assert {t.input_status for t in records} <= {"verified", "verification_error", "timeout"}
     assert any(t.input_status == "verification_error" for t in records)
-    assert all(t.target != t.body or t.mutation.startswith("drop_requires") for t in records)
+    accepted = [t for t in records if t.status == "accepted"]
+    assert accepted and all(t.target != t.body for t in accepted)  # no copy-the-input task
+    trivial = [t for t in records if t.target == t.body]
+    assert all(
+        t.status == "rejected" and t.rejection_reason.startswith("trivial_repair") for t in trivial
+    )
 
 
 def test_sft_rows_per_role(built: dict) -> None:

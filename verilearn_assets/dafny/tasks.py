@@ -101,6 +101,11 @@ def procedural_tasks(
     for (ex, m), verdict, program in zip(jobs, verdicts, inputs, strict=True):
         gold = gold_of[ex.id]
         reason = _decide(gold.status, verdict.status, ex.annotated_body)
+        if reason is None and m.annotated_body == ex.annotated_body:
+            # A spec mutant (drop_requires) leaves the body as it was: the "repair" would be
+            # to copy the input, and the annotator may not touch the spec. Its verdict is
+            # kept on the rejected record; it never becomes a training target.
+            reason = f"trivial_repair: {m.kind} leaves the body unchanged (target equals input)"
         tasks.append(
             DafnyTask(
                 **_base(ex, "procedural", splits[ex.id], "annotator", m.label),
