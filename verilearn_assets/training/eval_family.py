@@ -31,7 +31,7 @@ scorer gives one (`verifier_log`, `verifier_errors`), and a unified diff of what
 (`judged`, else the completion) against the gold answer when the scorer gives one (`gold`).
 The record's `extra` holds the scalar score keys (logs and texts stay in the file),
 `n_best`, `n_best_passed`, `pass_at_n` and the file's path relative to the home. `n_best`
-comes from the caller, else `settings.n_best` when the settings have it, else the family's
+comes from the caller, else `settings.n_best` (training.yaml `eval:`), else the family's
 default (`Family.extra["eval_n_best"]() -> (n, temperature)`, dafny: `eval:` in
 configs/dafny.yaml), else 1. A source with `sampled(k, temperature)` gives the k-th sample
 source (`VllmCompletions`: same server, sampled); one without answers again as it is.
@@ -425,8 +425,8 @@ def resolve_n_best(
     default = fam.extra.get("eval_n_best")
     if callable(default):
         fam_n, fam_t = default()
-    n = n_best or getattr(settings, "n_best", None) or fam_n
-    t = temperature if temperature is not None else getattr(settings, "n_best_temperature", None)
+    n = n_best or settings.n_best or fam_n
+    t = temperature if temperature is not None else settings.n_best_temperature
     if n < 1:
         raise ValueError(f"n_best must be at least 1, got {n}")
     return int(n), float(t if t is not None else fam_t)
