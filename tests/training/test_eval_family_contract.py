@@ -89,7 +89,10 @@ def test_roles_sit_side_by_side_and_old_records_read_as_default(home: Path) -> N
     # a partition written before the role column existed
     old = ModelEvalRecord.to_frame([_record("old", "default", "t2", True)]).drop("role")
     lake.write_partition(EVAL_ASSET, old, root, split="test")
-    assert "role" not in pl.read_parquet(next((root / EVAL_ASSET).glob("split=test/*.parquet"))).columns
+    assert (
+        "role"
+        not in pl.read_parquet(next((root / EVAL_ASSET).glob("split=test/*.parquet"))).columns
+    )
     db = warehouse_path(home)
     with writer(db, 60) as con:
         build_all(con, root)
