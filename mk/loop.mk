@@ -2,7 +2,8 @@
 # the top-level Makefile). Installs what training and serving need (the [train] extra, the
 # vLLM CPU venv, the tiny base model), makes the demo home if it has no questions yet, runs
 # a short LoRA SFT on its gated sft_dataset[train], then evaluates the base model and the
-# trained one on the same test questions and prints both pass rates side by side.
+# trained one on the same test questions and prints both pass rates side by side. (ls of the
+# model/adapter globs exits 2 when one matches nothing: pipefail must not stop the recipe.)
 #
 # The tiny base model has random weights, so both rates are expected to be ~0 here: this
 # shows the plumbing end to end. The proof that training moves the pass rate is the
@@ -24,7 +25,7 @@ loop: install system-deps dockerd vllm-env tiny-model
 	  else $(LOOP_ENV) $(VENV)/bin/verilearn demo --families analysis; fi
 	$(LOOP_ENV) $(VENV)/bin/verilearn train sft --max-steps $(LOOP_STEPS)
 	$(LOOP_ENV) $(VENV)/bin/verilearn eval --model $(TINY_MODEL_DIR) --split $(LOOP_SPLIT) --limit $(LOOP_LIMIT)
-	@model=$$(ls -td $(LOOP_HOME)/runs/sft-*/model $(LOOP_HOME)/runs/sft-*/adapter 2>/dev/null | head -1); \
+	@model=$$( (ls -td $(LOOP_HOME)/runs/sft-*/model $(LOOP_HOME)/runs/sft-*/adapter 2>/dev/null || true) | head -1); \
 	  test -n "$$model" || { echo "loop: no SFT run under $(LOOP_HOME)/runs"; exit 1; }; \
 	  $(LOOP_ENV) $(VENV)/bin/verilearn eval --model $$model --split $(LOOP_SPLIT) --limit $(LOOP_LIMIT)
 	@echo "loop: base vs trained, side by side:"
