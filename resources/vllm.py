@@ -66,10 +66,16 @@ class VllmResource(ConfigurableResource):
             self._cfg = load_vllm_config(self.config_dir)
         return self._cfg
 
+    def served_config(self) -> VllmConfig:
+        """The config with every server a client may use: with `launch: true`, the owned
+        server is started here and its URL added (`vllm_config` alone lists only base_urls,
+        so a teacher built from it would find no server)."""
+        return self._ensure_server()
+
     def client(self) -> VllmClient:
         """A new client (launching the owned server first when `launch: true`);
         `await client.start()` in the loop that will use it."""
-        return VllmClient(self._ensure_server())
+        return VllmClient(self.served_config())
 
     def chat_batch(
         self,

@@ -67,9 +67,11 @@ def test_launch_without_vllm_environment_fails_naming_the_python(tmp_path: Path)
 
 
 @asset
-def owned_server_greeting(vllm: VllmResource) -> dict[str, str]:
+def owned_server_greeting(vllm: VllmResource) -> dict:
+    # what a teacher built from the config sees (dafny): the owned server, launched on ask
+    served = list(vllm.served_config().base_urls)
     (result,), _ = vllm.chat_batch([[{"role": "user", "content": "hi"}]], seeds=[3], max_tokens=4)
-    return {"server": result.server, "text": result.text}
+    return {"server": result.server, "text": result.text, "served": served}
 
 
 def test_launch_true_starts_owns_and_stops_a_server(tiny_model_dir: Path, tmp_path: Path) -> None:
@@ -88,6 +90,7 @@ def test_launch_true_starts_owns_and_stops_a_server(tiny_model_dir: Path, tmp_pa
     assert result.success
     out = result.output_for_node("owned_server_greeting")
     assert out["text"] and out["server"].startswith("http://127.0.0.1:")
+    assert out["served"] == [out["server"]]  # one owned server, launched once
     # teardown stopped the owned server: its port no longer answers
     with pytest.raises(httpx.TransportError):
         httpx.get(f"{out['server']}/health", timeout=2)

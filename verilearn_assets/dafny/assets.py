@@ -55,7 +55,7 @@ def tasks(
     config = load_dafny_config()
     model = None
     if source == "llm" and vllm.configured:
-        model = VllmTeacher(vllm.vllm_config, load_prompt_config(), seed=config.corpus.seed)
+        model = VllmTeacher(vllm.served_config(), load_prompt_config(), seed=config.corpus.seed)
     try:
         with dafny.verifier(home.dir()) as verifier:
             records, report = build_tasks(
@@ -121,7 +121,7 @@ def trajectories(
                 for t in FAMILY.read_tasks(home.dir(), "template", "train")
                 if isinstance(t, DafnyTask)
             ]
-            teacher = teacher_for("vllm", vllm.vllm_config, train)
+            teacher = teacher_for("vllm", vllm.served_config(), train)
         else:
             teacher = teacher_for(config.teacher)
     except ValueError as exc:
