@@ -152,6 +152,15 @@ def test_rules_catch_a_cheat_and_a_split_leak(built: dict, tmp_path: Path) -> No
     ctx = RuleContext(family=FAMILY, source="template", split="train", home=home)
     outcome = no_cheat_in_targets(ctx)
     assert not outcome.passed and "assume" in outcome.failures[0]
+    assert first.status == "accepted"
+    # the same program rejected in another split never trains: no leak
+    echo = first.model_copy(
+        update={"split": "dev", "id": "echo", "status": "rejected", "rejection_reason": "x"}
+    )
+    lake.write_records(
+        FAMILY.task_lake, [echo], DafnyTask, lake.lake_root(home), source="template", split="dev"
+    )
+    assert one_split(ctx).passed
     leak = first.model_copy(update={"split": "dev", "id": "leak"})
     lake.write_records(
         FAMILY.task_lake, [leak], DafnyTask, lake.lake_root(home), source="template", split="dev"

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from verilearn_assets.core import lake
 from verilearn_assets.core.llm.config import VllmConfig
+from verilearn_assets.core.records import SPLITS
 from verilearn_assets.dafny.cascade import ProgramTeacher, Teacher, cascade_sample, trajectory
 from verilearn_assets.dafny.family import FAMILY
 from verilearn_assets.dafny.llm_source import Propose, llm_tasks
@@ -58,9 +59,10 @@ def build_tasks(
             )
         train = [e for e in report.examples if splits[e.id] == "train"]
         shots = [e.gold_program for e in train[: config.sources.llm_shots]]
-        tasks = llm_tasks(
-            propose, config.sources.llm_proposals, split, verifier, shots, config.corpus.seed
-        )
+        # each split asks its own seeds: the same prompts in every split would propose the
+        # same programs, which the gate's one-split rule then has to turn away
+        seed = config.corpus.seed + SPLITS.index(split) * config.sources.llm_proposals
+        tasks = llm_tasks(propose, config.sources.llm_proposals, split, verifier, shots, seed)
         return tasks, report
     raise ValueError(f"unknown dafny source {source!r}")
 
