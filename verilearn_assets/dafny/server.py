@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from verilearn_assets.dafny import jail as jails
-from verilearn_assets.dafny.toolchain import Toolchain
+from verilearn_assets.dafny.toolchain import Toolchain, ToolchainError
 
 STARTUP_GRACE_S = 20.0  # added to a fresh process's first request (mono start + JIT)
 CLIENT_EOM = "[[DAFNY-CLIENT: EOM]]"
@@ -158,6 +158,12 @@ class ServerPool:
     def __init__(self, toolchain: Toolchain, jail: str, size: int, max_requests: int = 500) -> None:
         if size < 1:
             raise ValueError(f"dafny server pool: size must be >= 1, got {size}")
+        if toolchain.dialect != "2":
+            raise ToolchainError(
+                f"dafny server pool: Dafny {toolchain.dafny_version} ({toolchain.dafny}) is a "
+                f"{toolchain.dialect}.x toolchain; the pool speaks the DafnyServer.exe protocol "
+                "of Dafny 2.x only: use `--mode cli` (VerifierConfig(mode='cli'))"
+            )
         self.toolchain = toolchain
         self.jail = jail
         self.size = size

@@ -1,50 +1,67 @@
 """`split_examples`: seeded, grouped by program, stratified by construct and length.
 
 All methods of one program go to the same split (they share the header, so a model that
-saw one in training would have seen the other's context). Programs are ordered by stratum
-(main construct tag, length bucket), shuffled within it by the seed, then dealt out in a
-repeating train/dev/test pattern, so every stratum is spread over the splits in
-proportion.
+saw one in training would have seen the other's context). A program carries several
+features at once (every construct tag it uses, or `straight-line`, plus its length
+bucket), so the split is iterative stratification (Sechidis et al., 2011): the rarest
+feature first, each of its programs goes to the split that still wants most of that
+feature, ties broken by the split's overall deficit and then by the seed. A feature
+with at least as many programs as there are splits' worth of proportion is thereby
+spread over more than one split, where dealing one fixed pattern would let a small
+stratum fall entirely into `train`.
 """
 
 from __future__ import annotations
 
 import random
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 
-from verilearn_assets.dafny.records import CONSTRUCTS, DafnyExample
+from verilearn_assets.dafny.records import DafnyExample
 
 DEFAULT_PATTERN = ("train",) * 6 + ("dev", "test")  # 75 / 12.5 / 12.5
 
 
-def _stratum(examples: list[DafnyExample]) -> tuple[str, int]:
-    tags = {t for e in examples for t in e.constructs}
-    main = next((c for c in CONSTRUCTS if c in tags), "straight-line")
-    lines = max(e.n_lines for e in examples)
-    return main, 0 if lines <= 20 else 1 if lines <= 40 else 2
+def length_bucket(n_lines: int) -> str:
+    return "len:short" if n_lines <= 20 else "len:medium" if n_lines <= 40 else "len:long"
+
+
+def program_features(examples: Sequence[DafnyExample]) -> frozenset[str]:
+    """The strata one program belongs to: its construct tags and its length bucket."""
+    tags = {f"tag:{t}" for e in examples for t in e.constructs} or {"tag:straight-line"}
+    return frozenset(tags | {length_bucket(max(e.n_lines for e in examples))})
 
 
 def split_examples(
     examples: Sequence[DafnyExample], seed: int = 0, pattern: Sequence[str] = DEFAULT_PATTERN
 ) -> dict[str, str]:
-    """Example id -> split."""
+    """Example id -> split; `pattern` gives the splits and their proportions."""
+    if not pattern:
+        raise ValueError("split_examples: pattern names no split")
     groups: dict[str, list[DafnyExample]] = defaultdict(list)
     for ex in examples:
         groups[ex.program].append(ex)
-    strata: dict[tuple[str, int], list[str]] = defaultdict(list)
-    for program, members in groups.items():
-        strata[_stratum(members)].append(program)
     rng = random.Random(seed)
-    ordered: list[str] = []
-    for key in sorted(strata):
-        programs = sorted(strata[key])
-        rng.shuffle(programs)
-        ordered.extend(programs)
-    offset = rng.randrange(len(pattern))
-    out: dict[str, str] = {}
-    for i, program in enumerate(ordered):
-        split = pattern[(i + offset) % len(pattern)]
-        for ex in groups[program]:
-            out[ex.id] = split
-    return out
+    programs = sorted(groups)
+    rng.shuffle(programs)
+    features = {p: program_features(groups[p]) for p in programs}
+    share = {s: n / len(pattern) for s, n in Counter(pattern).items()}
+    splits = list(share)
+    holders: dict[str, list[str]] = defaultdict(list)
+    for p in programs:
+        for f in features[p]:
+            holders[f].append(p)
+    wanted = {f: {s: share[s] * len(ps) for s in splits} for f, ps in holders.items()}
+    overall = {s: share[s] * len(programs) for s in splits}
+    placed: dict[str, str] = {}
+    while len(placed) < len(programs):
+        left = {f: [p for p in ps if p not in placed] for f, ps in holders.items()}
+        rarest = min((f for f in left if left[f]), key=lambda f: (len(left[f]), f))
+        for p in left[rarest]:
+            tie = {s: rng.random() for s in splits}  # per program: the seed breaks every tie
+            split = max(splits, key=lambda s: (wanted[rarest][s], overall[s], tie[s]))
+            placed[p] = split
+            overall[split] -= 1
+            for f in features[p]:
+                wanted[f][split] -= 1
+    return {ex.id: placed[ex.program] for ex in examples}

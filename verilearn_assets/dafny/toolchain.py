@@ -1,8 +1,13 @@
-"""Which Dafny and z3 we run, found once per process.
+"""Which Dafny and z3 we run, found once per process, and the command line each speaks.
 
 Debian's Dafny 2.3 paired with its z3 4.8.12 prints `model_compress` prover errors on every
 run; the pinned `z3-solver==4.8.5.0` wheel ships a `bin/z3` that Dafny 2.3 accepts through
 `/z3exe:`. We find that binary on disk (importing `z3` is not needed and may fail).
+
+Dafny 2.x takes slash flags (`dafny /compile:0 /timeLimit:N /z3exe:Z3 f.dfy`); Dafny 4.x
+has subcommands and GNU-style options (`dafny verify --verification-time-limit N
+--solver-path Z3 f.dfy`). Only 2.x ships `DafnyServer.exe` with the protocol `server.py`
+speaks, so a 4.x toolchain verifies in CLI mode only.
 """
 
 from __future__ import annotations
@@ -11,11 +16,16 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Literal
 
 DAFNY_LIB = Path("/usr/lib/dafny")
+
+
+Dialect = Literal["2", "4"]
 
 
 class ToolchainError(RuntimeError):
@@ -24,9 +34,9 @@ class ToolchainError(RuntimeError):
 
 @dataclass(frozen=True)
 class Toolchain:
-    dafny: str  # the `dafny` launcher (2.x `/flag` CLI)
+    dafny: str  # the `dafny` launcher (2.x `/flag` CLI or 4.x `dafny verify`)
     dafny_version: str
-    dialect: str  # "2" (slash flags, DafnyServer.exe) or "4" (`dafny verify`)
+    dialect: Dialect  # "2" (slash flags, DafnyServer.exe) or "4" (`dafny verify`)
     server_exe: str | None  # DafnyServer.exe for the long-lived pool, if shipped
     runtime: str | None  # mono/cli that runs the .exe
     z3: str
@@ -35,6 +45,33 @@ class Toolchain:
     @property
     def versions(self) -> dict[str, str]:
         return {"dafny": self.dafny_version, "z3": self.z3_version, "z3_path": self.z3}
+
+
+def verify_flags(dialect: Dialect, vc_time_limit_s: int) -> list[str]:
+    """The flags that decide a verdict (verify only, per-VC time limit), in the dialect's
+    syntax; the z3 path is left out (it differs inside and outside the jail)."""
+    if dialect == "4":
+        return ["--verification-time-limit", str(vc_time_limit_s)]
+    return ["/compile:0", f"/timeLimit:{vc_time_limit_s}"]
+
+
+def solver_flags(dialect: Dialect, z3: str) -> list[str]:
+    return ["--solver-path", z3] if dialect == "4" else [f"/z3exe:{z3}"]
+
+
+def cli_argv(
+    dialect: Dialect,
+    dafny: str,
+    z3: str,
+    vc_time_limit_s: int,
+    file: str,
+    extra: Sequence[str] = (),
+) -> list[str]:
+    """One verification run of `file` on the command line of the given Dafny dialect."""
+    options = [*verify_flags(dialect, vc_time_limit_s), *solver_flags(dialect, z3), *extra]
+    if dialect == "4":
+        return [dafny, "verify", *options, file]
+    return [dafny, *options, file]
 
 
 def find_wheel_z3() -> str | None:

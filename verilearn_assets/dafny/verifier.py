@@ -1,10 +1,11 @@
 """`DafnyVerifier`: one program or a batch in, structured verdicts out.
 
 Two modes give the same verdicts: `server` (a pool of long-lived jailed DafnyServer.exe
-processes, the fast default) and `cli` (one jailed `dafny /compile:0` per program, the
-baseline and the fallback when no server is shipped). Verdicts are cached by content hash
-of (program, versions, jail, flags) in the lake (`cache.py`). Parallelism is bounded by
-the pool size, which by default never exceeds the number of cores.
+processes, the fast default; Dafny 2.x only) and `cli` (one jailed `dafny /compile:0`, or
+`dafny verify` on 4.x, per program: the baseline and the fallback when no server is
+shipped). Verdicts are cached by content hash of (program, versions, jail, flags) in the
+lake (`cache.py`). Parallelism is bounded by the pool size, which by default never
+exceeds the number of cores.
 """
 
 from __future__ import annotations
@@ -31,7 +32,13 @@ from verilearn_assets.dafny.results import (
     looks_like_syntax_error,
 )
 from verilearn_assets.dafny.server import ServerDied, ServerHung, ServerPool
-from verilearn_assets.dafny.toolchain import Toolchain, detect
+from verilearn_assets.dafny.toolchain import (
+    Toolchain,
+    cli_argv,
+    detect,
+    solver_flags,
+    verify_flags,
+)
 
 Mode = Literal["server", "cli"]
 OUTPUT_CAP = 4000
@@ -80,7 +87,7 @@ class DafnyVerifier:
     def flags(self) -> list[str]:
         """The flags that decide a verdict (part of the cache key). The z3 path differs
         inside and outside the jail, but the z3 *version* is in the key already."""
-        return ["/compile:0", f"/timeLimit:{self.config.vc_time_limit_s}"]
+        return verify_flags(self.toolchain.dialect, self.config.vc_time_limit_s)
 
     @property
     def versions(self) -> dict[str, str]:
@@ -106,8 +113,8 @@ class DafnyVerifier:
             if hit is not None:
                 return hit.model_copy(update={"cached": True, "duration_ms": 0.0})
         mode = mode or self.config.mode
-        if mode == "server" and not self.toolchain.server_exe:
-            mode = "cli"
+        if mode == "server" and not self.toolchain.server_exe and self.toolchain.dialect == "2":
+            mode = "cli"  # a 4.x toolchain is refused by the pool instead, with the reason
         started = time.perf_counter()
         result = (
             self._verify_server(source, name)
@@ -166,7 +173,8 @@ class DafnyVerifier:
 
     # --- the two modes ------------------------------------------------------------------
     def _args(self) -> list[str]:
-        return [*self.flags, f"/z3exe:{jails.z3_path(self.toolchain, self.jail)}"]
+        """DafnyServer's request arguments (2.x only: the pool refuses 4.x)."""
+        return [*self.flags, *solver_flags("2", jails.z3_path(self.toolchain, self.jail))]
 
     def _verify_server(self, source: str, name: str) -> VerifyResult:
         pool = self.server_pool()
@@ -201,7 +209,14 @@ class DafnyVerifier:
             Path(tmp, name).write_text(source)
             where = jails.INPUT_IN_JAIL if self.jail == "bwrap" else tmp
             argv = jails.wrap(
-                [self.toolchain.dafny, *self._args(), *extra, f"{where}/{name}"],
+                cli_argv(
+                    self.toolchain.dialect,
+                    self.toolchain.dafny,
+                    jails.z3_path(self.toolchain, self.jail),
+                    self.config.vc_time_limit_s,
+                    f"{where}/{name}",
+                    extra,
+                ),
                 self.toolchain,
                 self.jail,
                 input_dir=tmp,
