@@ -116,3 +116,31 @@ def test_failing_bundled_dataset_raises_with_its_name() -> None:
         r"\(statsmodels\.no_such_table\): no such",
     ):
         load_bundled(entry)
+
+
+def test_corpora_are_not_table_partitions_nor_drawn_into_splits(tmp_path: Path) -> None:
+    """`corpora:` lives in the same file but is no dataset: the partitions platform/defs
+    builds and the salted split draw cover `datasets:` only."""
+    from verilearn_assets.core.ingest.catalog import dataset_partition_keys
+    from verilearn_assets.core.ingest.splits import catalog_splits
+    from verilearn_assets.platform.defs import DATASET
+
+    shipped = load_datasets_config()
+    assert shipped.corpora, "the shipped catalog lists the refactor corpora"
+    partitions = DATASET.get_partition_keys()
+    assert partitions == dataset_partition_keys()
+    assert not set(shipped.corpora) & set(partitions)
+    _write(
+        tmp_path,
+        "datasets:\n"
+        "  - {name: remote, kind: url, url: 'https://example.org/r.csv', format: csv,\n"
+        f"     sha256: {'a' * 64}}}\n"
+        "corpora:\n"
+        "  mycode: {split: test, licence: MIT, path: code}\n"
+        f"  packed: {{split: train, licence: MIT, archive: {{path: p.tgz, sha256: {'b' * 64}}}}}\n",
+    )
+    cfg = load_datasets_config(tmp_path)
+    assert sorted(cfg.corpora) == ["mycode", "packed"]
+    assert dataset_partition_keys(tmp_path) == ["remote"]
+    assert [d.name for d in cfg.enabled()] == ["remote"]
+    assert set(catalog_splits(cfg, tmp_path / "home")) == {"remote"}

@@ -306,3 +306,59 @@ def test_vllm_teacher_drives_a_task_end_to_end(home: Path, small_tasks, vllm_ser
             s.diff_from_start,
         )
         assert (expected.value, expected.failure) == (s.reward, s.failure)
+
+
+def test_fallback_model_answers_when_the_first_is_not_served(
+    home: Path, small_tasks, vllm_server
+) -> None:
+    """The actor's chain: a model the server does not serve is passed over for the next
+    one, and each step records the model that answered; when no model of the chain is
+    served the call fails naming each of them (no silent empty answer)."""
+    from verilearn_assets.core.llm.client import VllmError
+    from verilearn_assets.refactor.state import State
+    from verilearn_assets.refactor.teachers import VllmTeacher, load_actors
+
+    task = small_tasks["template"][0]
+    served = {"base_urls": [vllm_server.base_url]}
+    base = load_actors().actor("tiny-local").model_copy(update=served)
+    chain = base.model_copy(
+        update={"model": "not-served-primary", "fallback_models": [vllm_server.model]}
+    )
+    teacher = VllmTeacher(chain)
+    actor = Actor(
+        home=home,
+        teacher=teacher,
+        config=refactor_config("bwrap", home),
+        prompts=load_prompts(),
+        repos=REPOS,
+        extra_steps=0,
+    )
+
+    async def drive() -> None:
+        try:
+            await actor.run([task], "template", task.split)
+        finally:
+            await teacher.close()
+
+    try:
+        asyncio.run(drive())
+    finally:
+        actor.close()
+    steps = read_steps(home, "template", task.split)
+    assert steps and all(s.model == vllm_server.model and s.model_output.raw for s in steps)
+    assert teacher.model == vllm_server.model
+
+    nowhere = VllmTeacher(
+        base.model_copy(update={"model": "not-served-a", "fallback_models": ["not-served-b"]})
+    )
+
+    async def ask() -> None:
+        try:
+            messages = [{"role": "user", "content": "hello"}]
+            await nowhere.respond(messages, task, 1, State(), seed=0)
+        finally:
+            await nowhere.close()
+
+    with pytest.raises(VllmError, match="every model failed") as failed:
+        asyncio.run(ask())
+    assert "not-served-a" in str(failed.value) and "not-served-b" in str(failed.value)

@@ -146,9 +146,12 @@ def test_rename_targets_skip_tests_private_and_module_names(tmp_path: Path) -> N
 
 
 def _corpus_yaml(directory: Path, entry: dict) -> None:
+    """The repo's `datasets.yaml` in `directory`, its `corpora:` just `packed: entry`."""
     import yaml
 
-    (directory / "corpus.yaml").write_text(yaml.safe_dump({"repos": {"packed": entry}}))
+    shipped = Path(__file__).resolve().parents[2] / "configs" / "datasets.yaml"
+    data = {**yaml.safe_load(shipped.read_text()), "corpora": {"packed": entry}}
+    (directory / "datasets.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
 
 
 def test_archive_repo_is_pinned_extracted_once_and_usable(tmp_path: Path) -> None:
@@ -183,8 +186,8 @@ def test_archive_repo_is_pinned_extracted_once_and_usable(tmp_path: Path) -> Non
     finally:
         cleanup(ws)
     _corpus_yaml(catalog, {**entry, "archive": {**entry["archive"], "sha256": "0" * 64}})
-    with pytest.raises(ConfigError, match=r"repo 'packed'.*sha256"):
+    with pytest.raises(ConfigError, match=r"datasets\.yaml: corpora\.packed\.archive\.sha256"):
         load_corpus(catalog, home=tmp_path / "home2")
     _corpus_yaml(catalog, {**entry, "path": str(source)})
-    with pytest.raises(ConfigError, match="path or archive, not both"):
+    with pytest.raises(ConfigError, match=r"'corpora\.packed\.archive'.*path is set too"):
         load_corpus(catalog, home=tmp_path / "home3")

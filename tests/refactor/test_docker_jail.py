@@ -151,6 +151,9 @@ def docker_config(tmp_path: Path) -> RefactorConfig:
 def test_container_lives_as_long_as_its_workspace(docker_config: RefactorConfig) -> None:
     from verilearn_assets.refactor.docker_jail import drain
 
+    docker_config = docker_config.model_copy(
+        update={"docker": docker_config.docker.model_copy(update={"lifetime": "workspace"})}
+    )
     ws = prepare_workspace("t-life", FILES, docker_config)
     container_id = ws.jail.container_id
     assert _container_exists(container_id)
@@ -177,7 +180,7 @@ def test_container_lives_as_long_as_its_workspace(docker_config: RefactorConfig)
 
 def test_container_of_a_killed_process_is_reaped(docker_config: RefactorConfig) -> None:
     from verilearn_assets.core.sandbox.docker_backend import docker_client
-    from verilearn_assets.refactor.docker_jail import reap_orphans
+    from verilearn_assets.refactor.docker_jail import POOL_PREFIX, reap_idle_dirs, reap_orphans
 
     script = textwrap.dedent(
         f"""
@@ -185,21 +188,27 @@ def test_container_of_a_killed_process_is_reaped(docker_config: RefactorConfig) 
         from verilearn_assets.refactor.config import RefactorConfig
         from verilearn_assets.refactor.runner import prepare_workspace
         config = RefactorConfig.model_validate_json({docker_config.model_dump_json()!r})
+        from verilearn_assets.refactor.runner import cleanup
+        pooled = prepare_workspace("t-pooled", {{"a.py": "A = 1\\n"}}, config)
         ws = prepare_workspace("t-orphan", {{"a.py": "A = 1\\n"}}, config)
-        print(ws.jail.container_id, flush=True)
+        print(pooled.jail.container_id, ws.jail.container_id, flush=True)
+        cleanup(pooled)  # lifetime: pool: kept idle over a .pool-<pid>-* directory
         os.kill(os.getpid(), signal.SIGKILL)  # no cleanup, no finalizer, no atexit
         """
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert done.returncode == -9, done.stderr
-    container_id = done.stdout.strip()
-    assert _container_exists(container_id)
+    ids = done.stdout.split()
+    assert len(ids) == 2 and all(_container_exists(i) for i in ids), done.stdout
+    root = Path(docker_config.workspace_root)
+    assert [d.name for d in root.glob(f"{POOL_PREFIX}*")], "the idle container's directory"
     client = docker_client()
     try:
-        assert container_id[:12] in reap_orphans(client)
+        assert {i[:12] for i in ids} <= set(reap_orphans(client))
     finally:
         client.close()
-    assert not _container_exists(container_id)
+    assert not any(_container_exists(i) for i in ids)
+    assert reap_idle_dirs(root) and not list(root.glob(f"{POOL_PREFIX}*"))
 
 
 def test_wedged_container_is_killed_and_replaced(
@@ -222,3 +231,63 @@ def test_wedged_container_is_killed_and_replaced(
         assert (ws.tree / "pkg" / "mod.py").read_text() == "X = 1\n"  # the files stayed
     finally:
         cleanup(ws)
+
+
+PLANT = """
+import ctypes, ctypes.util, os, time
+libc = ctypes.CDLL(ctypes.util.find_library('c') or 'libc.so.6', use_errno=True)
+assert libc.shmget(0x5EED, 4096, 0o1600) >= 0, ctypes.get_errno()  # IPC_CREAT | 0600
+open('/tmp/planted', 'w').write('a')
+open('/dev/shm/planted', 'w').write('a')
+if os.fork() == 0:
+    os.setsid()
+    time.sleep(600)
+    os._exit(0)
+print('planted', flush=True)
+"""
+
+SEE = """
+import os
+print('files', sorted(os.listdir('.')))
+tmp = [f for f in os.listdir('/tmp') if not f.startswith('.step-')]  # not this command's
+print('tmp', tmp, 'shm', os.listdir('/dev/shm'))
+print('ipc', open('/proc/sysvipc/shm').read().splitlines()[1:])
+print('procs', [p for p in os.listdir('/proc') if p.isdigit() and int(p) not in (1, os.getpid())])
+"""
+
+
+def test_pooled_container_serves_the_next_workspace_fresh(
+    docker_config: RefactorConfig,
+) -> None:
+    """`lifetime: pool`: the next workspace reuses the container (no start, no removal),
+    and finds nothing of the last one: no files, no /tmp or /dev/shm entries, no System V
+    segment, no process. A container whose reset fails is never pooled."""
+    from verilearn_assets.refactor.docker_jail import _IDLE, drain
+
+    assert docker_config.docker.lifetime == "pool"  # the repository's default
+    drain()
+    first = prepare_workspace("t-pool-1", {"secret.py": "KEY = 1\n"}, docker_config)
+    container_id = first.jail.container_id
+    planted = apply_action(first, {"kind": "command", "argv": ["python", "-c", PLANT]})
+    assert planted.exit_code == 0 and "planted" in planted.stdout, planted
+    first_root = first.root
+    cleanup(first)
+    assert not first_root.exists() and len(_IDLE) == 1 and _container_exists(container_id)
+
+    second = prepare_workspace("t-pool-2", FILES, docker_config)
+    try:
+        assert second.jail.container_id == container_id and second.jail.served == 2
+        seen = apply_action(second, {"kind": "command", "argv": ["python", "-c", SEE]})
+        assert seen.exit_code == 0, seen
+        assert "files ['pkg']" in seen.stdout, seen.stdout
+        assert "tmp [] shm []" in seen.stdout and "ipc []" in seen.stdout, seen.stdout
+        assert "procs []" in seen.stdout, seen.stdout
+        listing = apply_action(second, {"kind": "command", "argv": ["python", "-c", LIST]})
+        assert listing.stdout.split() == ["pkg/__init__.py", "pkg/mod.py"], listing
+        # a container that cannot be reset (here: its PID 1 gone) is dropped, not pooled
+        second.jail.client.api.kill(container_id)
+    finally:
+        cleanup(second)
+    assert _IDLE == []
+    drain()
+    assert not _container_exists(container_id) and _own_containers() == []

@@ -30,7 +30,9 @@ def materialized(tmp_path_factory: pytest.TempPathFactory) -> Path:
     home, configs = root / "home", root / "configs"
     home.mkdir()
     configs.mkdir()
-    shutil.copy(REPO / "configs" / "refactor_prompts.yaml", configs)
+    # the prompts, the jail, the corpora (datasets.yaml's `corpora:`)
+    for name in ("teacher_prompts.yaml", "sandbox.yaml", "datasets.yaml"):
+        shutil.copy(REPO / "configs" / name, configs)
     data = yaml.safe_load((REPO / "configs" / "refactor.yaml").read_text())
     data["generation"] = {
         "max_pairs_per_repo": 1,

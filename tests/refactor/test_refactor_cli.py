@@ -35,7 +35,7 @@ def test_apply_rule_file_with_tests_leaves_dir_untouched(
     assert data["status"] == "ok" and data["backend"] == backend
     assert data["files_changed"] == ["pathconf/loader.py", "pathconf/validate.py"]
     assert "+        if default is None:" in data["diff"]
-    assert data["tests"] == {"status": "passed", "passed": 7, "failed": 0}
+    assert data["tests"] == {"status": "passed", "passed": 17, "failed": 0}
     assert data["duration_ms"] > 0
     assert set(data) >= {
         "status",

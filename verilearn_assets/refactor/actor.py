@@ -21,7 +21,7 @@ from verilearn_assets.core import lake
 from verilearn_assets.core.llm.budget import FAILURE_CLASS, ContextOverflow
 from verilearn_assets.core.records import content_hash
 from verilearn_assets.refactor.actions import ActionRejected, parse_action
-from verilearn_assets.refactor.catalog import Repo, corpus_dir, load_corpus
+from verilearn_assets.refactor.catalog import Repo, load_corpus
 from verilearn_assets.refactor.compaction import Chat, compact_with_model
 from verilearn_assets.refactor.config import RefactorConfig, load_refactor_config
 from verilearn_assets.refactor.prompts import (
@@ -312,7 +312,7 @@ def run_partition(
         teacher=teacher or ProgramTeacher(),
         config=config,
         prompts=load_prompts(),
-        repos={r.name: r for r in load_corpus(corpus_dir(config), home, strict=False)},
+        repos={r.name: r for r in load_corpus(home=home, strict=False)},
         redis_url=redis_url,
     )
     close = None

@@ -1,7 +1,7 @@
 """The refactor family's assets: tasks and trajectories, both partitioned source × split.
 
 Thin wiring over `tasks.py` (generation by jailed execution) and `actor.py` (the actor
-loop); the jail is the family's own runner (`configs/refactor.yaml`), not the cell pool.
+loop); the jail is the family's own runner (`configs/sandbox.yaml` `refactor:`), not the pool.
 """
 
 import asyncio
@@ -15,7 +15,7 @@ from verilearn_assets.core.deploy import op_tags_for
 from verilearn_assets.core.llm.budget import BudgetCounts, write_counts
 from verilearn_assets.platform.defs import SOURCE_SPLIT, source_split
 from verilearn_assets.refactor.actor import TASKS_LAKE, Actor
-from verilearn_assets.refactor.catalog import corpus_dir, load_corpus, load_rules, read_corpus
+from verilearn_assets.refactor.catalog import load_corpus, load_rules, read_corpus
 from verilearn_assets.refactor.config import load_refactor_config
 from verilearn_assets.refactor.family import FAMILY
 from verilearn_assets.refactor.llm_tasks import generate_llm_tasks, vllm_proposer
@@ -54,7 +54,7 @@ def tasks(context: AssetExecutionContext, home: HomeResource) -> MaterializeResu
     gen = config.generation
     # an entry that cannot be fetched or fails its pin fails alone: the split's other
     # repositories still get their tasks, and the failure is logged and in the metadata
-    corpus = read_corpus(corpus_dir(config), home=home.dir()).for_split(split)
+    corpus = read_corpus(home=home.dir()).for_split(split)
     for failure in corpus.failures:
         context.log.error(f"refactor corpus: {failure.error}")
     budget = BudgetCounts()
@@ -144,7 +144,7 @@ def trajectories(context: AssetExecutionContext, home: HomeResource) -> Material
         teacher=teacher,
         config=config,
         prompts=load_prompts(),
-        repos={r.name: r for r in load_corpus(corpus_dir(config), home.dir(), strict=False)},
+        repos={r.name: r for r in load_corpus(home=home.dir(), strict=False)},
         extra_steps=config.actors.extra_steps,
         seed=config.actors.seed,
         concurrency=config.actors.concurrency,

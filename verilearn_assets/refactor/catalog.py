@@ -1,8 +1,9 @@
-"""The rule catalog (`rules/*.yml`) and the code corpora (`corpus/corpus.yaml`).
+"""The rule catalog (`rules/*.yml`) and the code corpora (`configs/datasets.yaml` `corpora:`).
 
-Code corpora keep their own catalog but go through the platform's ingestion code: the same
-hardened downloader and extractor, under the `download`/`archive` policy of
-`configs/datasets.yaml`, sha256 pins, a licence per repository and one split per repository.
+Code corpora are entries of the platform's dataset catalog (`core/ingest/corpora.py`), read
+through its ingestion code: the same hardened downloader and extractor under the same
+`download`/`archive` policies, sha256 pins, a licence and one hand-chosen split per
+repository. `bundled:` entries name folders of `corpus/` beside this module.
 
 A catalog rule is an ast-grep YAML rule with a `fix`, plus `metadata` the tasks need: the
 instruction in words (never the rule text) and a positive example, its fixed form and a
@@ -11,29 +12,19 @@ negative example that tests check with real ast-grep.
 
 from __future__ import annotations
 
-import hashlib
-import posixpath
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import yaml
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, ValidationError
 
-from verilearn_assets.core.config import ConfigError, StrictConfig, load_yaml_model
-from verilearn_assets.core.ingest.catalog import ArchiveLimits, DownloadPolicy
+from verilearn_assets.core.config import ConfigError, StrictConfig, config_dir
+from verilearn_assets.core.ingest.corpora import corpus_root
 from verilearn_assets.core.records import Split
 
 HERE = Path(__file__).resolve().parent
 RULES_DIR = HERE / "rules"
-CORPUS_DIR = HERE / "corpus"
+CORPUS_DIR = HERE / "corpus"  # the folders `bundled:` entries name
 
 
 class RuleExamples(StrictConfig):
@@ -87,52 +78,6 @@ def load_rules(directory: Path = RULES_DIR) -> list[CatalogRule]:
     return sorted(rules, key=lambda r: r.id)
 
 
-class ArchiveSource(StrictConfig):
-    """A repository shipped as a tar/zip archive, pinned by its sha256: a local file or an
-    https URL fetched through the platform's hardened downloader."""
-
-    path: str | None = None
-    url: str | None = None
-    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
-    subdir: str = ""  # the repository's root inside the archive, if not the top
-
-    @field_validator("subdir")
-    @classmethod
-    def _inside(cls, value: str) -> str:
-        norm = posixpath.normpath(value) if value else ""
-        if norm.startswith(("/", "..")):
-            raise ValueError(f"subdir {value!r} leaves the archive")
-        return norm
-
-    @model_validator(mode="after")
-    def _one_place(self) -> ArchiveSource:
-        if (self.path is None) == (self.url is None):
-            raise ValueError("an archive needs exactly one of path or url")
-        return self
-
-
-class RepoEntry(StrictConfig):
-    split: Split
-    licence: str
-    description: str = ""
-    path: str | None = None  # default: the folder of that name beside corpus.yaml
-    archive: ArchiveSource | None = None
-
-    @model_validator(mode="after")
-    def _path_or_archive(self) -> RepoEntry:
-        if self.path is not None and self.archive is not None:
-            raise ValueError("give path or archive, not both")
-        return self
-
-
-class CorpusCatalog(StrictConfig):
-    repos: dict[str, RepoEntry]
-    # The platform's hardened download and extraction settings; null: those of
-    # configs/datasets.yaml (`download:`, `archive:`), so code and tables obey one policy.
-    download: DownloadPolicy | None = None
-    archive: ArchiveLimits | None = None
-
-
 class Repo(BaseModel):
     model_config = ConfigDict(frozen=True)
     name: str
@@ -163,40 +108,35 @@ class CorpusLoad(BaseModel):
         )
 
 
-def corpus_dir(config: Any) -> Path:
-    """Where `corpus.yaml` is for this `RefactorConfig` (`corpus:`), else the bundled one."""
-    from verilearn_assets.refactor.config import expand_home
+def read_corpus(directory: Path | None = None, home: Path | None = None) -> CorpusLoad:
+    """Every repository of the `corpora:` section of `<directory>/datasets.yaml` (default:
+    `VERILEARN_CONFIG_DIR` or the repo's configs/). `bundled:` folders are those of
+    `corpus/` beside this module; archives are fetched or read, checked against their pin
+    and extracted once under `<home>/refactor/corpora/`. An entry that fails (wrong pin,
+    unreachable URL, missing folder) is a `CorpusFailure` naming the file and the entry;
+    the other entries are unaffected. A malformed catalog is a `ConfigError`."""
+    from verilearn_assets.core import lake
+    from verilearn_assets.core.ingest.catalog import load_datasets_config
 
-    return expand_home(config.corpus) if config.corpus else CORPUS_DIR
-
-
-def read_corpus(directory: Path = CORPUS_DIR, home: Path | None = None) -> CorpusLoad:
-    """Every repository of `<directory>/corpus.yaml`. Archives are fetched (URL) or read
-    (path), checked against their sha256 and extracted, hardened, once under
-    `<home>/refactor/corpora/`. An entry that fails (wrong pin, unreachable URL, missing
-    folder) is a `CorpusFailure` naming it; the other entries are unaffected."""
-    from verilearn_assets.core.ingest.archive import ArchiveError
-    from verilearn_assets.core.ingest.download import DownloadError
-
-    catalog_file = directory / "corpus.yaml"
-    catalog = load_yaml_model(catalog_file, CorpusCatalog)
+    catalog_file = Path(directory or config_dir()) / "datasets.yaml"
+    catalog = load_datasets_config(catalog_file.parent)
+    cache_dir = (home or lake.home()) / "refactor" / "corpora"
     repos, failures = [], []
-    for name, entry in sorted(catalog.repos.items()):
+    for name, entry in sorted(catalog.corpora.items()):
         try:
-            if entry.archive is not None:
-                path = _unpacked(catalog_file, catalog, name, entry.archive, home)
-                origin = f"archive:{entry.archive.url or entry.archive.path}"
-            else:
-                path = Path(entry.path) if entry.path else directory / name
-                if not path.is_absolute():
-                    path = directory / path
-                origin = "path" if entry.path else "bundled"
-            if not path.is_dir():
-                raise ConfigError(f"{catalog_file}: repo {name!r}: {path} is not a folder")
-        except (ConfigError, DownloadError, ArchiveError, OSError) as exc:
+            path = corpus_root(
+                name,
+                entry,
+                catalog_file=catalog_file,
+                bundled_dir=CORPUS_DIR,
+                cache_dir=cache_dir,
+                policy=catalog.download,
+                limits=catalog.archive,
+            )
+        except (ConfigError, OSError) as exc:
             message = str(exc)
-            if f"repo {name!r}" not in message:
-                message = f"{catalog_file}: repo {name!r}: {message}"
+            if f"corpora.{name}" not in message:
+                message = f"{catalog_file}: corpora.{name}: {message}"
             failures.append(CorpusFailure(name=name, split=entry.split, error=message))
             continue
         repos.append(
@@ -205,7 +145,7 @@ def read_corpus(directory: Path = CORPUS_DIR, home: Path | None = None) -> Corpu
                 path=path,
                 split=entry.split,
                 licence=entry.licence,
-                origin=origin,
+                origin=entry.origin(),
                 sha256=entry.archive.sha256 if entry.archive else None,
             )
         )
@@ -213,69 +153,11 @@ def read_corpus(directory: Path = CORPUS_DIR, home: Path | None = None) -> Corpu
 
 
 def load_corpus(
-    directory: Path = CORPUS_DIR, home: Path | None = None, strict: bool = True
+    directory: Path | None = None, home: Path | None = None, strict: bool = True
 ) -> list[Repo]:
-    """The repositories of `<directory>/corpus.yaml`; with `strict`, any failed entry is a
-    `ConfigError` naming every failed entry (else the failed ones are left out)."""
+    """The repositories of `<directory>/datasets.yaml` `corpora:`; with `strict`, any failed
+    entry is a `ConfigError` naming every failed entry (else the failed ones are left out)."""
     loaded = read_corpus(directory, home)
     if strict and loaded.failures:
         raise ConfigError("; ".join(f.error for f in loaded.failures))
     return loaded.repos
-
-
-def _policies(catalog: CorpusCatalog) -> tuple[DownloadPolicy, ArchiveLimits]:
-    if catalog.download is not None and catalog.archive is not None:
-        return catalog.download, catalog.archive
-    from verilearn_assets.core.ingest.catalog import load_datasets_config
-
-    platform = load_datasets_config()
-    return catalog.download or platform.download, catalog.archive or platform.archive
-
-
-def _unpacked(
-    catalog_file: Path,
-    catalog: CorpusCatalog,
-    name: str,
-    source: ArchiveSource,
-    home: Path | None,
-) -> Path:
-    from verilearn_assets.core import lake
-    from verilearn_assets.core.ingest.archive import extract_archive
-    from verilearn_assets.core.ingest.download import download
-
-    base = (home or lake.home()) / "refactor" / "corpora"
-    target = base / f"{name}-{source.sha256[:16]}"
-    if not target.is_dir():
-        policy, limits = _policies(catalog)
-        base.mkdir(parents=True, exist_ok=True)
-        if source.url is not None:
-            from verilearn_assets.core.ingest.download import DownloadError
-
-            try:
-                # the extractor knows the kind by the file name: keep the URL's
-                leaf = posixpath.basename(urlsplit(source.url).path) or "archive"
-                dest = base / f".{name}-{leaf}"
-                archive = download(source.url, dest, source.sha256, policy)
-            except DownloadError as exc:
-                raise ConfigError(f"{catalog_file}: repo {name!r}: archive {exc}") from exc
-        else:
-            archive = Path(source.path)  # type: ignore[arg-type]
-            if not archive.is_absolute():
-                archive = catalog_file.parent / archive
-            if not archive.is_file():
-                raise ConfigError(f"{catalog_file}: repo {name!r}: archive {archive} not found")
-            digest = hashlib.sha256(archive.read_bytes()).hexdigest()
-            if digest != source.sha256:
-                raise ConfigError(
-                    f"{catalog_file}: repo {name!r}: archive {archive} has sha256 {digest}, "
-                    f"the catalog pins {source.sha256}"
-                )
-        extract_archive(archive, target, limits)
-        if source.url is not None:
-            archive.unlink()  # the extracted tree is what is kept
-    root = target / source.subdir if source.subdir else target
-    if not root.is_dir():
-        raise ConfigError(
-            f"{catalog_file}: repo {name!r}: subdir {source.subdir!r} is not in the archive"
-        )
-    return root

@@ -1,7 +1,10 @@
-"""Refactor family configuration (`configs/refactor.yaml`), validated strictly at load.
+"""Refactor family configuration, validated strictly at load, from two files.
 
-Kept apart from `configs/sandbox.yaml`: the runner jails one short-lived command per step
-(ast-grep, python, pytest) on a host workspace, not a long-lived cell worker.
+The runner's jail (one short-lived command per step: ast-grep, python, pytest, on a host
+workspace) is configured beside the analysis sandbox, in `configs/sandbox.yaml` under
+`refactor:` (`JAIL_KEYS`), so one file holds every sandbox setting. The family's own
+settings (test cache, state caps, generation, actors) stay in `configs/refactor.yaml`.
+Both merge into one flat `RefactorConfig`.
 """
 
 from __future__ import annotations
@@ -10,9 +13,10 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+import yaml
+from pydantic import Field, ValidationError
 
-from verilearn_assets.core.config import StrictConfig, load_config
+from verilearn_assets.core.config import ConfigError, StrictConfig, config_dir
 
 Backend = Literal["bwrap", "docker", "none"]
 ALLOWED_BINARIES: tuple[str, ...] = ("ast-grep", "python", "pytest")
@@ -34,18 +38,21 @@ class Limits(StrictConfig):
 
 class DockerSettings(StrictConfig):
     offline_image: str = "verilearn-sandbox-scratch:1"  # empty image + host runtime mounted
-    # workspace: one container per workspace, each command sent over a unix socket to its
-    # PID 1 (swept between commands); command: a fresh container per command (slower;
-    # kept for the benchmark)
-    lifetime: Literal["workspace", "command"] = "workspace"
+    # pool: containers kept between workspaces, reset in between (processes, /tmp,
+    # /dev/shm, System V IPC, the workspace emptied; see docker_jail.py); workspace: one
+    # container per workspace; command: a fresh container per command. In every mode each
+    # command is sent over a unix socket to the container's PID 1, swept between commands.
+    lifetime: Literal["pool", "workspace", "command"] = "pool"
+    pool_size: int = Field(default=4, ge=1, le=64)  # idle containers kept (lifetime: pool)
     # The containers' parent cgroup. Docker's default puts every container under one
     # `docker` group that weighs as much as ONE host process, so on a busy host a jailed
     # pytest gets a fraction of the CPU a bwrap one gets. `auto`: a group of our own beside
     # it (`/verilearn-refactor` with the cgroupfs driver, `verilearn-refactor.slice` with
     # systemd); null: Docker's default; anything else: passed to Docker as is.
     cgroup_parent: str | None = "auto"
-    # start the next workspace's container while the current one works and remove ended
-    # ones in the background (one container per workspace all the same)
+    # lifetime: workspace: start the next workspace's container while the current one
+    # works and remove ended ones in the background (one container per workspace all the
+    # same). The pool always removes the containers it drops in the background.
     prestart: bool = True
 
 
@@ -79,6 +86,9 @@ class ActorSettings(StrictConfig):
 
 
 class RefactorConfig(StrictConfig):
+    """One flat model: the `JAIL_KEYS` come from sandbox.yaml's `refactor:` section, the
+    rest from refactor.yaml (`load_refactor_config`)."""
+
     backend: Backend = "bwrap"
     allowed_binaries: list[Literal["ast-grep", "python", "pytest"]] = Field(
         default_factory=lambda: list(ALLOWED_BINARIES)
@@ -88,8 +98,6 @@ class RefactorConfig(StrictConfig):
     system_ro_paths: list[str] = Field(
         default_factory=lambda: ["/usr/lib", "/usr/lib64", "/lib", "/lib64"]
     )
-    # the directory holding corpus.yaml; null: the bundled corpora beside the family
-    corpus: str | None = None
     workspace_root: str = "${VERILEARN_HOME}/refactor/workspaces"
     log_dir: str = "${VERILEARN_HOME}/logs/sandbox"
     # test results by (tree hash, command): a tree already tested is not tested again;
@@ -125,6 +133,89 @@ def expand_home(path: str) -> Path:
     return Path(os.path.expanduser(os.path.expandvars(expanded))).resolve()
 
 
+# The jail's settings: read from `sandbox.yaml` under `refactor:`, refused in refactor.yaml.
+JAIL_KEYS: tuple[str, ...] = (
+    "backend",
+    "allowed_binaries",
+    "limits",
+    "system_ro_paths",
+    "workspace_root",
+    "log_dir",
+    "log_max_bytes",
+    "log_backups",
+    "docker",
+)
+JAIL_SECTION = "refactor"
+
+
+def _read_mapping(path: Path) -> dict:
+    """A YAML file's top-level mapping, errors naming the file (as `core.config` does)."""
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: top level must be a mapping, got {type(data).__name__}")
+    return data
+
+
+def _jail_section(path: Path) -> dict:
+    """sandbox.yaml's `refactor:` section; no file or no section: the jail's defaults."""
+    if not path.is_file():
+        return {}
+    section = _read_mapping(path).get(JAIL_SECTION)
+    if section is None:
+        return {}
+    if not isinstance(section, dict):
+        raise ConfigError(
+            f"{path}: field '{JAIL_SECTION}': must be a mapping, got {type(section).__name__}"
+        )
+    errors = []
+    for key in section:
+        if key in JAIL_KEYS:
+            continue
+        where = (
+            "it is a family setting: it belongs in refactor.yaml"
+            if key in RefactorConfig.model_fields
+            else f"not a setting of the refactor jail (known: {', '.join(JAIL_KEYS)})"
+        )
+        errors.append(f"{path}: field '{JAIL_SECTION}.{key}': {where}")
+    if errors:
+        raise ConfigError("\n".join(errors))
+    return section
+
+
 def load_refactor_config(directory: str | Path | None = None) -> RefactorConfig:
-    """Load `configs/refactor.yaml` (or `<directory>/refactor.yaml`)."""
-    return load_config("refactor", RefactorConfig, directory)
+    """`<dir>/refactor.yaml` merged with the jail of `<dir>/sandbox.yaml` (`refactor:`).
+
+    `<dir>` is `directory`, else `VERILEARN_CONFIG_DIR`, else the repository's `configs/`.
+    A jail key left in refactor.yaml is an error pointing to its new place; every error
+    names the file and the field.
+    """
+    base = Path(directory or config_dir())
+    family_path, sandbox_path = base / "refactor.yaml", base / "sandbox.yaml"
+    if not family_path.is_file():
+        raise ConfigError(f"{family_path}: config file not found")
+    family = _read_mapping(family_path)
+    moved = [key for key in family if key in JAIL_KEYS]
+    if moved:
+        raise ConfigError(
+            "\n".join(
+                f"{family_path}: field '{key}': a setting of the refactor jail, which now "
+                f"belongs in sandbox.yaml under `{JAIL_SECTION}:` (move it there)"
+                for key in moved
+            )
+        )
+    jail = _jail_section(sandbox_path)
+    try:
+        return RefactorConfig.model_validate({**family, **jail})
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors():
+            loc = [str(p) for p in err["loc"]]
+            if loc and loc[0] in JAIL_KEYS:
+                where = f"{sandbox_path}: field '{'.'.join([JAIL_SECTION, *loc])}'"
+            else:
+                where = f"{family_path}: field '{'.'.join(loc) or '<root>'}'"
+            lines.append(f"{where}: {err['msg']}")
+        raise ConfigError("\n".join(lines)) from exc

@@ -17,7 +17,7 @@ from verilearn_assets.core.family import RuleContext
 from verilearn_assets.core.records import SOURCES, SPLITS
 from verilearn_assets.gate.outcome import RuleOutcome
 from verilearn_assets.refactor.actions import ActionRejected, parse_action
-from verilearn_assets.refactor.catalog import corpus_dir, load_corpus
+from verilearn_assets.refactor.catalog import load_corpus
 from verilearn_assets.refactor.config import load_refactor_config
 from verilearn_assets.refactor.records import RefactorTask, TrajectoryStep
 from verilearn_assets.refactor.rewards import recompute
@@ -84,7 +84,7 @@ def steps_reproduce(ctx: RuleContext) -> RuleOutcome:
     steps = cast(list[TrajectoryStep], ctx.rollouts())
     tasks = {t.id: cast(RefactorTask, t) for t in ctx.tasks()}
     config = load_refactor_config().for_home(ctx.home)
-    repos = {r.name: r for r in load_corpus(corpus_dir(config), ctx.home, strict=False)}
+    repos = {r.name: r for r in load_corpus(home=ctx.home, strict=False)}
     failures: list[str] = []
     checked = 0
     for (task_id, _, _), trajectory in _trajectories(steps).items():

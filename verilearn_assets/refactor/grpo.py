@@ -97,13 +97,12 @@ class RefactorScorer:
     """Scores completions of accepted refactor tasks in the configured jail."""
 
     def __init__(self, home: Path, tasks: Sequence[Record], role: str) -> None:
-        from verilearn_assets.refactor.catalog import corpus_dir, load_corpus
+        from verilearn_assets.refactor.catalog import load_corpus
         from verilearn_assets.refactor.config import load_refactor_config
 
         self.tasks = {t.id: t for t in _accepted(tasks, role)}
         self.config = load_refactor_config().for_home(home)
-        corpus = corpus_dir(self.config)
-        self.repos = {r.name: r for r in load_corpus(corpus, home, strict=False)}
+        self.repos = {r.name: r for r in load_corpus(home=home, strict=False)}
         self.workers = max(1, self.config.actors.concurrency)
 
     def _one(self, task_id: str, completion: str) -> dict[str, float]:
@@ -307,7 +306,7 @@ class RefactorEnvironment:
         self, home: Path, tasks: Sequence[Record], role: str, options: GrpoEnvOptions
     ) -> None:
         from verilearn_assets.refactor.actor import Actor
-        from verilearn_assets.refactor.catalog import corpus_dir, load_corpus
+        from verilearn_assets.refactor.catalog import load_corpus
         from verilearn_assets.refactor.config import load_refactor_config
         from verilearn_assets.refactor.prompts import load_prompts
 
@@ -315,7 +314,7 @@ class RefactorEnvironment:
         self.options = options
         self.config = load_refactor_config().for_home(home)
         self.prompts = load_prompts()
-        self.repos = {r.name: r for r in load_corpus(corpus_dir(self.config), home, strict=False)}
+        self.repos = {r.name: r for r in load_corpus(home=home, strict=False)}
         self.scratch = Path(tempfile.mkdtemp(prefix="grpo-refactor-"))
         self.actor = Actor(
             home=self.scratch,

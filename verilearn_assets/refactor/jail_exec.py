@@ -9,7 +9,10 @@ handle) and it reaps orphans. Before and after every command it sweeps every oth
 of the container (`kill(-1)` spares only the caller) and empties `/tmp`, so nothing one
 command leaves behind (a daemon, a fork bomb, a file in `$HOME`) reaches the next; on
 timeout it kills the command's process group first. The host's socket accepts one
-connection and is then removed, so a command cannot reach the host.
+connection and is then removed, so a command cannot reach the host. A `reset` line (sent
+before a pooled container serves its next workspace) also empties `/dev/shm` and removes
+the System V IPC objects of the container's private IPC namespace: the only places besides
+`/tmp` and the workspace where one workspace's commands could leave data for another's.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ import sys
 import time
 
 SCRATCH = "/tmp"  # the container's only writable place besides /workspace (a tmpfs)
+SHM = "/dev/shm"  # Docker's per-container tmpfs (private IPC namespace)
+IPC_RMID = 0
 
 
 def _reap(main: int) -> int | None:
@@ -77,9 +82,11 @@ def sweep() -> int:
     return count
 
 
-def wipe_scratch() -> None:
-    for name in os.listdir(SCRATCH):
-        path = os.path.join(SCRATCH, name)
+def wipe_scratch(directory: str = SCRATCH) -> None:
+    if not os.path.isdir(directory):
+        return
+    for name in os.listdir(directory):
+        path = os.path.join(directory, name)
         if os.path.isdir(path) and not os.path.islink(path):
             shutil.rmtree(path, ignore_errors=True)
         else:
@@ -155,6 +162,41 @@ def run(spec: dict) -> dict:
     }
 
 
+def remove_sysv_ipc() -> int:
+    """Remove every System V shared memory segment, message queue and semaphore set of
+    this IPC namespace (the container's own); returns how many there were."""
+    import ctypes
+    import ctypes.util
+
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    removers = {
+        "shm": lambda ident: libc.shmctl(ident, IPC_RMID, None),
+        "msg": lambda ident: libc.msgctl(ident, IPC_RMID, None),
+        "sem": lambda ident: libc.semctl(ident, 0, IPC_RMID),
+    }
+    removed = 0
+    for kind, remove in removers.items():
+        try:
+            with open(f"/proc/sysvipc/{kind}") as fh:
+                rows = fh.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            ident = int(row.split()[1])
+            if remove(ident) != 0:
+                raise OSError(ctypes.get_errno(), f"cannot remove sysv {kind} {ident}")
+            removed += 1
+    return removed
+
+
+def reset() -> dict:
+    """Make the container as fresh for the next workspace as a new one would be."""
+    swept = sweep()
+    wipe_scratch(SCRATCH)
+    wipe_scratch(SHM)
+    return {"reset": True, "swept": swept, "ipc_removed": remove_sysv_ipc()}
+
+
 def serve(path: str) -> None:
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -162,7 +204,8 @@ def serve(path: str) -> None:
     reader = sock.makefile("rb")
     for line in reader:
         try:
-            reply = run(json.loads(line))
+            request = json.loads(line)
+            reply = reset() if request.get("reset") else run(request)
         except Exception as exc:  # the host gets the reason; the container stays usable
             reply = {"error": f"{type(exc).__name__}: {exc}"}
         sock.sendall(json.dumps(reply).encode() + b"\n")

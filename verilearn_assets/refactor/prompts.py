@@ -1,4 +1,7 @@
-"""Prompt rendering (`configs/refactor_prompts.yaml`) and parsing of the model's answer.
+"""Prompt rendering (`configs/teacher_prompts.yaml`, `refactor:`) and answer parsing.
+
+The actor's prompt is the system block, then one user message: the user block (task, step,
+last result) followed by the state block (the `<state>` part, the rendered agent state).
 
 An answer is `<think>…</think><action>…</action><state_update>…</state_update>`; the action
 and the update are then validated against their schemas by the actor loop.
@@ -11,11 +14,12 @@ import string
 from pathlib import Path
 from typing import Any
 
-from pydantic import field_validator
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from verilearn_assets.core.config import StrictConfig, load_config
 from verilearn_assets.refactor.records import ModelOutput, RefactorTask
 
+# the user block's placeholders; the state has a block of its own (`state`)
 PLACEHOLDERS = {
     "instruction",
     "repo",
@@ -24,7 +28,6 @@ PLACEHOLDERS = {
     "step",
     "max_steps",
     "last_result",
-    "state",
 }
 
 
@@ -42,6 +45,8 @@ def _placeholders(value: str, allowed: set[str], required: set[str]) -> str:
 class PromptConfig(StrictConfig):
     system: str
     user: str
+    # the `<state>` part of the user message, after the user block
+    state: str = "<state>\n{state}\n</state>\n"
     # llm task proposals: a refactoring in words plus a rule, then (triangulation) a rule
     # for the same words written without seeing the first one
     propose_system: str = ""
@@ -51,7 +56,14 @@ class PromptConfig(StrictConfig):
     @field_validator("user")
     @classmethod
     def _user(cls, value: str) -> str:
-        return _placeholders(value, PLACEHOLDERS, {"state"})
+        if "state" in {f for _, f, _, _ in string.Formatter().parse(value) if f}:
+            raise ValueError("{state} goes in the `state` block, which follows the user block")
+        return _placeholders(value, PLACEHOLDERS, set())
+
+    @field_validator("state")
+    @classmethod
+    def _state(cls, value: str) -> str:
+        return _placeholders(value, {"state"}, {"state"})
 
     @field_validator("propose_user")
     @classmethod
@@ -64,8 +76,16 @@ class PromptConfig(StrictConfig):
         return _placeholders(value, {"repo", "code", "instruction"}, {"code", "instruction"})
 
 
+class TeacherPrompts(BaseModel):
+    """`teacher_prompts.yaml`: one section per family; each family validates its own."""
+
+    model_config = ConfigDict(extra="ignore")
+    refactor: PromptConfig
+
+
 def load_prompts(directory: str | Path | None = None) -> PromptConfig:
-    return load_config("refactor_prompts", PromptConfig, directory)
+    """The `refactor:` section of `<dir>/teacher_prompts.yaml` (errors: `refactor.<field>`)."""
+    return load_config("teacher_prompts", TeacherPrompts, directory).refactor
 
 
 def render_messages(
@@ -84,8 +104,10 @@ def render_messages(
         step=step,
         max_steps=max_steps,
         last_result=last_result or "(none yet)",
-        state=state_text,
     )
+    if not user.endswith("\n"):
+        user += "\n"
+    user += prompts.state.format(state=state_text)
     return [{"role": "system", "content": prompts.system}, {"role": "user", "content": user}]
 
 

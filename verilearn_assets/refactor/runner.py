@@ -30,6 +30,7 @@ from verilearn_assets.refactor.actions import (
 )
 from verilearn_assets.refactor.config import RefactorConfig, expand_home, load_refactor_config
 from verilearn_assets.refactor.jail import Completed, run_in_jail
+from verilearn_assets.refactor.sqlite_wal import connect_wal
 from verilearn_assets.refactor.workspace import (
     Workspace,
     changed_files,
@@ -94,7 +95,7 @@ def prepare_workspace(
 ) -> Workspace:
     """A fresh workspace holding a copy of `files` (a directory, or path → text)."""
     config = config or load_refactor_config()
-    jailed = config.backend == "docker" and config.docker.lifetime == "workspace"
+    jailed = config.backend == "docker" and config.docker.lifetime != "command"
     session = None
     if jailed:  # the container first: it may have been started ahead, over its own dirs
         from verilearn_assets.refactor.docker_jail import open_session
@@ -113,7 +114,7 @@ def prepare_workspace(
     except BaseException:
         try:
             if session is not None:
-                session.close(wait=not config.docker.prestart)
+                session.close(wait=not _background_close(config))
         finally:
             shutil.rmtree(root, ignore_errors=True)
         raise
@@ -250,10 +251,8 @@ class TestCache:
     __test__ = False
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        with sqlite3.connect(path, timeout=30) as conn:
-            conn.execute("PRAGMA journal_mode=WAL")
+        with connect_wal(path) as conn:
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS tests (tree TEXT, argv TEXT, result JSON, "
                 "PRIMARY KEY (tree, argv))"
@@ -275,13 +274,26 @@ class TestCache:
 
 
 def cleanup(workspace: Workspace) -> None:
-    """Remove the workspace's container (if any), then its files."""
+    """End the workspace: its container (if any) is reset and pooled (`lifetime: pool`) or
+    removed, then its files are removed."""
+    config = workspace.config
+    session, workspace.jail = workspace.jail, None
     try:
-        if workspace.jail is not None:
-            workspace.jail.close(wait=not workspace.config.docker.prestart)
-            workspace.jail = None
-    finally:
-        shutil.rmtree(workspace.root, ignore_errors=False)
+        if session is not None and config.docker.lifetime == "pool":
+            from verilearn_assets.refactor.docker_jail import release_session
+
+            if release_session(session, workspace.root):
+                return  # the emptied directories went with the pooled container
+        elif session is not None:
+            session.close(wait=not _background_close(config))
+    except BaseException:
+        shutil.rmtree(workspace.root, ignore_errors=True)
+        raise
+    shutil.rmtree(workspace.root, ignore_errors=False)
+
+
+def _background_close(config: RefactorConfig) -> bool:
+    return config.docker.prestart or config.docker.lifetime == "pool"
 
 
 def _log(workspace: Workspace, kind: str, request: Any, result: BaseModel) -> None:

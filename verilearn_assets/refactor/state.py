@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from verilearn_assets.refactor.config import StateSettings
+from verilearn_assets.refactor.sqlite_wal import connect_wal
 
 LIST_FIELDS = ("goals", "constraints", "decisions", "hypotheses", "history", "open_issues")
 # compaction drops from these first (oldest item first), goals and constraints last
@@ -179,9 +180,7 @@ CREATE TABLE IF NOT EXISTS states (
 
 def connect(path: Path) -> sqlite3.Connection:
     """A connection for one thread; WAL so readers never block the writer."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(path, timeout=30, isolation_level=None)
-    conn.execute("PRAGMA journal_mode=WAL")
+    conn = connect_wal(path, isolation_level=None)
     conn.execute("PRAGMA synchronous=NORMAL")
     return conn
 

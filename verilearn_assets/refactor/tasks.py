@@ -26,7 +26,6 @@ from verilearn_assets.refactor.catalog import (
     CatalogRule,
     Repo,
     RuleExamples,
-    corpus_dir,
     load_corpus,
     load_rules,
 )
@@ -327,7 +326,7 @@ def generate_tasks(
     if source not in ("template", "procedural"):
         return []
     if repos is None:
-        repos = load_corpus(corpus_dir(config), strict=False)
+        repos = load_corpus(strict=False)
     repos = [r for r in repos if r.split == split]
     rules = rules if rules is not None else load_rules()
     tasks = [

@@ -1,5 +1,9 @@
 """The dataset catalog (`configs/datasets.yaml`), validated strictly at load.
 
+`datasets:` are tables (one partition of `raw_datasets`/`tables` each, split by a salted
+hash); `corpora:` are code repositories (`core/ingest/corpora.py`: a hand-chosen split, no
+partition) read under the same download and archive policies.
+
 Every section has defaults that are safe on their own (https only, no private addresses,
 capped sizes), so a short catalog is still a secure one; a misspelt key stops the load with
 an error naming the file and the field.
@@ -16,6 +20,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, field_validator, model_validator
 
 from verilearn_assets.core.config import StrictConfig, config_dir, load_config
+from verilearn_assets.core.ingest.corpora import CorpusEntry, CorpusName, check_distinct
 
 DatasetName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_\-]{0,63}$")]
 Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
@@ -174,7 +179,7 @@ DatasetEntry = Annotated[BundledDataset | UrlDataset, Field(discriminator="kind"
 
 
 class DatasetsConfig(StrictConfig):
-    """The whole catalog: datasets plus the policies every one of them is read under."""
+    """The whole catalog: datasets, code corpora and the policies both are read under."""
 
     seed: int = 0  # row sampling of tables over `limits.max_rows`
     salt: str = "verilearn-splits-v1"  # change to draw a different split assignment
@@ -184,6 +189,14 @@ class DatasetsConfig(StrictConfig):
     read: ReadOptions = Field(default_factory=ReadOptions)
     limits: Limits = Field(default_factory=Limits)
     datasets: list[DatasetEntry]
+    # Code repositories (name -> entry). Not partitions: `enabled()` and the partition keys
+    # cover `datasets` only, and the salted split draw never sees these.
+    corpora: dict[CorpusName, CorpusEntry] = Field(default_factory=dict)
+
+    @field_validator("corpora")
+    @classmethod
+    def _distinct_corpora(cls, value: dict[str, CorpusEntry]) -> dict[str, CorpusEntry]:
+        return check_distinct(value)
 
     @field_validator("datasets")
     @classmethod

@@ -2,13 +2,14 @@
 
 The YAML is the reference configuration: backend choice, slot count, limits, the
 binaries a jail may see and where executions are logged. A misspelt key is an error.
+Its `refactor:` section is the refactor family's jail, validated by that family.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -177,6 +178,10 @@ class SandboxConfig(StrictConfig):
     )
     log_path: str | None = None  # JSONL, one line per task; `$VAR` and `~` expanded
     docker: DockerSettings = Field(default_factory=DockerSettings)
+    # The refactor family's jail (one command per step, not a pool slot): kept in this
+    # file so every sandbox is configured in one place, validated strictly by
+    # `verilearn_assets.refactor.config.load_refactor_config`; the pool ignores it.
+    refactor: dict[str, Any] | None = None
 
     @field_validator("preload")
     @classmethod

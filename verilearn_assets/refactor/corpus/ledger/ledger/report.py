@@ -40,3 +40,25 @@ def lookup(table: dict, key: str) -> Optional[str]:
     if key in table.keys():
         return table[key]
     return None
+
+
+def totals_by_parent(ledger: Ledger) -> dict:
+    totals = dict()
+    for account in ledger.accounts.values():
+        key = account.parent if account.parent != None else account.name
+        totals[key] = totals.get(key, 0) + account.balance()
+    return totals
+
+
+def trial_balance(ledger: Ledger, width: int = 12) -> list:
+    """One line per account, debits (positive) left of credits (negative)."""
+    lines = list()
+    for name in sorted(ledger.accounts):
+        amount = ledger.accounts[name].balance()
+        debit = "%d" % amount if amount > 0 else ""
+        credit = "%d" % -amount if amount < 0 else ""
+        lines.append(name.ljust(width) + debit.rjust(8) + credit.rjust(8))
+    total = sum([a.balance() for a in ledger.accounts.values() if a.balance() > 0])
+    lines.append("total".ljust(width) + str(total).rjust(8) + str(total).rjust(8))
+    return lines
+

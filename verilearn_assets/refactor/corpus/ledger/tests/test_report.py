@@ -1,7 +1,18 @@
 import unittest
 
+import pytest
+
 from ledger import Ledger
-from ledger.report import any_negative, format_amount, is_amount, largest, lookup, summary
+from ledger.report import (
+    any_negative,
+    format_amount,
+    is_amount,
+    largest,
+    lookup,
+    summary,
+    totals_by_parent,
+    trial_balance,
+)
 
 
 class ReportTest(unittest.TestCase):
@@ -27,7 +38,22 @@ class ReportTest(unittest.TestCase):
     def test_largest(self):
         self.assertEqual(largest(self.ledger), "cash")
         self.assertEqual(largest(Ledger()), None)
+        with pytest.raises(KeyError):
+            self.ledger.transfer("cash", "card", 1)
 
     def test_lookup(self):
         self.assertEqual(lookup({"a": "b"}, "a"), "b")
         self.assertEqual(lookup({"a": "b"}, "z"), None)
+
+    def test_totals_by_parent(self):
+        self.ledger.open("card", parent="bank")
+        self.ledger.transfer("card", "cash", 2)
+        self.assertEqual(totals_by_parent(self.ledger), {"cash": 7, "bank": -7})
+
+    def test_trial_balance(self):
+        lines = trial_balance(self.ledger, width=6)
+        self.assertEqual(lines[0], "bank  " + " " * 8 + "5".rjust(8))
+        self.assertEqual(lines[1], "cash  " + "5".rjust(8) + " " * 8)
+        self.assertEqual(lines[-1], "total " + "5".rjust(8) + "5".rjust(8))
+        self.assertTrue(all(len(line) == 22 for line in lines))
+

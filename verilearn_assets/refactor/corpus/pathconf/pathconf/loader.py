@@ -39,3 +39,17 @@ def get(values: dict, key: str, fallback: Optional[str] = None) -> Optional[str]
     if key in values.keys():
         return values[key]
     return fallback
+
+
+def dump(values: dict, directory: str, name: str, header: Optional[str] = None) -> str:
+    """Write `key = value` lines sorted by key, so a dump is stable under a reload."""
+    path = os.path.join(directory, name)
+    lines = list()
+    if header != None:
+        lines.append("# %s" % header)
+    for key in sorted(values):
+        lines.append("%s = %s" % (key, values[key]))
+    with open(path, "w") as fh:
+        fh.write("\n".join(lines) + "\n")
+    return path
+

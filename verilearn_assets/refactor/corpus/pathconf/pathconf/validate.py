@@ -26,3 +26,18 @@ def check(values: dict, required: list[str]) -> Optional[str]:
         print("missing keys: %s" % ", ".join(gaps))
         return "missing %s" % len(gaps)
     return None
+
+
+def unknown_keys(values: dict, allowed: list[str]) -> list[str]:
+    return sorted([key for key in values if key not in allowed])
+
+
+def first_invalid(values: dict, checks: dict) -> Optional[str]:
+    """The first key (in sorted order) whose value its check refuses."""
+    for key in sorted(checks.keys()):
+        value = values.get(key)
+        if value == None:
+            continue
+        if not checks[key](value):
+            return key
+    return None

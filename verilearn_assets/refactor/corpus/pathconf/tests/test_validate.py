@@ -1,4 +1,4 @@
-from pathconf.validate import check, complete, is_scalar, missing
+from pathconf.validate import check, complete, first_invalid, is_scalar, missing, unknown_keys
 
 
 def test_missing_and_complete():
@@ -15,3 +15,11 @@ def test_check():
 def test_scalar():
     assert is_scalar("x") and is_scalar(1)
     assert not is_scalar(1.5)
+
+
+def test_unknown_and_invalid():
+    values = {"port": "80", "host": "", "mode": "x"}
+    assert unknown_keys(values, ["port", "host"]) == ["mode"]
+    checks = {"port": str.isdigit, "mode": lambda v: v in ("r", "w"), "user": str.isalpha}
+    assert first_invalid(values, checks) == "mode"
+    assert first_invalid({"port": "80"}, checks) is None

@@ -1,0 +1,198 @@
+"""Code corpora in the dataset catalog: the `corpora:` section of `configs/datasets.yaml`.
+
+A corpus is a code repository a family works on (the refactor family's small packages), not
+a table: it is never a partition of `raw_datasets`/`tables`, its split is chosen by hand (so
+a repository's tests never cross splits) rather than drawn by the salted hash, and it has no
+tables for the gate to wait for. It shares the catalog's ingestion instead: the same
+hardened downloader and extractor under the same `download:`/`archive:` policies, sha256
+pins and a licence per entry.
+
+Each entry has exactly one origin: `bundled` (a folder of the family's bundled corpus
+directory), `path` (a local directory) or `archive` (a tar/zip, local or https, pinned).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+from urllib.parse import urlsplit
+
+from pydantic import Field, ValidationInfo, field_validator, model_validator
+
+from verilearn_assets.core.config import ConfigError, StrictConfig
+from verilearn_assets.core.records import Split
+
+if TYPE_CHECKING:
+    from verilearn_assets.core.ingest.catalog import ArchiveLimits, DownloadPolicy
+
+CorpusName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_\-]{0,63}$")]
+ORIGINS = ("bundled", "path", "archive")
+
+
+class ArchiveSource(StrictConfig):
+    """A repository shipped as a tar/zip archive, pinned by its sha256: a local file or a
+    URL fetched through the platform's hardened downloader."""
+
+    path: str | None = None  # relative: to the catalog file's directory
+    url: str | None = None
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    subdir: str = ""  # the repository's root inside the archive, if not the top
+
+    @field_validator("subdir")
+    @classmethod
+    def _inside(cls, value: str) -> str:
+        norm = posixpath.normpath(value) if value else ""
+        if norm.startswith(("/", "..")):
+            raise ValueError(f"subdir {value!r} leaves the archive")
+        return "" if norm == "." else norm
+
+    @model_validator(mode="after")
+    def _one_place(self) -> ArchiveSource:
+        if (self.path is None) == (self.url is None):
+            raise ValueError("an archive needs exactly one of path or url")
+        return self
+
+
+class CorpusEntry(StrictConfig):
+    """A code repository in the catalog: one hand-chosen split, a licence, one origin."""
+
+    split: Split
+    licence: str = Field(min_length=1)
+    description: str = ""
+    bundled: str | None = None  # a folder of the family's bundled corpus directory
+    path: str | None = None  # a local directory; relative: to the catalog file's directory
+    archive: ArchiveSource | None = None
+
+    @field_validator("bundled")
+    @classmethod
+    def _folder_name(cls, value: str | None) -> str | None:
+        if value is not None and (value in ("", ".", "..") or "/" in value or "\\" in value):
+            raise ValueError(f"a folder name of the bundled corpus directory, got {value!r}")
+        return value
+
+    # Field validators, not a model validator, so that a second origin is reported under
+    # its own field (`corpora.<name>.path`), not only under the entry.
+    @field_validator("path", "archive")
+    @classmethod
+    def _only_origin(cls, value: Any, info: ValidationInfo) -> Any:
+        if value is not None:
+            others = [o for o in ORIGINS if o != info.field_name and info.data.get(o) is not None]
+            if others:
+                raise ValueError(
+                    f"give exactly one origin (bundled, path or archive): {others[0]} is set too"
+                )
+        return value
+
+    @model_validator(mode="after")
+    def _has_origin(self) -> CorpusEntry:
+        if all(getattr(self, o) is None for o in ORIGINS):
+            raise ValueError("needs one origin: bundled, path or archive")
+        return self
+
+    def origin(self) -> str:
+        """`bundled`, `path` or `archive:<url or path>`: what a repository records."""
+        if self.archive is not None:
+            return f"archive:{self.archive.url or self.archive.path}"
+        return "path" if self.path is not None else "bundled"
+
+    def identity(self) -> tuple[str, ...]:
+        """What makes two entries the same repository (so it cannot sit in two splits)."""
+        if self.archive is not None:
+            return ("archive", self.archive.sha256, self.archive.subdir)
+        if self.path is not None:
+            return ("path", posixpath.normpath(self.path))
+        return ("bundled", str(self.bundled))
+
+
+def check_distinct(corpora: dict[str, CorpusEntry]) -> dict[str, CorpusEntry]:
+    """Two names for one repository would put its tests in two splits (or twice in one)."""
+    seen: dict[tuple[str, ...], str] = {}
+    for name, entry in corpora.items():
+        key = entry.identity()
+        if key in seen:
+            raise ValueError(
+                f"entries {seen[key]!r} and {name!r} are the same repository "
+                f"({key[0]} {' '.join(key[1:])})"
+            )
+        seen[key] = name
+    return corpora
+
+
+def corpus_root(
+    name: str,
+    entry: CorpusEntry,
+    *,
+    catalog_file: Path,
+    bundled_dir: Path,
+    cache_dir: Path,
+    policy: DownloadPolicy,
+    limits: ArchiveLimits,
+) -> Path:
+    """The directory holding repository `name`. An archive is fetched (URL) or read (path),
+    checked against its pin and extracted, hardened, once under
+    `<cache_dir>/<name>-<sha256[:16]>`. Any failure is a `ConfigError` naming the catalog
+    file, `corpora.<name>` and the field."""
+    where = f"{catalog_file}: corpora.{name}"
+    if entry.archive is not None:
+        root = _unpacked(where, catalog_file, name, entry.archive, cache_dir, policy, limits)
+        field = "archive"
+    elif entry.path is not None:
+        root = Path(entry.path).expanduser()
+        if not root.is_absolute():
+            root = catalog_file.parent / root
+        field = "path"
+    else:
+        root = bundled_dir / str(entry.bundled)
+        field = "bundled"
+    if not root.is_dir():
+        raise ConfigError(f"{where}.{field}: {root} is not a folder")
+    return root
+
+
+def _unpacked(
+    where: str,
+    catalog_file: Path,
+    name: str,
+    source: ArchiveSource,
+    cache_dir: Path,
+    policy: DownloadPolicy,
+    limits: ArchiveLimits,
+) -> Path:
+    from verilearn_assets.core.ingest.archive import ArchiveError, extract_archive
+    from verilearn_assets.core.ingest.download import DownloadError, download
+
+    target = cache_dir / f"{name}-{source.sha256[:16]}"
+    if not target.is_dir():
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        if source.url is not None:
+            try:
+                # the extractor knows the kind by the file name: keep the URL's
+                leaf = posixpath.basename(urlsplit(source.url).path) or "archive"
+                archive = download(source.url, cache_dir / f".{name}-{leaf}", source.sha256, policy)
+            except DownloadError as exc:
+                raise ConfigError(f"{where}.archive.url: {exc}") from exc
+        else:
+            archive = Path(str(source.path)).expanduser()
+            if not archive.is_absolute():
+                archive = catalog_file.parent / archive
+            if not archive.is_file():
+                raise ConfigError(f"{where}.archive.path: {archive} not found")
+            digest = hashlib.sha256(archive.read_bytes()).hexdigest()
+            if digest != source.sha256:
+                raise ConfigError(
+                    f"{where}.archive.sha256: {archive} has sha256 {digest}, "
+                    f"the catalog pins {source.sha256}"
+                )
+        try:
+            extract_archive(archive, target, limits)
+        except ArchiveError as exc:
+            raise ConfigError(f"{where}.archive: {exc}") from exc
+        finally:
+            if source.url is not None:
+                archive.unlink(missing_ok=True)  # the extracted tree is what is kept
+    root = target / source.subdir if source.subdir else target
+    if not root.is_dir():
+        raise ConfigError(f"{where}.archive.subdir: {source.subdir!r} is not in the archive")
+    return root
