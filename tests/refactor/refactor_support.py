@@ -93,3 +93,34 @@ def closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def drive_actor(home: Path, teacher, tasks: list, extra_steps: int, backend: str = "bwrap"):  # noqa: ANN001, ANN201
+    """Run the actor loop over `tasks` (one source and split) with `teacher`, then close
+    the teacher and the actor; returns the actor."""
+    import asyncio
+
+    from verilearn_assets.refactor.actor import Actor
+    from verilearn_assets.refactor.catalog import load_corpus
+    from verilearn_assets.refactor.prompts import load_prompts
+
+    actor = Actor(
+        home=home,
+        teacher=teacher,
+        config=refactor_config(backend, home),
+        prompts=load_prompts(),
+        repos={r.name: r for r in load_corpus()},
+        extra_steps=extra_steps,
+    )
+
+    async def drive() -> None:
+        try:
+            await actor.run(tasks, tasks[0].source, tasks[0].split)
+        finally:
+            await teacher.close()
+
+    try:
+        asyncio.run(drive())
+    finally:
+        actor.close()
+    return actor

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from refactor_support import refactor_config, write_tasks
+from refactor_support import drive_actor, refactor_config, write_tasks
 
 from verilearn_assets.core import lake
 from verilearn_assets.core.llm.launcher import free_port
@@ -271,26 +271,7 @@ def test_vllm_teacher_drives_a_task_end_to_end(home: Path, small_tasks, vllm_ser
         .actor("tiny-local")
         .model_copy(update={"base_urls": [vllm_server.base_url], "fallback_models": []})
     )
-    teacher = VllmTeacher(actor_cfg)
-    actor = Actor(
-        home=home,
-        teacher=teacher,
-        config=refactor_config("bwrap", home),
-        prompts=load_prompts(),
-        repos=REPOS,
-        extra_steps=1,
-    )
-
-    async def drive() -> None:
-        try:
-            await actor.run([task], "template", task.split)
-        finally:
-            await teacher.close()
-
-    try:
-        asyncio.run(drive())
-    finally:
-        actor.close()
+    drive_actor(home, VllmTeacher(actor_cfg), [task], extra_steps=1)
     steps = read_steps(home, "template", task.split)
     assert [s.step for s in steps] == [1, 2]  # one reference step + one extra, then stop
     for s in steps:
@@ -325,25 +306,7 @@ def test_fallback_model_answers_when_the_first_is_not_served(
         update={"model": "not-served-primary", "fallback_models": [vllm_server.model]}
     )
     teacher = VllmTeacher(chain)
-    actor = Actor(
-        home=home,
-        teacher=teacher,
-        config=refactor_config("bwrap", home),
-        prompts=load_prompts(),
-        repos=REPOS,
-        extra_steps=0,
-    )
-
-    async def drive() -> None:
-        try:
-            await actor.run([task], "template", task.split)
-        finally:
-            await teacher.close()
-
-    try:
-        asyncio.run(drive())
-    finally:
-        actor.close()
+    drive_actor(home, teacher, [task], extra_steps=0)
     steps = read_steps(home, "template", task.split)
     assert steps and all(s.model == vllm_server.model and s.model_output.raw for s in steps)
     assert teacher.model == vllm_server.model

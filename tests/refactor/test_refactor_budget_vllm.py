@@ -10,12 +10,10 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from refactor_support import refactor_config
+from refactor_support import drive_actor
 
 from verilearn_assets.core import lake
 from verilearn_assets.core.llm.budget import FAILURE_CLASS
-from verilearn_assets.refactor.actor import Actor
-from verilearn_assets.refactor.catalog import load_corpus
 from verilearn_assets.refactor.prompts import load_prompts, render_messages
 from verilearn_assets.refactor.records import TrajectoryStep
 from verilearn_assets.refactor.rewards import recompute
@@ -81,25 +79,7 @@ def test_an_overflowing_task_fails_its_steps_and_the_partition_goes_on(
     ok = small_tasks["template"][0]
     huge = ok.model_copy(update={"id": f"{ok.id}-huge", "instruction": "Rewrite carefully. " * 700})
     teacher = teacher_for(vllm_server)
-    actor = Actor(
-        home=home,
-        teacher=teacher,
-        config=refactor_config("bwrap", home),
-        prompts=load_prompts(),
-        repos={r.name: r for r in load_corpus()},
-        extra_steps=0,
-    )
-
-    async def drive() -> None:
-        try:
-            await actor.run([huge, ok], "template", ok.split)
-        finally:
-            await teacher.close()
-
-    try:
-        asyncio.run(drive())
-    finally:
-        actor.close()
+    drive_actor(home, teacher, [huge, ok], extra_steps=0)
     steps = lake.read_records(
         "refactor/trajectories", TrajectoryStep, lake.lake_root(home), source="template",
         split=ok.split,

@@ -14,7 +14,6 @@ from verilearn_assets.core.config import ConfigError
 from verilearn_assets.core.sandbox.config import load_sandbox_config
 from verilearn_assets.refactor.config import JAIL_KEYS, load_refactor_config
 from verilearn_assets.refactor.prompts import load_prompts, render_messages
-from verilearn_assets.refactor.records import Difficulty, RefactorTask
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -109,37 +108,20 @@ def test_the_analysis_sandbox_loader_accepts_the_refactor_section(configs: Path)
         load_sandbox_config(configs)
 
 
-def _task() -> RefactorTask:
-    return RefactorTask(
-        id="t",
-        repo="pathconf",
-        licence="MIT",
-        files=["pathconf/loader.py"],
-        instruction="Compare values to None with `is` instead of `==`.",
-        target_diff="",
-        target_tree="",
-        step_trees=[],
-        test_command=["pytest", "-q"],
-        reference_actions=[],
-        rules=[],
-        source="template",
-        split="dev",
-        status="accepted",
-        difficulty=Difficulty(matches=1, files_touched=1, rule_complexity=1, steps=1),
-    )
-
-
-def test_teacher_prompts_render_the_state_block_after_the_user_block(configs: Path) -> None:
+def test_teacher_prompts_render_the_state_block_after_the_user_block(
+    configs: Path, small_tasks
+) -> None:
     assert not (REPO / "configs" / "refactor_prompts.yaml").exists()
+    task = small_tasks["template"][0]
     prompts = load_prompts(REPO / "configs")
-    system, user = render_messages(prompts, _task(), "goals:\n- one", 2, 3, "")
+    system, user = render_messages(prompts, task, "goals:\n- one", 2, 3, "")
     assert system == {"role": "system", "content": prompts.system}
     content = user["content"]
     assert content.endswith("Last result: (none yet)\n<state>\ngoals:\n- one\n</state>\n")
-    assert content.startswith("Repository: pathconf\nTask: Compare values to None")
+    assert content.startswith(f"Repository: {task.repo}\nTask: {task.instruction}\n")
     # the state block is the template of that part: edit it, the prompt follows
     _edit(configs / "teacher_prompts.yaml", lambda d: d["refactor"].update(state="[{state}]"))
-    edited = render_messages(load_prompts(configs), _task(), "S", 1, 3, "ok")[1]["content"]
+    edited = render_messages(load_prompts(configs), task, "S", 1, 3, "ok")[1]["content"]
     assert edited.endswith("Last result: ok\n[S]")
 
 

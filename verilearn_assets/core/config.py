@@ -30,16 +30,22 @@ def config_dir() -> Path:
     return Path(env) if env else Path(__file__).resolve().parents[2] / "configs"
 
 
-def load_yaml_model(path: str | Path, model: type[M]) -> M:
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"{path}: config file not found")
+def read_yaml_mapping(path: Path) -> dict:
+    """A YAML file's top-level mapping (empty file: {}); errors name the file."""
     try:
         data = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: top level must be a mapping, got {type(data).__name__}")
+    return data
+
+
+def load_yaml_model(path: str | Path, model: type[M]) -> M:
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: config file not found")
+    data = read_yaml_mapping(path)
     try:
         return model.model_validate(data)
     except ValidationError as exc:

@@ -13,10 +13,14 @@ import os
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import Field, ValidationError
 
-from verilearn_assets.core.config import ConfigError, StrictConfig, config_dir
+from verilearn_assets.core.config import (
+    ConfigError,
+    StrictConfig,
+    config_dir,
+    read_yaml_mapping,
+)
 
 Backend = Literal["bwrap", "docker", "none"]
 ALLOWED_BINARIES: tuple[str, ...] = ("ast-grep", "python", "pytest")
@@ -148,22 +152,11 @@ JAIL_KEYS: tuple[str, ...] = (
 JAIL_SECTION = "refactor"
 
 
-def _read_mapping(path: Path) -> dict:
-    """A YAML file's top-level mapping, errors naming the file (as `core.config` does)."""
-    try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: top level must be a mapping, got {type(data).__name__}")
-    return data
-
-
 def _jail_section(path: Path) -> dict:
     """sandbox.yaml's `refactor:` section; no file or no section: the jail's defaults."""
     if not path.is_file():
         return {}
-    section = _read_mapping(path).get(JAIL_SECTION)
+    section = read_yaml_mapping(path).get(JAIL_SECTION)
     if section is None:
         return {}
     if not isinstance(section, dict):
@@ -196,7 +189,7 @@ def load_refactor_config(directory: str | Path | None = None) -> RefactorConfig:
     family_path, sandbox_path = base / "refactor.yaml", base / "sandbox.yaml"
     if not family_path.is_file():
         raise ConfigError(f"{family_path}: config file not found")
-    family = _read_mapping(family_path)
+    family = read_yaml_mapping(family_path)
     moved = [key for key in family if key in JAIL_KEYS]
     if moved:
         raise ConfigError(
