@@ -233,17 +233,14 @@ def gate_failures(
                     f"not materialized, so check {ck.name} never ran"
                 )
                 continue
-            latest = instance.event_log_storage.get_latest_asset_check_execution_by_key(
-                [ck], partition_filter=PartitionKeyFilter(key=partition)
-            ).get(ck)
             where = f"check {ck.name} on {ck.asset_key.to_user_string()} [{partition}]"
-            if latest is None or latest.event is None:
-                reasons.append(f"{where}: never evaluated")
+            found = latest_check_evaluation(instance, ck, partition)
+            if found is None:  # no execution, or the latest was planned and never finished
+                reasons.append(f"{where}: never evaluated (or its latest run did not finish it)")
                 continue
-            evaluation = latest.event.dagster_event.event_specific_data
-            if latest.event.timestamp < mat_time:
+            evaluation, evaluated_at = found
+            if evaluated_at < mat_time:
                 reasons.append(f"{where}: last evaluated before the latest materialization")
-            elif latest.status.value != "SUCCEEDED" or not evaluation.passed:
-                why = evaluation.description or "failed"
-                reasons.append(f"{where}: FAILED — {why}")
+            elif not evaluation.passed:
+                reasons.append(f"{where}: FAILED — {evaluation.description or 'failed'}")
     return reasons, considered
