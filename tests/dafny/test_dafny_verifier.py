@@ -168,6 +168,13 @@ def test_cache_hit_same_verdict_and_key_covers_flags(
     assert (
         merged is not None and other.parts() == [merged] and len(VerdictCache(merged.parent)) == 5
     )
+    import polars as pl
+
+    from verilearn_assets.dafny.results import VerifyResult
+
+    rows = list(pl.read_parquet(merged).iter_rows(named=True))  # status column = verdict's
+    pairs = [(r["status"], VerifyResult.model_validate_json(r["result"]).status) for r in rows]
+    assert len(pairs) == 5 and all(a == b for a, b in pairs) and ("parse_error",) * 2 in pairs
 
     toolchain = verifier.toolchain
     base = DafnyVerifier(VerifierConfig(jail="none"), toolchain=toolchain)

@@ -42,9 +42,11 @@ class VerdictCache:
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
-        self._index: dict[str, str] = {}  # key -> verdict JSON (validated on a hit)
+        # key -> (status, verdict JSON): the JSON is validated on a hit, the status kept
+        # beside it so that writing a part never parses a verdict again
+        self._index: dict[str, tuple[str, str]] = {}
         self._seen: set[str] = set()  # part names already read
-        self._pending: dict[str, str] = {}
+        self._pending: dict[str, tuple[str, str]] = {}
         self._listing: tuple[int, int] | None = None  # the directory's (mtime_ns, inode)
         self._lock = threading.Lock()
         self._refresh()
@@ -70,22 +72,24 @@ class VerdictCache:
             if part.name in self._seen:
                 continue
             try:
-                frame = pl.read_parquet(part, columns=["key", "result"])
+                frame = pl.read_parquet(part, columns=["key", "status", "result"])
             except FileNotFoundError:  # compacted away by another process: its rows moved
                 continue
             except Exception as exc:  # noqa: BLE001 - a broken part is named, not skipped
                 raise ValueError(f"{part}: corrupt dafny verdict cache part: {exc}") from exc
-            self._index.update(zip(frame["key"].to_list(), frame["result"].to_list(), strict=True))
+            rows = zip(frame["status"].to_list(), frame["result"].to_list(), strict=True)
+            self._index.update(zip(frame["key"].to_list(), rows, strict=True))
             self._seen.add(part.name)
 
     def get(self, key: str) -> VerifyResult | None:
         with self._lock:
-            text = self._pending.get(key) or self._index.get(key)
-            if text is None:
+            row = self._pending.get(key) or self._index.get(key)
+            if row is None:
                 self._refresh()
-                text = self._index.get(key)
-        if text is None:
+                row = self._index.get(key)
+        if row is None:
             return None
+        text = row[1]
         try:
             return VerifyResult.model_validate_json(text)
         except ValidationError as exc:
@@ -101,7 +105,7 @@ class VerdictCache:
             return
         text = result.model_copy(update={"cached": False}).model_dump_json()
         with self._lock:
-            self._pending[result.key] = text
+            self._pending[result.key] = (result.status, text)
             full = len(self._pending) >= BATCH
         if full:
             self.flush()
@@ -120,11 +124,12 @@ class VerdictCache:
             self.compact()
         return part
 
-    def _write(self, rows: dict[str, str]) -> Path:
+    def _write(self, rows: dict[str, tuple[str, str]]) -> Path:
         self.root.mkdir(parents=True, exist_ok=True)
-        statuses = [VerifyResult.model_validate_json(t).status for t in rows.values()]
+        statuses = [status for status, _ in rows.values()]
+        texts = [text for _, text in rows.values()]
         frame = pl.DataFrame(
-            {"key": list(rows), "status": statuses, "result": list(rows.values())}, schema=SCHEMA
+            {"key": list(rows), "status": statuses, "result": texts}, schema=SCHEMA
         )
         name = f"part-{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:12]}.parquet"
         return atomic_write_parquet(frame, self.root / name)
