@@ -42,6 +42,16 @@ def test_hive_layout_and_isolation(home: Path) -> None:
     assert files == [lake.LOCK_NAME, "part-00001.parquet"], files  # the old part is gone
 
 
+def test_a_read_leaves_no_lock_file_behind(home: Path) -> None:
+    """Only writers create `.lock`: a partition written by other means (a table dropped in
+    place) reads as it is and stays as it was."""
+    pdir = lake.partition_dir("tables", None, dataset="iris")
+    pdir.mkdir(parents=True)
+    _frame("t").write_parquet(pdir / "part-00000.parquet")
+    assert lake.read_partition("tables", dataset="iris")["id"].to_list() == ["t-0", "t-1", "t-2"]
+    assert sorted(p.name for p in pdir.iterdir()) == ["part-00000.parquet"]
+
+
 def test_duckdb_reads_hive_layout(home: Path) -> None:
     import duckdb
 

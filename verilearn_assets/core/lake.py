@@ -84,12 +84,17 @@ def atomic_write_parquet(frame: pl.DataFrame, target: Path) -> Path:
 def partition_lock(pdir: Path, exclusive: bool) -> Iterator[None]:
     """The partition's `flock` (Linux NFS clients emulate it with a whole-file POSIX lock,
     so it holds across machines on a shared file system). Closing the descriptor releases
-    it, so a writer that dies mid-swap frees the partition. A reader of a directory it
-    cannot write (a read-only copy of the lake, where no one writes) reads unlocked."""
+    it, so a writer that dies mid-swap frees the partition. Only writers create the lock
+    file: a reader finding none reads unlocked (no writer has swapped parts here, so there
+    is no old version to mix with a new one), as does a reader of a directory it cannot
+    write (a read-only copy of the lake, where no one writes)."""
     path = pdir / LOCK_NAME
     try:
-        fd = os.open(path, (os.O_RDWR if exclusive else os.O_RDONLY) | os.O_CREAT, 0o666)
-    except PermissionError:
+        if exclusive:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        else:
+            fd = os.open(path, os.O_RDONLY)
+    except (PermissionError, FileNotFoundError):
         if exclusive:
             raise
         yield
