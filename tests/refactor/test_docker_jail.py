@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import gc
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 import uuid
 from pathlib import Path
@@ -249,8 +251,17 @@ print('planted', flush=True)
 SEE = """
 import os
 print('files', sorted(os.listdir('.')))
-tmp = [f for f in os.listdir('/tmp') if not f.startswith('.step-')]  # not this command's
-print('tmp', tmp, 'shm', os.listdir('/dev/shm'))
+mounts = [line.split()[1] for line in open('/proc/self/mounts')]
+def left(d):  # what is in d, but the read-only mounts and the folders leading to them
+    out = []
+    for n in os.listdir(d):
+        p = os.path.join(d, n)
+        if p in mounts or n.startswith('.step-'):  # .step-*: this command's own output
+            continue
+        out += left(p) if any(m.startswith(p + '/') for m in mounts) else [p]
+    return out
+print('tmp', left('/tmp'), 'shm', os.listdir('/dev/shm'))
+print('ro', open(RO).read())
 print('ipc', open('/proc/sysvipc/shm').read().splitlines()[1:])
 print('procs', [p for p in os.listdir('/proc') if p.isdigit() and int(p) not in (1, os.getpid())])
 """
@@ -265,6 +276,17 @@ def test_pooled_container_serves_the_next_workspace_fresh(
     from verilearn_assets.refactor.docker_jail import _IDLE, drain
 
     assert docker_config.docker.lifetime == "pool"  # the repository's default
+    # a read-only host path under /tmp, as the host runtime is when the repository is
+    # cloned there: its mount point stays, and the reset does not walk into it
+    outer = Path(tempfile.mkdtemp(prefix="vl-ro-", dir="/tmp"))  # a folder on the way
+    ro = outer / "runtime"
+    ro.mkdir()
+    (ro / "kept.txt").write_text("kept")
+    outer.chmod(0o755)
+    (ro / "kept.txt").chmod(0o644)
+    paths = [*docker_config.system_ro_paths, str(ro)]
+    docker_config = docker_config.model_copy(update={"system_ro_paths": paths})
+    see = SEE.replace("RO", repr(str(ro / "kept.txt")))
     drain()
     first = prepare_workspace("t-pool-1", {"secret.py": "KEY = 1\n"}, docker_config)
     container_id = first.jail.container_id
@@ -277,10 +299,11 @@ def test_pooled_container_serves_the_next_workspace_fresh(
     second = prepare_workspace("t-pool-2", FILES, docker_config)
     try:
         assert second.jail.container_id == container_id and second.jail.served == 2
-        seen = apply_action(second, {"kind": "command", "argv": ["python", "-c", SEE]})
+        seen = apply_action(second, {"kind": "command", "argv": ["python", "-c", see]})
         assert seen.exit_code == 0, seen
         assert "files ['pkg']" in seen.stdout, seen.stdout
         assert "tmp [] shm []" in seen.stdout and "ipc []" in seen.stdout, seen.stdout
+        assert "ro kept" in seen.stdout, seen.stdout
         assert "procs []" in seen.stdout, seen.stdout
         listing = apply_action(second, {"kind": "command", "argv": ["python", "-c", LIST]})
         assert listing.stdout.split() == ["pkg/__init__.py", "pkg/mod.py"], listing
@@ -291,3 +314,4 @@ def test_pooled_container_serves_the_next_workspace_fresh(
     assert _IDLE == []
     drain()
     assert not _container_exists(container_id) and _own_containers() == []
+    shutil.rmtree(outer)

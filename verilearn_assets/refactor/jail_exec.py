@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import resource
 import shutil
 import signal
@@ -82,12 +83,35 @@ def sweep() -> int:
     return count
 
 
+def mount_points() -> list[str]:
+    """Where something is mounted in this container (`/proc/self/mounts`, octal escapes
+    decoded): the host runtime may sit under `/tmp` when the repository lives there."""
+    points = []
+    with open("/proc/self/mounts") as fh:
+        for line in fh:
+            field = line.split()[1]
+            points.append(re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field))
+    return points
+
+
 def wipe_scratch(directory: str = SCRATCH) -> None:
+    """Empty `directory`, except the read-only mounts inside it and the folders that lead
+    to them (created by the runtime as mount points: not anything a command left, and
+    walking into a mount would visit the whole host runtime for nothing)."""
     if not os.path.isdir(directory):
         return
+    inside = [m for m in mount_points() if m.startswith(directory.rstrip("/") + "/")]
+    _wipe(directory, inside)
+
+
+def _wipe(directory: str, mounts: list[str]) -> None:
     for name in os.listdir(directory):
         path = os.path.join(directory, name)
-        if os.path.isdir(path) and not os.path.islink(path):
+        if path in mounts:
+            continue
+        if any(m.startswith(path + "/") for m in mounts):
+            _wipe(path, mounts)  # a folder on the way to a mount: empty the rest of it
+        elif os.path.isdir(path) and not os.path.islink(path):
             shutil.rmtree(path, ignore_errors=True)
         else:
             try:
