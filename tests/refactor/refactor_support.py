@@ -95,9 +95,10 @@ def closed_port() -> int:
         return sock.getsockname()[1]
 
 
-def drive_actor(home: Path, teacher, tasks: list, extra_steps: int, backend: str = "bwrap"):  # noqa: ANN001, ANN201
-    """Run the actor loop over `tasks` (one source and split) with `teacher`, then close
-    the teacher and the actor; returns the actor."""
+def drive_actor(home: Path, teacher, tasks: list, extra_steps: int, **limits: float):  # noqa: ANN001, ANN201
+    """Run the bwrap actor loop over `tasks` (one source and split) with `teacher` and these
+    jail limits, then close the teacher (if it holds clients) and the actor; returns the
+    run's summary."""
     import asyncio
 
     from verilearn_assets.refactor.actor import Actor
@@ -107,20 +108,20 @@ def drive_actor(home: Path, teacher, tasks: list, extra_steps: int, backend: str
     actor = Actor(
         home=home,
         teacher=teacher,
-        config=refactor_config(backend, home),
+        config=refactor_config("bwrap", home, **limits),
         prompts=load_prompts(),
         repos={r.name: r for r in load_corpus()},
         extra_steps=extra_steps,
     )
 
-    async def drive() -> None:
+    async def drive():  # noqa: ANN202
         try:
-            await actor.run(tasks, tasks[0].source, tasks[0].split)
+            return await actor.run(tasks, tasks[0].source, tasks[0].split)
         finally:
-            await teacher.close()
+            if hasattr(teacher, "close"):
+                await teacher.close()
 
     try:
-        asyncio.run(drive())
+        return asyncio.run(drive())
     finally:
         actor.close()
-    return actor

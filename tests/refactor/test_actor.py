@@ -108,19 +108,7 @@ def test_failure_classes_and_state_kept_on_bad_update(home: Path, small_tasks) -
         answer({"kind": "run", "pattern": "nothing_matches_this($A)", "rewrite": "x"}),
         answer(good, {"decisions": ["is None"]}),  # reaches the target -> 1.0
     ]
-    config = refactor_config("bwrap", home)
-    actor = Actor(
-        home=home,
-        teacher=ScriptedTeacher(answers),
-        config=config,
-        prompts=load_prompts(),
-        repos=REPOS,
-        extra_steps=10,
-    )
-    try:
-        summary = asyncio.run(actor.run([task], "template", task.split))
-    finally:
-        actor.close()
+    summary = drive_actor(home, ScriptedTeacher(answers), [task], extra_steps=10)
     steps = read_steps(home, "template", task.split)
     failures = [s.failure for s in steps]
     assert failures == [
@@ -155,19 +143,9 @@ def test_crashing_actions_are_the_crash_class(home: Path, small_tasks) -> None:
         answer({"kind": "command", "argv": ["python", "-c", "while True: pass"]}),
         answer(task.reference_actions[0]),  # the run goes on after a crash
     ]
-    limits = {"action_timeout_s": 2}
-    actor = Actor(
-        home=home,
-        teacher=ScriptedTeacher(answers),
-        config=refactor_config("bwrap", home, **limits),
-        prompts=load_prompts(),
-        repos=REPOS,
-        extra_steps=10,
+    summary = drive_actor(
+        home, ScriptedTeacher(answers), [task], extra_steps=10, action_timeout_s=2
     )
-    try:
-        summary = asyncio.run(actor.run([task], "template", task.split))
-    finally:
-        actor.close()
     steps = read_steps(home, "template", task.split)
     assert [s.failure for s in steps] == ["crash", "crash", "crash", None]
     assert [s.sandbox_result["status"] for s in steps] == ["failed", "failed", "timeout", "ok"]

@@ -31,6 +31,25 @@ def tiny_config_dir(target: Path, base_model: Path | str, **sections: dict[str, 
     return d
 
 
+def use_tiny_config_dir(
+    monkeypatch: Any, target: Path, base_model: Path | str, **sections: dict[str, Any]
+) -> Path:
+    """`tiny_config_dir`, made the process's config dir (`VERILEARN_CONFIG_DIR`)."""
+    d = tiny_config_dir(target, base_model, **sections)
+    monkeypatch.setenv("VERILEARN_CONFIG_DIR", str(d))
+    return d
+
+
+def instance_with_sft_rows(home: Path, rows: list[SftRow]) -> DagsterInstance:
+    """The home's Dagster instance (as the CLI opens it) with `sft_dataset[train]`
+    materialized from `rows`."""
+    from verilearn_assets.cli.orchestrate import instance_for_home
+
+    instance = instance_for_home(home)
+    materialize_sft_rows(instance, home, rows)
+    return instance
+
+
 def materialize_sft_rows(instance: DagsterInstance, home: Path, rows: list[SftRow]) -> None:
     """`sft_dataset[train]` in the lake, and its materialization in the instance."""
     lake.write_records("sft_dataset", rows, SftRow, lake.lake_root(home), split="train")

@@ -15,11 +15,15 @@ import json
 from pathlib import Path
 
 import pytest
-from gate_support import check_sft_rows, decide_family_gate, materialize_sft_rows, tiny_config_dir
+from gate_support import (
+    check_sft_rows,
+    decide_family_gate,
+    instance_with_sft_rows,
+    use_tiny_config_dir,
+)
 from grpo_support import verified_question, write_question, write_table
 
 from verilearn_assets.cli import main
-from verilearn_assets.cli.orchestrate import instance_for_home
 from verilearn_assets.core.family import SftRow
 from verilearn_assets.core.sandbox.config import load_sandbox_config
 from verilearn_assets.core.sandbox.pool import SandboxPool
@@ -50,8 +54,7 @@ def test_grpo_model_passes_the_eval_gate_with_inherited_evidence(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    cfg_dir = tiny_config_dir(tmp_path / "configs", tiny_model_dir, grpo=GRPO)
-    monkeypatch.setenv("VERILEARN_CONFIG_DIR", str(cfg_dir))
+    use_tiny_config_dir(monkeypatch, tmp_path / "configs", tiny_model_dir, grpo=GRPO)
     table = write_table(home)
 
     async def verify():
@@ -60,8 +63,7 @@ def test_grpo_model_passes_the_eval_gate_with_inherited_evidence(
 
     question = asyncio.run(verify())
     write_question(home, question)
-    instance = instance_for_home(home)
-    materialize_sft_rows(instance, home, sft_rows_real)
+    instance = instance_with_sft_rows(home, sft_rows_real)
     assert check_sft_rows(instance, home).passed
     decide_family_gate(instance, "analysis", "template", "train", passed=True)
 

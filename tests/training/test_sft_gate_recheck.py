@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from gate_support import check_sft_rows, materialize_sft_rows, tiny_config_dir
+from gate_support import check_sft_rows, instance_with_sft_rows, use_tiny_config_dir
 
 from verilearn_assets.cli import main
-from verilearn_assets.cli.orchestrate import instance_for_home
 from verilearn_assets.core.family import SftRow
 from verilearn_assets.gate.adapter import latest_check_evaluation
 from verilearn_assets.training.config import load_training_config
@@ -42,10 +41,8 @@ def test_check_failed_for_want_of_a_model_is_rerun_once_the_model_exists(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     not_built = tmp_path / "models" / "tiny-qwen2"  # `make demo` builds no model
-    cfg_dir = tiny_config_dir(tmp_path / "configs", not_built)
-    monkeypatch.setenv("VERILEARN_CONFIG_DIR", str(cfg_dir))
-    instance = instance_for_home(home)
-    materialize_sft_rows(instance, home, sft_rows_real)
+    cfg_dir = use_tiny_config_dir(monkeypatch, tmp_path / "configs", not_built)
+    instance = instance_with_sft_rows(home, sft_rows_real)
     demo = check_sft_rows(instance, home)
     assert not demo.passed and "base model not built" in str(demo.description)
 
@@ -73,10 +70,8 @@ def test_a_real_failure_is_not_rerun(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    cfg_dir = tiny_config_dir(tmp_path / "configs", tiny_model_dir)
-    monkeypatch.setenv("VERILEARN_CONFIG_DIR", str(cfg_dir))
-    instance = instance_for_home(home)
-    materialize_sft_rows(instance, home, sft_rows_real)
+    use_tiny_config_dir(monkeypatch, tmp_path / "configs", tiny_model_dir)
+    instance = instance_with_sft_rows(home, sft_rows_real)
     strict = load_training_config().model_copy(deep=True)
     strict.sft.max_seq_length = 16  # no row fits: a real reason, with the model present
     failed = check_sft_rows(instance, home, strict)

@@ -403,16 +403,8 @@ def open_session(config: RefactorConfig, root: Path) -> DockerSession:
         except Exception as exc:  # the synchronous start below raises if it persists
             log.warning("refactor: the spare container failed to start (%s); starting one", exc)
         else:
-            try:
-                root.parent.mkdir(parents=True, exist_ok=True)
-                os.rename(spare_root, root)
-            except OSError as exc:  # another file system (the home moved): not usable
-                log.warning("refactor: spare %s not movable to %s (%s)", spare_root, root, exc)
-                session.close()
-                shutil.rmtree(spare_root, ignore_errors=True)
-                session = None
-            else:
-                session.rebind(root / "tree", root / "control")
+            session = _moved(session, spare_root, root, "spare", wait=True)
+            if session is not None:
                 session.from_spare = True
     if session is None:
         session = _new_session(config, root)
@@ -434,19 +426,29 @@ def _open_pooled(config: RefactorConfig, root: Path, signature: str) -> DockerSe
         reap_idle_dirs(expand_home(config.workspace_root))
         _reaped_dirs = True
     while (idle := _take_idle(signature)) is not None:
-        session, idle_root = idle
-        try:
-            root.parent.mkdir(parents=True, exist_ok=True)
-            os.rename(idle_root, root)
-        except OSError as exc:
-            log.warning("refactor: pooled %s not movable to %s (%s)", idle_root, root, exc)
-            session.close(wait=False)
-            shutil.rmtree(idle_root, ignore_errors=True)
-            continue
-        session.rebind(root / "tree", root / "control")
-        session.served += 1
-        return session
+        session = _moved(*idle, root, "pooled", wait=False)
+        if session is not None:
+            session.served += 1
+            return session
     return _new_session(config, root)
+
+
+def _moved(
+    session: DockerSession, src: Path, root: Path, what: str, wait: bool
+) -> DockerSession | None:
+    """A started container's directories (`src`) renamed to the workspace's `root`: its
+    bind mounts follow. None when they cannot move (another file system: the home
+    moved); that container is then closed and its directories removed."""
+    try:
+        root.parent.mkdir(parents=True, exist_ok=True)
+        os.rename(src, root)
+    except OSError as exc:
+        log.warning("refactor: %s %s not movable to %s (%s)", what, src, root, exc)
+        session.close(wait=wait)
+        shutil.rmtree(src, ignore_errors=True)
+        return None
+    session.rebind(root / "tree", root / "control")
+    return session
 
 
 def _discard(future: Future) -> None:
