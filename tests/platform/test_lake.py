@@ -52,6 +52,43 @@ def test_a_read_leaves_no_lock_file_behind(home: Path) -> None:
     assert sorted(p.name for p in pdir.iterdir()) == ["part-00000.parquet"]
 
 
+@pytest.mark.parametrize("writer_lands", ["between listing and reading", "after the read"])
+def test_an_unlocked_read_raced_by_a_first_writer_returns_the_new_version(
+    home: Path, monkeypatch: pytest.MonkeyPatch, writer_lands: str
+) -> None:
+    """A partition with no lock yet is read unlocked; a writer that swaps its parts during
+    that read (the lake test's concurrent readers hit this: FileNotFoundError on the part
+    the writer removed) sends the reader back to read under the lock, whole."""
+    pdir = lake.partition_dir("tables", None, dataset="iris")
+    pdir.mkdir(parents=True)
+    _frame("old").write_parquet(pdir / "part-00000.parquet")
+    real_parts, real_read = lake._parts, pl.read_parquet
+    raced = []
+
+    def write_once() -> None:
+        if not raced:
+            raced.append(True)
+            lake.write_partition("tables", _frame("new", 4), dataset="iris")
+
+    def parts_then_write(d: Path) -> list[Path]:
+        listed = real_parts(d)
+        if writer_lands == "between listing and reading":
+            write_once()
+        return listed
+
+    def read_then_write(path, *args, **kwargs):
+        frame = real_read(path, *args, **kwargs)
+        if writer_lands == "after the read":
+            write_once()
+        return frame
+
+    monkeypatch.setattr(lake, "_parts", parts_then_write)
+    monkeypatch.setattr(lake.pl, "read_parquet", read_then_write)
+    got = lake.read_partition("tables", dataset="iris")
+    assert raced == [True]
+    assert got["id"].to_list() == [f"new-{i}" for i in range(4)]
+
+
 def test_duckdb_reads_hive_layout(home: Path) -> None:
     import duckdb
 

@@ -85,9 +85,8 @@ def partition_lock(pdir: Path, exclusive: bool) -> Iterator[None]:
     """The partition's `flock` (Linux NFS clients emulate it with a whole-file POSIX lock,
     so it holds across machines on a shared file system). Closing the descriptor releases
     it, so a writer that dies mid-swap frees the partition. Only writers create the lock
-    file: a reader finding none reads unlocked (no writer has swapped parts here, so there
-    is no old version to mix with a new one), as does a reader of a directory it cannot
-    write (a read-only copy of the lake, where no one writes)."""
+    file (see `_read_unlocked`); a reader of a directory it cannot write (a read-only copy
+    of the lake, where no one writes), or whose lock an operator removed, reads unlocked."""
     path = pdir / LOCK_NAME
     try:
         if exclusive:
@@ -150,11 +149,28 @@ def read_partition(
     pdir = partition_dir(asset, root, **dims)
     if not pdir.is_dir():
         return pl.DataFrame(schema=schema or {})
-    with partition_lock(pdir, exclusive=False):  # one whole version, never a mix of two
-        frames = [pl.read_parquet(p) for p in _parts(pdir)]
+    frames = _read_unlocked(pdir)
+    if frames is None:
+        with partition_lock(pdir, exclusive=False):  # one whole version, never a mix of two
+            frames = [pl.read_parquet(p) for p in _parts(pdir)]
     if not frames:
         return pl.DataFrame(schema=schema or {})
     return pl.concat(frames, how="diagonal_relaxed")
+
+
+def _read_unlocked(pdir: Path) -> list[pl.DataFrame] | None:
+    """The parts of a partition no writer has locked yet (a table dropped in place), read
+    without creating a lock file; None when a writer has been here, before or during the
+    read. A writer creates the lock before its first rename and never removes it, so a
+    lock still absent after the read means no part was swapped under it."""
+    lock = pdir / LOCK_NAME
+    if lock.exists():
+        return None
+    try:
+        frames = [pl.read_parquet(p) for p in _parts(pdir)]
+    except FileNotFoundError:  # a part listed, then replaced by a writer: read locked
+        return None
+    return None if lock.exists() else frames
 
 
 def write_records(
