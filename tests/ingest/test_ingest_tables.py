@@ -23,6 +23,7 @@ from verilearn_assets.core.ingest.tables import (
     build_tables,
     load_table_records,
     split_stats,
+    write_dataset_tables,
     write_table_records,
 )
 from verilearn_assets.platform.assets import INGEST_ASSETS
@@ -194,3 +195,50 @@ def test_dagster_assets_materialize_one_partition_per_dataset(
         assert load_outcome(home, name).status == "ok"
     # each partition wrote only its own dataset's part
     assert {r.dataset for r in load_table_records(home)} == {"linnerud", "co2"}
+
+
+def test_a_dataset_moving_splits_never_breaks_a_reader_of_the_split(built, tmp_path: Path) -> None:
+    """One thread moves a dataset between two splits (the catalog changed) while another
+    reads the first split: every read succeeds and lists the dataset at most once; the
+    move takes each split's partition lock, as the lake's own writers do."""
+    import threading
+
+    _cfg, _home, records = built
+    mover = records[0]
+    splits = [mover.split, next(s for s in ("train", "dev", "test") if s != mover.split)]
+    home = tmp_path / "home"
+    write_table_records(home, [r for r in records if r.dataset != mover.dataset])
+    done, errors, reads = threading.Event(), [], [0]
+
+    def move() -> None:
+        try:
+            for i in range(150):
+                split = splits[i % 2]
+                write_dataset_tables(
+                    home, mover.dataset, split, [mover.model_copy(update={"split": split})]
+                )
+        except Exception as exc:
+            errors.append(f"writer: {exc!r}")
+        finally:
+            done.set()
+
+    def read() -> None:
+        while not done.is_set():
+            try:
+                got = [r.dataset for r in load_table_records(home, splits[0])]
+            except Exception as exc:
+                errors.append(f"reader: {exc!r}")
+                return
+            if got.count(mover.dataset) > 1:
+                errors.append(f"reader saw {mover.dataset} {got.count(mover.dataset)} times")
+                return
+            reads[0] += 1
+
+    threads = [threading.Thread(target=move), threading.Thread(target=read)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert errors == []
+    assert reads[0] > 0
+    assert [r.dataset for r in load_table_records(home, splits[1])].count(mover.dataset) == 1

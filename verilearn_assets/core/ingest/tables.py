@@ -134,16 +134,21 @@ def write_dataset_tables(home: Path, dataset: str, split: str, records: list[Tab
         raise ValueError(f"dataset {dataset!r}: records {wrong} belong elsewhere")
     root = lake.lake_root(Path(home))
     stored = [r.model_copy(update={"path": home_relative(r.path, home)}) for r in records]
-    target = lake.atomic_write_parquet(
-        TableRecord.to_frame(stored), dataset_part(root, split, dataset)
-    )
+    target = dataset_part(root, split, dataset)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # under each split's partition lock, as the lake's own writers: a reader of the split
+    # sees the catalog before or after this dataset moved, never a part listed then gone
+    with lake.partition_lock(target.parent, exclusive=True):
+        lake.atomic_write_parquet(TableRecord.to_frame(stored), target)
     for other in SPLITS:
         pdir = lake.partition_dir(ASSET, root, split=other)
         stale = [p for p in pdir.glob("part-*.parquet") if p.stem[5:].isdigit()]  # part-<n>
-        if other != split:
+        if other != split and dataset_part(root, other, dataset).exists():
             stale.append(dataset_part(root, other, dataset))
-        for path in stale:
-            path.unlink(missing_ok=True)
+        if stale:
+            with lake.partition_lock(pdir, exclusive=True):
+                for path in stale:
+                    path.unlink(missing_ok=True)
     return target
 
 
