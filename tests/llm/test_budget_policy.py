@@ -11,9 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
-import numpy as np
-import pandas as pd
 import pytest
+from wide_table import wide_table
 
 from verilearn_assets.analysis.records import Message
 from verilearn_assets.analysis.teacher.context import CellOutput, budget_messages
@@ -26,7 +25,6 @@ from verilearn_assets.analysis.teacher.prompts import (
     tool_message,
 )
 from verilearn_assets.core import lake
-from verilearn_assets.core.ingest.profile import profile_frame
 from verilearn_assets.core.llm.budget import (
     FAILURE_CLASS,
     BudgetConfig,
@@ -55,29 +53,6 @@ def counter(tiny_model_dir: Path) -> TokenCounter:
     c = load_counter(tiny_model_dir)
     assert c.exact, c.name
     return c
-
-
-def wide_table(n_cols: int = 500) -> TableRecord:
-    """`n_cols` numeric columns; every fifth one is 90% missing (the "rare" ones)."""
-    rng = np.random.default_rng(3)
-    data = {}
-    for i in range(n_cols):
-        col = np.round(rng.normal(size=20), 3)
-        if i % 5 == 4:
-            col[:18] = np.nan
-        data[f"c{i}"] = col
-    df = pd.DataFrame(data)
-    return TableRecord(
-        id="wide",
-        dataset="toy",
-        name="wide",
-        split="dev",
-        path="/nonexistent/wide.parquet",
-        n_rows=len(df),
-        n_columns=n_cols,
-        sha256="0" * 64,
-        columns=profile_frame(df),
-    )
 
 
 def first_turns(table: TableRecord) -> list[Message]:

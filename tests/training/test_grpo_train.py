@@ -21,15 +21,18 @@ from grpo_support import (
 
 from verilearn_assets.analysis.family import FAMILY
 from verilearn_assets.core.family import GrpoTask
+from verilearn_assets.core.llm.tokens import HfChatCounter
 from verilearn_assets.core.sandbox.config import load_sandbox_config
 from verilearn_assets.core.sandbox.pool import SandboxPool
 from verilearn_assets.training.config import DEFAULT_BASE_MODEL, REPO_ROOT, TrainingConfig
 from verilearn_assets.training.grpo import (
+    NoGrpoTasks,
     NoStartModel,
     order_rows,
     resolve_start,
     train_grpo,
 )
+from verilearn_assets.training.grpo_assets import grpo_metadata
 from verilearn_assets.training.grpo_config import GrpoSettings
 
 TINY = REPO_ROOT / DEFAULT_BASE_MODEL
@@ -144,6 +147,33 @@ def test_lora_policy_is_merged_when_saved(grpo_home: Path) -> None:
     before, after = tensors(TINY), tensors(run.model_dir)
     assert set(before) == set(after)
     assert any(not torch.equal(before[k], after[k]) for k in before)
+
+
+def test_a_prompt_over_the_window_is_compressed_or_the_run_refused(grpo_home: Path) -> None:
+    """`grpo.window` just under what the prompt and a completion need: the run trains on
+    the prompt compressed (table statistics dropped) and says so in result.json; a window
+    nothing fits in refuses the run, naming the overflow, before any model loads."""
+    assert FAMILY.grpo is not None
+    probe = dataclasses.replace(
+        FAMILY, grpo=dataclasses.replace(FAMILY.grpo, scorer=FirstOfGroupScorer)
+    )
+    from verilearn_assets.training.grpo import load_tasks
+
+    tasks = load_tasks(FAMILY, grpo_home, "train", None)
+    (row,) = FAMILY.grpo.prompts(grpo_home, tasks, "default")
+    needed = HfChatCounter(TINY).count_chat(row["prompt"]) + 16  # max_completion_length
+    run = train_grpo(tiny_config(window=needed - 10, max_steps=1), grpo_home, family=probe)
+    budget = run.result.extra["prompt_budget"]
+    assert budget["window"] == needed - 10 and budget["prompts"] == 1
+    assert budget["compressed"] == 1 and budget["dropped_context_overflow"] == 0
+    assert budget["tokens_removed"]["table"] >= 10
+    assert budget["longest_prompt_tokens"] <= needed - 10 - 16
+    assert run.steps == 1
+    meta = grpo_metadata(run)  # what the Dagster asset shows
+    assert meta["prompts_compressed"] == 1 and meta["prompts_dropped_context_overflow"] == 0
+
+    with pytest.raises(NoGrpoTasks, match="1 dropped as context_overflow"):
+        train_grpo(tiny_config(window=64, max_steps=1), grpo_home, family=probe)
 
 
 def test_start_model_refuses_without_sft_and_takes_the_latest(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from verilearn_assets.analysis.generation_stats import SearchRejectionRecord
 from verilearn_assets.analysis.grpo import (
     grpo_environment,
     grpo_pass_rates,
+    grpo_prompt_segments,
     grpo_prompts,
     grpo_scorer,
 )
@@ -226,6 +227,7 @@ FAMILY = Family(
     extra={"lake_models": {GENERATION_STATS: SearchRejectionRecord}},
     grpo=GrpoTask(
         prompts=grpo_prompts,
+        prompt_segments=grpo_prompt_segments,
         scorer=grpo_scorer,
         rewards=("outcome", "partial", "process"),
         pass_rates=grpo_pass_rates,

@@ -30,13 +30,14 @@ from verilearn_assets.analysis.rewards import (
     screen_code,
 )
 from verilearn_assets.analysis.teacher.config import TeacherConfig, load_teacher_config
+from verilearn_assets.analysis.teacher.context import system_message
 from verilearn_assets.analysis.teacher.loop import Trace, run_trace
 from verilearn_assets.analysis.teacher.parse import FormatError
 from verilearn_assets.analysis.teacher.policy import PolicyReply, chat_messages
 from verilearn_assets.analysis.teacher.prompts import question_prompt, system_prompt
 from verilearn_assets.core.family import GrpoEnvOptions
 from verilearn_assets.core.ingest.tables import load_table_records
-from verilearn_assets.core.llm.budget import ContextOverflow
+from verilearn_assets.core.llm.budget import BudgetMessage, ContextOverflow, Keep
 from verilearn_assets.core.records import SOURCES, Record, TableRecord
 from verilearn_assets.core.sandbox.config import SandboxConfig, load_sandbox_config
 from verilearn_assets.core.sandbox.pool import SandboxPool
@@ -102,6 +103,29 @@ def grpo_prompts(home: Path, tasks: Sequence[Record], role: str) -> list[dict[st
             }
         )
     return rows
+
+
+def grpo_prompt_segments(
+    home: Path, tasks: Sequence[Record], rows: Sequence[dict[str, Any]]
+) -> list[list[BudgetMessage] | None]:
+    """`grpo_prompts`' rows as budget segments: the table description shrinks first (its
+    per-column statistics, then rare columns), the rules and the question never."""
+    tables = {t.id: t for t in load_table_records(home)}
+    questions = {q.id: q for q in tasks if isinstance(q, QuestionRecord)}
+    out: list[list[BudgetMessage] | None] = []
+    for row in rows:
+        q = questions.get(row["task_id"])
+        system, user = row["prompt"]
+        if q is None or q.table not in tables:
+            out.append(None)
+            continue
+        out.append(
+            [
+                system_message(system["content"], tables[q.table], 1),
+                BudgetMessage("user", [Keep(user["content"], "task")]),
+            ]
+        )
+    return out
 
 
 class AnalysisScorer:

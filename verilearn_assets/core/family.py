@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import polars as pl
 from pydantic import Field
@@ -36,6 +36,9 @@ from verilearn_assets.core import lake
 from verilearn_assets.core.records import Record, Source, Split, content_hash
 from verilearn_assets.core.sandbox.pool import SandboxPool
 from verilearn_assets.gate.outcome import RuleOutcome
+
+if TYPE_CHECKING:
+    from verilearn_assets.core.llm.budget import BudgetMessage
 
 PLATFORM_PACKAGES = frozenset({"core", "gate", "platform", "reports", "training", "cli"})
 """Packages of `verilearn_assets` that are the platform, never a family."""
@@ -186,6 +189,12 @@ class EvalChain:
     ]
 
 
+# (home, tasks, rows) -> each row's prompt as budget segments, None for plain chat
+PromptSegments = Callable[
+    [Path, Sequence[Record], Sequence[dict[str, Any]]], "list[list[BudgetMessage] | None]"
+]
+
+
 @dataclass(frozen=True)
 class GrpoTask:
     """What a family gives the GRPO trainer, so the trainer has no family-specific code.
@@ -205,6 +214,10 @@ class GrpoTask:
       sends what the family's own model teacher sends).
     - `eval_chains`: roles evaluated as two chained model turns (see `EvalChain`); they
       join `roles` for `verilearn eval --role`.
+    - `prompt_segments(home, tasks, rows)`: optional, each row's prompt as the context
+      budget's segments (None for a row: plain chat), so GRPO compresses it the family's
+      way (analysis: the table's statistics before anything else); without it a prompt's
+      system and task messages are kept whole and a prompt that cannot fit is dropped.
     """
 
     prompts: Callable[[Path, Sequence[Record], str], list[dict[str, Any]]]
@@ -217,6 +230,7 @@ class GrpoTask:
     )
     stop: Callable[[], list[str]] | None = None
     eval_chains: dict[str, EvalChain] = field(default_factory=dict)
+    prompt_segments: PromptSegments | None = None
 
     def __post_init__(self) -> None:
         missing = [r for r in ("outcome", "partial") if r not in self.rewards]

@@ -16,6 +16,12 @@ until the episode ends or `max_turns`, through TRL's `rollout_func` (why not TRL
 loop: `training/grpo_rollout.py`); the environment's messages carry no loss, and the
 episode's score is the reward. Every rollout lands in the run's `rollouts.jsonl`.
 
+Single-turn prompts are fitted to `grpo.window - max_completion_length` by the context
+budget before training (`training/grpo_budget.py`): compressed the family's way, or
+dropped as `context_overflow`; `result.json`'s `prompt_budget` counts both. Multi-turn
+openings come from the family's environment and its completions share one
+`max_completion_length` budget across turns (`grpo_rollout.py`).
+
 Defaults (`grpo:` in configs/training.yaml) and why:
 - `num_generations: 4` — the group the advantage is normalised over. Four is the smallest
   group where one success among failures gives a clear signal, and it keeps a CPU step
@@ -53,6 +59,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import math
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -62,8 +69,11 @@ from typing import Any
 from verilearn_assets.core import lake
 from verilearn_assets.core.family import Family, GrpoEnvOptions, GrpoScorer
 from verilearn_assets.core.family import family as family_by_name
+from verilearn_assets.core.llm.budget import ContextBudget
+from verilearn_assets.core.llm.tokens import HfChatCounter
 from verilearn_assets.core.records import SOURCES, Record
 from verilearn_assets.training.config import TrainingConfig
+from verilearn_assets.training.grpo_budget import PromptBudgetReport, fit_prompts
 from verilearn_assets.training.grpo_config import GrpoSettings
 from verilearn_assets.training.grpo_rollout import MultiTurnRollout, TurnGenerator, unique_prompts
 from verilearn_assets.training.run_dir import (
@@ -312,7 +322,7 @@ def train_grpo(
     )
     if g.curriculum == "pass_rate" and grpo.pass_rates is None:
         raise ValueError(f"grpo: curriculum pass_rate: family {fam.name!r} gives no pass rates")
-    rows = order_rows(rows, g.curriculum, rates)[: g.max_tasks]
+    rows = order_rows(rows, g.curriculum, rates)
     duplicates = 0
     if g.multi_turn:
         if grpo.environment is None:
@@ -320,14 +330,37 @@ def train_grpo(
                 f"grpo.multi_turn: family {fam.name!r} gives no multi-turn environment "
                 "(GrpoTask.environment is None); set grpo.multi_turn: false"
             )
-        rows, duplicates = unique_prompts(rows)
+        rows, duplicates = unique_prompts(rows[: g.max_tasks])
+    where = f"grpo: family {fam.name!r} role {role!r} split {config.split!r}"
     if not rows:
         raise NoGrpoTasks(
-            f"grpo: family {fam.name!r} role {role!r} split {config.split!r}: no accepted task "
+            f"{where}: no accepted task "
             f"({len(tasks)} task records in sources {g.sources or list(SOURCES)})"
         )
 
     start = resolve_start(config, home)
+    prompt_budget: PromptBudgetReport | None = None
+    if not g.multi_turn:  # multi-turn openings are the environment's (module doc)
+        window = g.window or config.sft.max_seq_length
+        if window <= g.max_completion_length:
+            raise ValueError(
+                f"grpo.window {window} leaves no room for a prompt beside "
+                f"max_completion_length {g.max_completion_length}"
+            )
+        budget = ContextBudget(
+            window, g.max_completion_length, HfChatCounter(start.path), window_source="grpo"
+        )
+        segmenter = (
+            functools.partial(grpo.prompt_segments, home, tasks) if grpo.prompt_segments else None
+        )
+        rows, prompt_budget = fit_prompts(rows, budget, segmenter)
+        if not rows:
+            raise NoGrpoTasks(
+                f"{where}: every prompt overflows the window even compressed "
+                f"({len(prompt_budget.overflow_ids)} dropped as context_overflow; "
+                f"window {window} minus max_completion_length {g.max_completion_length})"
+            )
+        rows = rows[: g.max_tasks]
     run = RunDir.create(config, home, run_kind)
     run.write_config(config)
     run.write_seeds(seed=g.seed, data_seed=g.seed, sampling_seed=g.seed)
@@ -403,6 +436,7 @@ def train_grpo(
             "scored_batches": bank.batches if bank else rollout.batches if rollout else 0,
             "task_order": [r["task_id"] for r in rows],
             "multi_turn": g.multi_turn,
+            **({"prompt_budget": prompt_budget.summary()} if prompt_budget else {}),
             **(
                 {
                     "max_turns": max_turns,

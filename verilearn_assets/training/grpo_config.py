@@ -36,6 +36,10 @@ class GrpoSettings(StrictConfig):
     logging_steps: int = Field(default=1, ge=1)
     # sampling of the rollouts
     max_completion_length: int = Field(default=256, ge=8)
+    # prompt + completion tokens per sequence; None = `sft.max_seq_length`. Single-turn
+    # prompts over `window - max_completion_length` are compressed by the context budget,
+    # or dropped as context_overflow and counted (grpo_budget.py)
+    window: int | None = Field(default=None, ge=16)
     temperature: float = Field(default=1.0, gt=0)
     top_p: float = Field(default=1.0, gt=0, le=1)
     top_k: int = Field(default=0, ge=0)  # 0: off

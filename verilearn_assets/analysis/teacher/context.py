@@ -70,12 +70,13 @@ def tool_view(out: CellOutput) -> ToolView:
     )
 
 
-def _system(message: Message, table: TableRecord, max_turns: int) -> BudgetMessage:
+def system_message(content: str, table: TableRecord, max_turns: int) -> BudgetMessage:
+    """The system prompt as the rules (kept) and the table description (shrinkable)."""
     rules, table_seg = system_rules(max_turns), table_segment(table)
     msg = BudgetMessage("system", [Keep(rules, "instructions"), table_seg])
-    if message.content != rules + msg.sep + table_seg.render(0):
+    if content != rules + msg.sep + table_seg.render(0):
         # not the prompt this module knows how to split: keep it whole rather than guess
-        msg = BudgetMessage("system", [Keep(message.content, "instructions")])
+        msg = BudgetMessage("system", [Keep(content, "instructions")])
     return msg
 
 
@@ -91,7 +92,7 @@ def budget_messages(
         role = m.role  # as `chat_messages` sends it
         seg: Segment
         if m.role == "system" and m.turn == 0:
-            out.append(_system(m, table, max_turns))
+            out.append(system_message(m.content, table, max_turns))
             continue
         if m.kind == "tool_output" and m.turn in outputs:
             seg = ToolOutputSegment(m.content, tool_view(outputs[m.turn]))
