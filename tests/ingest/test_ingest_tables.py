@@ -208,10 +208,11 @@ def test_a_dataset_moving_splits_never_breaks_a_reader_of_the_split(built, tmp_p
     splits = [mover.split, next(s for s in ("train", "dev", "test") if s != mover.split)]
     home = tmp_path / "home"
     write_table_records(home, [r for r in records if r.dataset != mover.dataset])
-    done, errors, reads = threading.Event(), [], [0]
+    done, first_read, errors, reads = threading.Event(), threading.Event(), [], [0]
 
     def move() -> None:
         try:
+            first_read.wait(30)  # the moves overlap reads even on a loaded machine
             for i in range(150):
                 split = splits[i % 2]
                 write_dataset_tables(
@@ -233,6 +234,7 @@ def test_a_dataset_moving_splits_never_breaks_a_reader_of_the_split(built, tmp_p
                 errors.append(f"reader saw {mover.dataset} {got.count(mover.dataset)} times")
                 return
             reads[0] += 1
+            first_read.set()
 
     threads = [threading.Thread(target=move), threading.Thread(target=read)]
     for t in threads:
