@@ -198,6 +198,51 @@ def test_multi_turn_grpo_step(mt_home) -> None:
     assert meta["multi_turn"] is True and meta["last/turns/mean"] == pytest.approx(1.5)
 
 
+def test_an_opening_over_the_window_ends_its_episodes_unsampled(mt_home) -> None:
+    """`grpo.window` leaves the opening (system prompt with the table, the question) no
+    room: nothing is generated from it, both episodes of the group end as
+    context_overflow with one EOS token, score alike, and so teach nothing."""
+    home, q = mt_home
+
+    def never(trainer, prompt_ids, max_new_tokens):
+        raise AssertionError("generated from an opening that does not fit the window")
+
+    config = TrainingConfig(
+        base_model=str(TINY),
+        grpo=GrpoSettings(
+            allow_base_fallback=True,
+            multi_turn=True,
+            max_turns=3,
+            max_steps=1,
+            num_generations=2,
+            per_device_train_batch_size=2,
+            max_completion_length=160,
+            window=160 + 32,
+            cpu_threads=1,
+            save_model=False,
+        ),
+    )
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("VERILEARN_CONFIG_DIR", str(home / "configs"))
+        run = train_grpo(config, home, turn_generator=never)
+
+    rollouts = [json.loads(x) for x in (run.run_dir / "rollouts.jsonl").read_text().splitlines()]
+    assert len(rollouts) == 2 and {r["task_id"] for r in rollouts} == {q.id}
+    for r in rollouts:
+        assert r["end"] == "context_overflow" and "the opening is" in r["stopped"]
+        assert r["generated_turns"] == 0 and len(r["completion_ids"]) == 1
+        assert r["scores"]["outcome"] == 0.0
+    (step,) = [
+        json.loads(x)
+        for x in (run.run_dir / "metrics.jsonl").read_text().splitlines()
+        if "reward" in json.loads(x)
+    ]
+    assert step["reward_std"] == 0.0  # one group, equal scores: zero advantage
+    extra = json.loads((run.run_dir / "result.json").read_text())["extra"]
+    assert extra["opening_overflows"] == 2
+    assert grpo_metadata(run)["opening_overflows"] == 2
+
+
 def test_multi_turn_needs_an_environment(mt_home) -> None:
     home, _ = mt_home
     assert FAMILY.grpo is not None

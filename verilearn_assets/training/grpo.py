@@ -19,8 +19,9 @@ episode's score is the reward. Every rollout lands in the run's `rollouts.jsonl`
 Single-turn prompts are fitted to `grpo.window - max_completion_length` by the context
 budget before training (`training/grpo_budget.py`): compressed the family's way, or
 dropped as `context_overflow`; `result.json`'s `prompt_budget` counts both. Multi-turn
-openings come from the family's environment and its completions share one
-`max_completion_length` budget across turns (`grpo_rollout.py`).
+openings come from the family's environment: one over the same room ends its episode as
+`context_overflow` without generating (`opening_overflows`), and the turns after it
+share one `max_completion_length` (`grpo_rollout.py`).
 
 Defaults (`grpo:` in configs/training.yaml) and why:
 - `num_generations: 4` — the group the advantage is normalised over. Four is the smallest
@@ -339,14 +340,14 @@ def train_grpo(
         )
 
     start = resolve_start(config, home)
+    window = g.window or config.sft.max_seq_length
+    if window <= g.max_completion_length:
+        raise ValueError(
+            f"grpo.window {window} leaves no room for a prompt beside "
+            f"max_completion_length {g.max_completion_length}"
+        )
     prompt_budget: PromptBudgetReport | None = None
-    if not g.multi_turn:  # multi-turn openings are the environment's (module doc)
-        window = g.window or config.sft.max_seq_length
-        if window <= g.max_completion_length:
-            raise ValueError(
-                f"grpo.window {window} leaves no room for a prompt beside "
-                f"max_completion_length {g.max_completion_length}"
-            )
+    if not g.multi_turn:  # multi-turn openings are the environment's (grpo_rollout.py)
         budget = ContextBudget(
             window, g.max_completion_length, HfChatCounter(start.path), window_source="grpo"
         )
@@ -378,7 +379,12 @@ def train_grpo(
         max_turns = g.max_turns if g.max_turns is not None else config.eval.max_turns
         env = grpo.environment(home, tasks, role, GrpoEnvOptions(max_turns, open_episodes))
         rollout = MultiTurnRollout(
-            env, rows, g.max_completion_length, run.path / "rollouts.jsonl", turn_generator
+            env,
+            rows,
+            g.max_completion_length,
+            run.path / "rollouts.jsonl",
+            turn_generator,
+            window=window,
         )
         funcs = [rollout.reward_function(n, first=i == 0) for i, n in enumerate(weights)]
         closer: Any = env
@@ -441,6 +447,7 @@ def train_grpo(
                 {
                     "max_turns": max_turns,
                     "rollouts": rollout.rollouts,
+                    "opening_overflows": rollout.opening_overflows,
                     "rollouts_file": str(rollout.record_path),
                     "duplicate_prompts_dropped": duplicates,
                 }

@@ -85,6 +85,7 @@ def grpo_metadata(run: TrainRun) -> dict[str, object]:
     if extra.get("rollouts_file"):  # multi-turn: every episode, readable (grpo_rollout.py)
         meta["rollouts"] = MetadataValue.path(str(extra["rollouts_file"]))
         meta["max_turns"] = extra.get("max_turns")
+        meta["opening_overflows"] = extra.get("opening_overflows", 0)
     from verilearn_assets.training.run_dir import read_metrics
 
     steps = [m for m in read_metrics(run.run_dir / "metrics.jsonl") if "reward" in m]

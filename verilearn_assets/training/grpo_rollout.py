@@ -22,7 +22,11 @@ included): reply₁ (ends with EOS, loss) · feedback₁ (`\\n<|im_start|>tool �
 <|im_start|>assistant\\n`, no loss) · reply₂ (loss) · … Generated ids are kept as generated
 (never re-tokenized), so the trained tokens are exactly the sampled ones. All turns share
 `max_completion_length`: a reply cut by it, or feedback that leaves no room for another
-reply, ends the episode (`stop`), as TRL's own loop does.
+reply, ends the episode (`stop`), as TRL's own loop does. An opening longer than `window -
+max_completion_length` (a wide table's system prompt) is never generated from: the episode
+ends at once as `context_overflow` with a one-token (EOS) completion. Every member of its
+group has the same opening, so they all score alike, their advantage is zero and they
+teach nothing; `opening_overflows` counts them.
 
 Every rollout is appended to the run's `rollouts.jsonl` (messages, scores, the completion
 ids with their loss mask) so a user can read what the policy did.
@@ -111,6 +115,7 @@ class MultiTurnRollout:
         max_completion_length: int,
         record_path: Path,
         generate: TurnGenerator | None = None,
+        window: int | None = None,
     ) -> None:
         self.env = env
         self.tasks: dict[str, str] = {}
@@ -124,8 +129,10 @@ class MultiTurnRollout:
         self.max_completion_length = max_completion_length
         self.record_path = Path(record_path)
         self.generate = generate or trainer_generate
+        self.window = window
         self.rollouts = 0
         self.batches = 0
+        self.opening_overflows = 0
 
     def task_id(self, prompt: Any) -> str:
         key = prompt_key(prompt)
@@ -156,6 +163,18 @@ class MultiTurnRollout:
             logps: list[list[float]] | None = [[] for _ in range(n)]
             segments: list[list[dict[str, Any]]] = [[] for _ in range(n)]
             active = list(range(n))
+            room = self.window - budget if self.window is not None else None
+            for i in range(n):
+                if room is not None and len(prompt_ids[i]) > room:
+                    episodes[i].stop(
+                        f"context_overflow: the opening is {len(prompt_ids[i])} tokens, the "
+                        f"window {self.window} minus max_completion_length {budget} leaves "
+                        f"{room}"
+                    )
+                    comp[i], mask[i] = [min(eos)], [1]
+                    logps = None  # nothing was sampled for this one
+                    self.opening_overflows += 1
+                    active.remove(i)
             while active:
                 left = [budget - len(comp[i]) for i in active]
                 ids, lps = self.generate(
