@@ -121,23 +121,25 @@ def _mixed_writer(trainer, prompt_ids: list[list[int]], max_new_tokens: int):
     return out, None
 
 
+def one_step_config(**grpo) -> TrainingConfig:
+    """One multi-turn step over one group of two episodes, 160 completion tokens."""
+    settings = dict(
+        allow_base_fallback=True,
+        multi_turn=True,
+        max_turns=3,
+        max_steps=1,
+        num_generations=2,
+        per_device_train_batch_size=2,
+        max_completion_length=160,
+        cpu_threads=1,
+        save_model=False,
+    )
+    return TrainingConfig(base_model=str(TINY), grpo=GrpoSettings(**{**settings, **grpo}))
+
+
 def test_multi_turn_grpo_step(mt_home) -> None:
     home, q = mt_home
-    config = TrainingConfig(
-        base_model=str(TINY),
-        grpo=GrpoSettings(
-            allow_base_fallback=True,
-            multi_turn=True,
-            max_turns=3,
-            max_steps=1,
-            num_generations=2,
-            per_device_train_batch_size=2,
-            max_completion_length=160,
-            learning_rate=1e-3,
-            cpu_threads=1,
-            save_model=False,
-        ),
-    )
+    config = one_step_config(learning_rate=1e-3)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("VERILEARN_CONFIG_DIR", str(home / "configs"))
         run = train_grpo(config, home, turn_generator=_mixed_writer)
@@ -207,21 +209,7 @@ def test_an_opening_over_the_window_ends_its_episodes_unsampled(mt_home) -> None
     def never(trainer, prompt_ids, max_new_tokens):
         raise AssertionError("generated from an opening that does not fit the window")
 
-    config = TrainingConfig(
-        base_model=str(TINY),
-        grpo=GrpoSettings(
-            allow_base_fallback=True,
-            multi_turn=True,
-            max_turns=3,
-            max_steps=1,
-            num_generations=2,
-            per_device_train_batch_size=2,
-            max_completion_length=160,
-            window=160 + 32,
-            cpu_threads=1,
-            save_model=False,
-        ),
-    )
+    config = one_step_config(window=160 + 32)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("VERILEARN_CONFIG_DIR", str(home / "configs"))
         run = train_grpo(config, home, turn_generator=never)
