@@ -152,7 +152,7 @@ def read_partition(
     frames = _read_unlocked(pdir)
     if frames is None:
         with partition_lock(pdir, exclusive=False):  # one whole version, never a mix of two
-            frames = [pl.read_parquet(p) for p in _parts(pdir)]
+            frames = _read_parts(pdir)
     if not frames:
         return pl.DataFrame(schema=schema or {})
     return pl.concat(frames, how="diagonal_relaxed")
@@ -167,10 +167,14 @@ def _read_unlocked(pdir: Path) -> list[pl.DataFrame] | None:
     if lock.exists():
         return None
     try:
-        frames = [pl.read_parquet(p) for p in _parts(pdir)]
+        frames = _read_parts(pdir)
     except FileNotFoundError:  # a part listed, then replaced by a writer: read locked
         return None
     return None if lock.exists() else frames
+
+
+def _read_parts(pdir: Path) -> list[pl.DataFrame]:
+    return [pl.read_parquet(p) for p in _parts(pdir)]
 
 
 def write_records(

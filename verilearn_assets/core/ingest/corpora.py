@@ -13,7 +13,6 @@ directory), `path` (a local directory) or `archive` (a tar/zip, local or https, 
 
 from __future__ import annotations
 
-import hashlib
 import posixpath
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -160,7 +159,7 @@ def _unpacked(
     policy: DownloadPolicy,
     limits: ArchiveLimits,
 ) -> Path:
-    from verilearn_assets.core.ingest.archive import ArchiveError, extract_archive
+    from verilearn_assets.core.ingest.archive import ArchiveError, extract_archive, file_sha256
     from verilearn_assets.core.ingest.download import DownloadError, download
 
     target = cache_dir / f"{name}-{source.sha256[:16]}"
@@ -179,7 +178,7 @@ def _unpacked(
                 archive = catalog_file.parent / archive
             if not archive.is_file():
                 raise ConfigError(f"{where}.archive.path: {archive} not found")
-            digest = hashlib.sha256(archive.read_bytes()).hexdigest()
+            digest = file_sha256(archive)
             if digest != source.sha256:
                 raise ConfigError(
                     f"{where}.archive.sha256: {archive} has sha256 {digest}, "
