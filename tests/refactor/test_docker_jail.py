@@ -315,3 +315,25 @@ def test_pooled_container_serves_the_next_workspace_fresh(
     drain()
     assert not _container_exists(container_id) and _own_containers() == []
     shutil.rmtree(outer)
+
+
+def test_the_pool_keeps_at_most_pool_size_idle_containers(docker_config: RefactorConfig) -> None:
+    """`pool_size: 1`: of two workspaces ended, one container waits idle for the next and
+    the other is removed with its directories; nothing is left under the workspace root
+    but the idle one's."""
+    from verilearn_assets.refactor.docker_jail import _IDLE, POOL_PREFIX, drain
+
+    drain()
+    docker = docker_config.docker.model_copy(update={"pool_size": 1})
+    docker_config = docker_config.model_copy(update={"docker": docker})
+    first = prepare_workspace("t-cap-1", FILES, docker_config)
+    second = prepare_workspace("t-cap-2", FILES, docker_config)
+    ids = [first.jail.container_id, second.jail.container_id]
+    cleanup(first)
+    cleanup(second)
+    assert [s.container_id for _, s, _ in _IDLE] == [ids[0]]
+    root = Path(docker_config.workspace_root)
+    assert len(list(root.glob(f"{POOL_PREFIX}*"))) == 1
+    assert not first.root.exists() and not second.root.exists()
+    drain()
+    assert not any(_container_exists(i) for i in ids) and _own_containers() == []

@@ -492,9 +492,9 @@ def _empty_dir(directory: Path) -> None:
 
 def release_session(session: DockerSession, root: Path) -> bool:
     """`lifetime: pool`: reset the container and keep it, over its emptied directories, for
-    the next workspace. True when `root` was taken (renamed away); False when the session
-    was closed instead (a failed reset, a dead container, a full pool) and `root` is the
-    caller's to remove."""
+    the next workspace. True when `root` was taken (renamed away, or removed with the
+    container when the pool filled meanwhile); False when the session was closed instead
+    (a failed reset, a dead container, a full pool) and `root` is the caller's to remove."""
     config = session.config
     if not session.alive or not session.reset():
         session.close(wait=False)
@@ -517,8 +517,13 @@ def release_session(session: DockerSession, root: Path) -> bool:
         session.close(wait=False)
         return False
     session.rebind(idle_root / "tree", idle_root / "control")
-    with _LOCK:
-        _IDLE.append((_signature(config), session, idle_root))
+    with _LOCK:  # checked again where it is added: another thread may have filled it
+        kept = len(_IDLE) < config.docker.pool_size
+        if kept:
+            _IDLE.append((_signature(config), session, idle_root))
+    if not kept:
+        session.close(wait=False)
+        shutil.rmtree(idle_root, ignore_errors=True)
     return True
 
 
