@@ -135,6 +135,46 @@ def test_killed_writer_leaves_previous_partition_intact(home: Path) -> None:
     got = lake.read_partition("questions", source="template", split="train")
     assert got["id"].to_list() == ["old-0", "old-1", "old-2"]
     assert [p.name for p in pdir.glob("part-*.parquet")] == ["part-00000.parquet"]
+    # the next write removes the dead writer's temp file along the way
+    lake.write_partition("questions", _frame("new"), source="template", split="train")
+    assert sorted(p.name for p in pdir.iterdir()) == [lake.LOCK_NAME, "part-00001.parquet"]
+
+
+_BLOCKED_WRITER = """
+import sys, polars as pl
+from verilearn_assets.core import lake
+frame = pl.DataFrame({"id": [f"{sys.argv[1]}-{i}" for i in range(3)], "v": [0, 1, 2]})
+lake.write_partition("questions", frame, source="template", split="train")
+"""
+
+
+def test_a_sweep_removes_a_killed_writers_temp_and_never_a_live_ones(home: Path) -> None:
+    """Two writers wait for the partition (a reader holds it) with their temp files
+    written; one is killed. The sweep removes the dead one's temp only, and the live
+    writer then renames its own in."""
+    lake.write_partition("questions", _frame("old"), source="template", split="train")
+    pdir = home / "lake/questions/source=template/split=train"
+
+    def start(tag: str, temps_before: set[Path]) -> tuple[subprocess.Popen, Path]:
+        proc = subprocess.Popen([sys.executable, "-c", _BLOCKED_WRITER, tag], env=os.environ.copy())
+        deadline = time.time() + 120
+        while time.time() < deadline and not set(pdir.glob(".*.tmp")) - temps_before:
+            assert proc.poll() is None, f"writer {tag} ended while a reader held the partition"
+            time.sleep(0.01)
+        (temp,) = set(pdir.glob(".*.tmp")) - temps_before
+        return proc, temp
+
+    with lake.partition_lock(pdir, exclusive=False):
+        live, live_temp = start("live", set())
+        dead, dead_temp = start("dead", {live_temp})
+        dead.send_signal(signal.SIGKILL)
+        assert dead.wait(timeout=30) == -signal.SIGKILL
+        assert lake.sweep_dead_temps(pdir) == [dead_temp]
+        assert live_temp.exists() and not dead_temp.exists()
+    assert live.wait(timeout=60) == 0
+    got = lake.read_partition("questions", source="template", split="train")
+    assert got["id"].to_list() == ["live-0", "live-1", "live-2"]
+    assert sorted(p.name for p in pdir.iterdir()) == [lake.LOCK_NAME, "part-00001.parquet"]
 
 
 def test_records_round_trip_and_legacy_key_named(home: Path) -> None:

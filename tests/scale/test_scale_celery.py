@@ -5,7 +5,10 @@ ends with a lake equal to the in-process run's; a cluster that is not up fails i
 The kill happens inside the equality run (one Celery pass instead of two keeps this folder
 within a few minutes on 2 cores): the claim tested is the stronger one, that a lost worker
 changes nothing in the lake. The test also shows which mechanism recovered the step: the
-broker re-delivering the unacknowledged task (late ack), not a Dagster retry.
+broker re-delivering the unacknowledged task (late ack), not a Dagster retry. A reader
+holds the killed step's partition until the kill, so the step is caught at its commit with
+its temp file written whatever the machine's speed (a 2-second step was once missed on a
+loaded CI machine), and the lake must end without that temp file.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from pathlib import Path
 import pytest
 from cluster_support import (
     PARTITIONS,
+    QUESTIONS,
     REPO,
     Cluster,
     celery_workers,
@@ -37,6 +41,7 @@ from cluster_support import (
 from dagster import DagsterEventType, DagsterInstance
 
 from verilearn_assets.cli.orchestrate import run_job
+from verilearn_assets.core import lake
 from verilearn_assets.core.deploy import load_deploy_config
 from verilearn_assets.core.records import SPLITS
 from verilearn_assets.platform.distributed import distributed_instance
@@ -57,22 +62,20 @@ ALL_PARTITIONS = (
 )
 
 
-def kill_worker_mid_step(cluster: Cluster, instance: DagsterInstance, run_id: str) -> tuple:
-    """Wait until KILLED_STEP runs on a worker, then take that worker away: its main process
-    stops taking tasks (SIGTERM) and its pool process dies at once (SIGKILL)."""
+def kill_worker_mid_step(
+    cluster: Cluster, instance: DagsterInstance, run_id: str, pdir: Path, before: set[Path]
+) -> tuple:
+    """Wait until KILLED_STEP, on a worker, has written its questions to a temp file in
+    `pdir` (one not in `before`) and waits for the partition (a reader holds it), then
+    take that worker away: its main process stops taking tasks (SIGTERM) and its pool
+    process dies at once (SIGKILL). The step cannot have finished first, however slow the
+    machine."""
     victim = wait_for(
         lambda: next(iter(celery_workers(instance, run_id, KILLED_STEP)), None),
-        120,
+        300,
         f"{KILLED_STEP} to reach a worker",
     )
-    wait_for(
-        lambda: any(
-            s.dagster_event.step_key == KILLED_STEP
-            for s in instance.all_logs(run_id, of_type=DagsterEventType.STEP_START)
-        ),
-        120,
-        f"{KILLED_STEP} to start",
-    )
+    wait_for(lambda: set(pdir.glob(".*.tmp")) - before, 300, f"{KILLED_STEP} to reach its commit")
     index = int(victim.split("@")[0].removeprefix("worker"))
     parent = cluster.worker_pid(index)
     pool = children(parent)
@@ -95,12 +98,18 @@ def test_celery_lake_equals_in_process_with_a_worker_killed_mid_step(
             assert out.success, out.reasons()
 
     ingest(cluster.home)
+    target = ALL_PARTITIONS[0]
+    dims = dict(zip(("source", "split"), target.split("|"), strict=True))
+    pdir = lake.partition_dir(QUESTIONS, lake.lake_root(cluster.home), **dims)
+    pdir.mkdir(parents=True, exist_ok=True)
+    before = set(pdir.glob(".*.tmp"))
     logs = {p: tmp_path / f"run-{i}.log" for i, p in enumerate(ALL_PARTITIONS)}
-    procs = {p: launch_run(cluster, "analysis_job", p, logs[p]) for p in ALL_PARTITIONS}
     with distributed_instance() as instance:
-        target = ALL_PARTITIONS[0]
-        run_id = wait_for(lambda: running_run(instance, target), 300, f"the {target} run")
-        victim, index, parent = kill_worker_mid_step(cluster, instance, run_id)
+        # a reader holds the killed run's partition until the kill: its step waits there
+        with lake.partition_lock(pdir, exclusive=False, create=True):
+            procs = {p: launch_run(cluster, "analysis_job", p, logs[p]) for p in ALL_PARTITIONS}
+            run_id = wait_for(lambda: running_run(instance, target), 300, f"the {target} run")
+            victim, index, parent = kill_worker_mid_step(cluster, instance, run_id, pdir, before)
         for p, proc in procs.items():
             rc = proc.wait(timeout=900)
             log = logs[p].read_text()[-3000:]
@@ -133,7 +142,7 @@ def test_celery_lake_equals_in_process_with_a_worker_killed_mid_step(
         sizes[partition] = (len(q_local), len(e_local))
     for source in ("template", "procedural"):  # every source really produced something
         assert any(q and e for p, (q, e) in sizes.items() if p.startswith(source)), sizes
-    assert stray_files(cluster.home) == []
+    assert stray_files(cluster.home) == []  # the killed step's temp file was swept
 
     wait_for(lambda: not Path(f"/proc/{parent}").exists(), 60, f"{victim} to exit")
     cluster.make("cluster-up")  # idempotent: restarts only the killed worker

@@ -2,7 +2,8 @@
 
 Layout: `<home>/lake/<asset>/source=<s>/split=<t>/part-<n>.parquet`. Every write goes to a
 temporary file in the same directory and is renamed into place, so a crash leaves either
-the old file or the new one, never half of either.
+the old file or the new one, never half of either; the next write of the partition removes
+the crashed writer's temporary file (`sweep_dead_temps`).
 
 Several processes (Celery workers on one machine or on a shared file system) may write and
 read the same partition at once. Each partition has a lock file (`.lock`, an `flock`):
@@ -19,7 +20,7 @@ import os
 import re
 import tempfile
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 import polars as pl
@@ -53,48 +54,86 @@ def partition_dir(asset: str, root: Path | None = None, **dims: str) -> Path:
     return path
 
 
-def _temp_parquet(frame: pl.DataFrame, directory: Path, name: str) -> Path:
+@contextmanager
+def _temp_parquet(
+    frame: pl.DataFrame, directory: Path, name: str, *, lock_dir: bool
+) -> Iterator[Path]:
     """`frame` in a hidden, fsynced temporary file of `directory` (never matched by
-    `part-*.parquet`), ready to be renamed into place."""
+    `part-*.parquet`), to be renamed into place inside the block; removed if the block
+    fails.
+
+    The writer holds an `flock` on its temp file from creation to the end of the block, so
+    `sweep_dead_temps` removes only the temp files of writers that died (SIGKILL, a lost
+    worker), never a live one's. `lock_dir`: create it under the partition's shared lock,
+    so no sweep (exclusive) sees it between its creation and its lock; a caller already
+    holding the partition lock passes False."""
     directory.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
-    os.close(fd)
+    with partition_lock(directory, exclusive=False, create=True) if lock_dir else nullcontext():
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    path = Path(tmp)
     try:
-        frame.write_parquet(tmp)
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
+        # through the locked descriptor: the inode renamed into place is the locked one
+        with open(fd, "wb", closefd=False) as fh:
+            frame.write_parquet(fh)
+        os.fsync(fd)
+        yield path
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        path.unlink(missing_ok=True)
         raise
-    return Path(tmp)
+    finally:
+        os.close(fd)
+
+
+def sweep_dead_temps(pdir: Path, keep: Path | None = None) -> list[Path]:
+    """Remove the temp files (`.*.tmp`) of `pdir` whose writer died before renaming them
+    in; returns them. A live writer holds its temp's `flock`, so a temp this process can
+    lock has no writer left (`keep`: the caller's own, which an NFS client's per-process
+    lock would not protect from itself). Call under the partition's exclusive lock."""
+    removed = []
+    for tmp in pdir.glob(".*.tmp"):
+        if tmp == keep:
+            continue
+        try:
+            fd = os.open(tmp, os.O_RDWR)
+        except FileNotFoundError:  # renamed in or removed since the listing
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            continue  # its writer is alive
+        finally:
+            os.close(fd)
+        tmp.unlink(missing_ok=True)
+        removed.append(tmp)
+    return removed
 
 
 def atomic_write_parquet(frame: pl.DataFrame, target: Path) -> Path:
-    """Write `frame` to `target` through a temp file + fsync + rename."""
-    tmp = _temp_parquet(frame, target.parent, target.name)
-    try:
+    """Write `frame` to `target` through a temp file + fsync + rename (a caller writing
+    into a lake partition holds that partition's lock)."""
+    with _temp_parquet(frame, target.parent, target.name, lock_dir=False) as tmp:
         os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
     return target
 
 
 @contextmanager
-def partition_lock(pdir: Path, exclusive: bool) -> Iterator[None]:
+def partition_lock(pdir: Path, exclusive: bool, create: bool | None = None) -> Iterator[None]:
     """The partition's `flock` (Linux NFS clients emulate it with a whole-file POSIX lock,
     so it holds across machines on a shared file system). Closing the descriptor releases
     it, so a writer that dies mid-swap frees the partition. Only writers create the lock
-    file (see `_read_unlocked`); a reader of a directory it cannot write (a read-only copy
-    of the lake, where no one writes), or whose lock an operator removed, reads unlocked."""
+    file (`create`, the default for an exclusive lock; see `_read_unlocked`); a reader of a
+    directory it cannot write (a read-only copy of the lake, where no one writes), or whose
+    lock an operator removed, reads unlocked."""
     path = pdir / LOCK_NAME
+    create = exclusive if create is None else create
     try:
-        if exclusive:
+        if create:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
         else:
             fd = os.open(path, os.O_RDONLY)
     except (PermissionError, FileNotFoundError):
-        if exclusive:
+        if create:
             raise
         yield
         return
@@ -108,21 +147,19 @@ def partition_lock(pdir: Path, exclusive: bool) -> Iterator[None]:
 def _commit(
     asset: str, frame: pl.DataFrame, root: Path | None, replace: bool, dims: dict[str, str]
 ) -> Path:
-    """Write `frame` unlocked, then, under the partition lock, rename it in as the next
-    part (and remove the parts it replaces when `replace`)."""
+    """Write `frame` unlocked, then, under the partition lock, remove the temp files of
+    writers that died and rename `frame` in as the next part (removing the parts it
+    replaces when `replace`)."""
     pdir = partition_dir(asset, root, **dims)
-    tmp = _temp_parquet(frame, pdir, "part-new")
-    try:
+    with _temp_parquet(frame, pdir, "part-new", lock_dir=True) as tmp:
         with partition_lock(pdir, exclusive=True):
+            sweep_dead_temps(pdir, keep=tmp)
             old = _parts(pdir)
             n = 1 + max((_part_number(p) for p in old), default=-1)
             new = pdir / f"part-{n:05d}.parquet"
             os.replace(tmp, new)
             for p in old if replace else ():
                 p.unlink(missing_ok=True)  # tolerant: an operator may have removed it
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
     return new
 
 

@@ -137,8 +137,10 @@ def write_dataset_tables(home: Path, dataset: str, split: str, records: list[Tab
     target = dataset_part(root, split, dataset)
     target.parent.mkdir(parents=True, exist_ok=True)
     # under each split's partition lock, as the lake's own writers: a reader of the split
-    # sees the catalog before or after this dataset moved, never a part listed then gone
+    # sees the catalog before or after this dataset moved, never a part listed then gone;
+    # the temp file of an ingest killed here before is removed first
     with lake.partition_lock(target.parent, exclusive=True):
+        lake.sweep_dead_temps(target.parent)
         lake.atomic_write_parquet(TableRecord.to_frame(stored), target)
     for other in SPLITS:
         pdir = lake.partition_dir(ASSET, root, split=other)
