@@ -79,24 +79,33 @@ def test_crash_when_the_server_cannot_run() -> None:
 
 
 def test_killed_mid_request_is_restarted_and_retried(verifier: DafnyVerifier) -> None:
-    program = P.many_loops(25)
+    """The servers are stopped (SIGSTOP) before the request, so the one it is written to
+    cannot answer before it is killed, however fast the machine or warm its cache."""
     pool = verifier.server_pool()
     retries = pool.retries
+    sent = {p.pid: p.requests for p in pool.all}
+    for proc in pool.all:
+        os.killpg(proc.pid, signal.SIGSTOP)
     box: dict = {}
     worker = threading.Thread(
-        target=lambda: box.update(r=verifier.verify(program, use_cache=False))
+        target=lambda: box.update(r=verifier.verify(P.many_loops(3), use_cache=False))
     )
-    worker.start()
-    victim = None
-    for _ in range(200):  # the process holding the request is the one not idle
-        busy = [p for p in pool.all if p.requests and p not in list(pool.idle.queue)]
-        if busy:
-            victim = busy[0]
-            break
-        time.sleep(0.01)
-    assert victim is not None
-    time.sleep(0.2)
-    os.killpg(victim.pid, signal.SIGKILL)
+    try:
+        worker.start()
+        victim = None
+        for _ in range(3000):  # the request is in the victim's stdin once its count moves
+            victim = next((p for p in pool.all if p.requests > sent[p.pid]), None)
+            if victim is not None:
+                break
+            time.sleep(0.01)
+        assert victim is not None, "the request never reached a server"
+        os.killpg(victim.pid, signal.SIGKILL)
+    finally:
+        for pid in sent:
+            try:
+                os.killpg(pid, signal.SIGCONT)
+            except ProcessLookupError:  # the victim
+                pass
     worker.join(60)
     assert box["r"].status == "verified", box["r"].output
     assert pool.retries == retries + 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -90,8 +91,9 @@ def browser() -> Iterator[object]:
         drv.quit()
 
 
-def _page_text(drv, url: str, expect: list[str], shot: str, timeout: float = 60) -> str:
-    """Load `url`, wait until every expected string shows, save a screenshot."""
+def _page_text(drv, url: str, expect: list[str], shot: str, timeout: float = 60, ready=None) -> str:
+    """Load `url`, wait until every expected string shows (and `ready(text)` holds, for
+    what loads after its label), save a screenshot."""
     drv.get(url)
     deadline = time.time() + timeout
     text = ""
@@ -99,7 +101,7 @@ def _page_text(drv, url: str, expect: list[str], shot: str, timeout: float = 60)
         for button in drv.find_elements("xpath", "//button[normalize-space()='Skip']"):
             button.click()  # the first-visit community dialog hides the page
         text = drv.find_element("tag name", "body").text
-        if all(e in text for e in expect):
+        if all(e in text for e in expect) and (ready is None or ready(text)):
             break
         time.sleep(0.5)
     OUTPUT.mkdir(parents=True, exist_ok=True)
@@ -117,14 +119,19 @@ def test_graph_partitions_and_failed_check(webserver: str, browser, planted: Pla
         ["Global asset lineage", "analysis", "ingest", "training", "reports"],
         "graph.png",
     )
+
+    def materialized(text: str) -> int:
+        m = re.search(r"Materialized \((\d+)\)", text)
+        return int(m.group(1)) if m else -1
+
     text = _page_text(
         browser,
         f"{webserver}/assets/analysis/questions?view=partitions",
         ["Materialized ("],
         "questions_partitions.png",
+        ready=lambda t: materialized(t) >= 2,  # the count fills in after the label
     )
-    count = int(text.split("Materialized (", 1)[1].split(")", 1)[0])
-    assert count >= 2, text[:800]  # template and procedural of at least one split
+    assert materialized(text) >= 2, text[:800]  # template and procedural of at least one split
     text = _page_text(
         browser,
         f"{webserver}/assets/analysis/episodes?view=checks&checkDetail=episodes_trace_integrity",

@@ -111,7 +111,7 @@ def test_size_cap(http_server: LoopbackServer, tmp_path: Path) -> None:
 
 
 def test_time_cap(http_server: LoopbackServer, tmp_path: Path) -> None:
-    url = http_server.add("/slow.csv", Route(body=BODY, delay_s=2.0))
+    url = http_server.add("/slow.csv", Route(body=BODY, delay_s=10.0))
     cfg = catalog(
         tmp_path, url_entry(url), allowed_schemes=["http"], allow_loopback=True, read_timeout_s=0.3
     )

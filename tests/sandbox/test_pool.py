@@ -108,16 +108,17 @@ def test_dead_slot_is_detected_replaced_and_task_retried(pool, table_csv: str) -
 
 
 async def run_and_kill_busy_slot(sandbox: SandboxPool, table: str, kills: int):
-    """Run a slow program and kill whichever slot runs it, `kills` times."""
+    """Run a slow program and kill whichever slot runs it, `kills` times: at once, as soon
+    as a slot is busy (the slot dies mid-task whether or not the program has begun), with
+    the program's 4 s as the margin for a slow Docker daemon."""
     task = asyncio.create_task(
-        sandbox.run_program("import time\ntime.sleep(2)\nsubmit('done')", table)
+        sandbox.run_program("import time\ntime.sleep(4)\nsubmit('done')", table)
     )
     for _ in range(kills):
         deadline = time.monotonic() + 60
         while not sandbox.busy_slots():
             assert time.monotonic() < deadline, "program never started"
             await asyncio.sleep(0.02)
-        await asyncio.sleep(0.3)
         busy = sandbox.busy_slots()
         for index in busy:
             await asyncio.to_thread(sandbox.kill_slot_for_test, index)

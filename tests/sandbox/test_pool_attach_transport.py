@@ -274,7 +274,9 @@ def test_remote_host_lost_mid_run_is_drained_over_attach(remote_daemon: str) -> 
         start_timeout_s=120,
         docker={"hosts": [local, REMOTE], **ATTACH, "health_interval_s": 0.5},
     )
-    square = "import time\ntime.sleep(1.5)\nsubmit({n} * {n})"
+    # 3 s a task: the remote host still has work in flight when its daemon is down
+    # (make + sudo + dockerd's 2 s shutdown), however slow the machine
+    square = "import time\ntime.sleep(3)\nsubmit({n} * {n})"
     runner = LoopThread()
     pool = SandboxPool(config)
     runner.run(pool.start(), timeout=600)  # imports the bundle into the local daemon once

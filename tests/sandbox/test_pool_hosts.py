@@ -207,7 +207,9 @@ def test_host_lost_mid_run_drains_loses_no_task_and_comes_back(
 
     stopper = threading.Thread(target=stop_h2_when_busy)
     stopper.start()
-    results = run_squares(two_host_pool, range(12), pause=1.5)
+    # 3 s a task: h2 still has work in flight when its daemon is down (make + sudo +
+    # dockerd's 2 s shutdown), however slow the machine
+    results = run_squares(two_host_pool, range(12), pause=3.0)
     stopper.join(60)
     assert busy_on_h2.is_set()
     assert [r.answer for r in results] == [str(n * n) for n in range(12)]  # nothing lost

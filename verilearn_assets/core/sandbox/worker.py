@@ -436,12 +436,14 @@ class Zygote:
         }
 
     def _death(self) -> str:
-        """Why the task process ended (exit code or signal), waiting briefly for it."""
+        """Why the task process ended (exit code or signal), waiting briefly for it: up to
+        2 s, as a process freeing much memory on a throttled slot can take a while to
+        exit, and always one look even if this worker was descheduled past the limit."""
         pid = self.child
         if pid is None:
             return "unknown cause"
-        deadline = time.monotonic() + 0.5
-        while time.monotonic() < deadline:
+        deadline = time.monotonic() + 2.0
+        while True:
             try:
                 done, status = os.waitpid(pid, os.WNOHANG)
             except ChildProcessError:
@@ -455,8 +457,9 @@ class Zygote:
                         why += ", e.g. out of memory or killed by the cell"
                     return f"signal {why}"
                 return f"exit code {os.WEXITSTATUS(status)}"
+            if time.monotonic() >= deadline:
+                return "closed its result channel"
             time.sleep(0.002)
-        return "closed its result channel"
 
     def serve(self) -> None:
         protocol.write_frame_fd(
