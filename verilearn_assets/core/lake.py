@@ -110,8 +110,8 @@ def sweep_dead_temps(pdir: Path, keep: Path | None = None) -> list[Path]:
 
 
 def atomic_write_parquet(frame: pl.DataFrame, target: Path) -> Path:
-    """Write `frame` to `target` through a temp file + fsync + rename (a caller writing
-    into a lake partition holds that partition's lock)."""
+    """Write `frame` to `target` through a temp file + fsync + rename (outside the lake;
+    a lake partition's part: `replace_part`)."""
     with _temp_parquet(frame, target.parent, target.name, lock_dir=False) as tmp:
         os.replace(tmp, target)
     return target
@@ -144,23 +144,39 @@ def partition_lock(pdir: Path, exclusive: bool, create: bool | None = None) -> I
         os.close(fd)
 
 
-def _commit(
-    asset: str, frame: pl.DataFrame, root: Path | None, replace: bool, dims: dict[str, str]
-) -> Path:
-    """Write `frame` unlocked, then, under the partition lock, remove the temp files of
-    writers that died and rename `frame` in as the next part (removing the parts it
-    replaces when `replace`)."""
-    pdir = partition_dir(asset, root, **dims)
+@contextmanager
+def _staged(frame: pl.DataFrame, pdir: Path) -> Iterator[Path]:
+    """`frame` written unlocked to a temp file of `pdir`, then yielded under the
+    partition's exclusive lock with the temp files of writers that died removed: the
+    caller renames it in (what every lake writer shares)."""
     with _temp_parquet(frame, pdir, "part-new", lock_dir=True) as tmp:
         with partition_lock(pdir, exclusive=True):
             sweep_dead_temps(pdir, keep=tmp)
-            old = _parts(pdir)
-            n = 1 + max((_part_number(p) for p in old), default=-1)
-            new = pdir / f"part-{n:05d}.parquet"
-            os.replace(tmp, new)
-            for p in old if replace else ():
-                p.unlink(missing_ok=True)  # tolerant: an operator may have removed it
+            yield tmp
+
+
+def _commit(
+    asset: str, frame: pl.DataFrame, root: Path | None, replace: bool, dims: dict[str, str]
+) -> Path:
+    """Rename `frame` in as the partition's next part (removing the parts it replaces
+    when `replace`)."""
+    pdir = partition_dir(asset, root, **dims)
+    with _staged(frame, pdir) as tmp:
+        old = _parts(pdir)
+        n = 1 + max((_part_number(p) for p in old), default=-1)
+        new = pdir / f"part-{n:05d}.parquet"
+        os.replace(tmp, new)
+        for p in old if replace else ():
+            p.unlink(missing_ok=True)  # tolerant: an operator may have removed it
     return new
+
+
+def replace_part(frame: pl.DataFrame, target: Path) -> Path:
+    """Replace one named part of a partition (`target`, in the partition's directory) as
+    the lake's own writers do: readers of the partition see the old part or the new."""
+    with _staged(frame, target.parent) as tmp:
+        os.replace(tmp, target)
+    return target
 
 
 def write_partition(asset: str, frame: pl.DataFrame, root: Path | None = None, **dims: str) -> Path:

@@ -134,14 +134,10 @@ def write_dataset_tables(home: Path, dataset: str, split: str, records: list[Tab
         raise ValueError(f"dataset {dataset!r}: records {wrong} belong elsewhere")
     root = lake.lake_root(Path(home))
     stored = [r.model_copy(update={"path": home_relative(r.path, home)}) for r in records]
-    target = dataset_part(root, split, dataset)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    # under each split's partition lock, as the lake's own writers: a reader of the split
-    # sees the catalog before or after this dataset moved, never a part listed then gone;
-    # the temp file of an ingest killed here before is removed first
-    with lake.partition_lock(target.parent, exclusive=True):
-        lake.sweep_dead_temps(target.parent)
-        lake.atomic_write_parquet(TableRecord.to_frame(stored), target)
+    # each split's part swapped under its partition lock, as the lake's own writers: a
+    # reader of the split sees the catalog before or after this dataset moved, never a
+    # part listed then gone
+    target = lake.replace_part(TableRecord.to_frame(stored), dataset_part(root, split, dataset))
     for other in SPLITS:
         pdir = lake.partition_dir(ASSET, root, split=other)
         stale = [p for p in pdir.glob("part-*.parquet") if p.stem[5:].isdigit()]  # part-<n>
