@@ -92,9 +92,11 @@ def test_celery_lake_equals_in_process_with_a_worker_killed_mid_step(
     local = tmp_path / "inproc"
     local.mkdir()
     ingest(local)
-    with DagsterInstance.ephemeral() as instance:
+    # the in-process runs' Dagster log goes to a file: on a failure, pytest's captured
+    # output would otherwise bury the assertion under thousands of lines
+    with DagsterInstance.ephemeral() as instance, open(tmp_path / "inproc.log", "w") as log:
         for partition in ALL_PARTITIONS:
-            out = run_job(instance, "analysis_job", partition)
+            out = run_job(instance, "analysis_job", partition, log=log)
             assert out.success, out.reasons()
 
     ingest(cluster.home)
