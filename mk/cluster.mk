@@ -13,6 +13,10 @@ CLUSTER_APT := redis-server postgresql
 PG_BIN ?= $(firstword $(wildcard /usr/lib/postgresql/*/bin))
 # Postgres refuses to run as root: as root, the cluster is owned by and run as this user.
 PG_RUN_USER ?= postgres
+# A pid that runs: present and not a zombie. A daemon that exited stays a zombie until the
+# process that adopted it reaps it, which some machines' init does only every few seconds
+# or minutes; `kill -0` succeeds on a zombie.
+running = [ -n "$$(ps -o stat= -p $(1) 2>/dev/null | grep -v '^Z')" ]
 CLUSTER_ENV = eval "$$($(VPY) -m verilearn_assets.core.deploy "$(VERILEARN_HOME)" "$(DAGSTER_HOME)")"
 
 .PHONY: cluster-deps cluster-up cluster-down
@@ -60,7 +64,7 @@ cluster-up: install cluster-deps
 	  || $(PG_BIN)/createdb -h 127.0.0.1 -p $$PG_PORT -U "$$PG_USER" "$$PG_DB"; \
 	for i in $$(seq 1 $$WORKERS); do \
 	  pidf="$$CLUSTER_DIR/celery/worker$$i.pid"; \
-	  if [ -f "$$pidf" ] && kill -0 "$$(cat "$$pidf")" 2>/dev/null; then \
+	  if [ -f "$$pidf" ] && $(call running,"$$(cat "$$pidf")"); then \
 	    echo "celery: worker$$i already running (pid $$(cat "$$pidf"))"; continue; fi; \
 	  rm -f "$$pidf"; wlog="$$CLUSTER_LOGS/worker$$i.log"; \
 	  ready0=$$(grep -c ' ready\.$$' "$$wlog" 2>/dev/null || true); ready0=$${ready0:-0}; \
@@ -84,9 +88,9 @@ cluster-down:
 	@$(CLUSTER_ENV); \
 	for pidf in "$$CLUSTER_DIR"/celery/worker*.pid; do \
 	  [ -f "$$pidf" ] || continue; pid=$$(cat "$$pidf"); \
-	  if kill -0 "$$pid" 2>/dev/null; then \
-	    kill -TERM "$$pid"; for t in $$(seq 1 100); do kill -0 "$$pid" 2>/dev/null || break; sleep 0.1; done; \
-	    kill -0 "$$pid" 2>/dev/null && kill -KILL "$$pid"; \
+	  if $(call running,"$$pid"); then \
+	    kill -TERM "$$pid"; for t in $$(seq 1 100); do $(call running,"$$pid") || break; sleep 0.1; done; \
+	    $(call running,"$$pid") && kill -KILL "$$pid"; \
 	    echo "celery: stopped $$(basename "$$pidf" .pid) (pid $$pid)"; fi; \
 	  rm -f "$$pidf"; \
 	done; \
@@ -153,9 +157,9 @@ docker2-up:
 
 docker2-down:
 	@SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); pidf="$(DOCKER2_DIR)/dockerd.pid"; \
-	if [ -f "$$pidf" ] && $$SUDO kill -0 "$$(cat "$$pidf")" 2>/dev/null; then \
+	if [ -f "$$pidf" ] && $(call running,"$$(cat "$$pidf")"); then \
 	  pid=$$(cat "$$pidf"); $$SUDO kill -TERM "$$pid"; \
-	  for t in $$(seq 1 150); do $$SUDO kill -0 "$$pid" 2>/dev/null || break; sleep 0.2; done; \
-	  $$SUDO kill -0 "$$pid" 2>/dev/null && { echo "docker2: pid $$pid did not stop in 30 s"; exit 1; }; \
+	  for t in $$(seq 1 150); do $(call running,"$$pid") || break; sleep 0.2; done; \
+	  $(call running,"$$pid") && { echo "docker2: pid $$pid did not stop in 30 s"; exit 1; }; \
 	  echo "docker2: stopped (pid $$pid)"; \
 	else echo "docker2: not running"; fi

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 import uuid
 from pathlib import Path
 
@@ -181,6 +182,7 @@ def test_container_lives_as_long_as_its_workspace(docker_config: RefactorConfig)
 
 
 def test_container_of_a_killed_process_is_reaped(docker_config: RefactorConfig) -> None:
+    from verilearn_assets.core.procs import state
     from verilearn_assets.core.sandbox.docker_backend import docker_client
     from verilearn_assets.refactor.docker_jail import POOL_PREFIX, reap_idle_dirs, reap_orphans
 
@@ -198,19 +200,32 @@ def test_container_of_a_killed_process_is_reaped(docker_config: RefactorConfig) 
         os.kill(os.getpid(), signal.SIGKILL)  # no cleanup, no finalizer, no atexit
         """
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
-    assert done.returncode == -9, done.stderr
-    ids = done.stdout.split()
-    assert len(ids) == 2 and all(_container_exists(i) for i in ids), done.stdout
-    root = Path(docker_config.workspace_root)
-    assert [d.name for d in root.glob(f"{POOL_PREFIX}*")], "the idle container's directory"
-    client = docker_client()
+    owner = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    out = ""
     try:
-        assert {i[:12] for i in ids} <= set(reap_orphans(client))
+        out = owner.stdout.read()  # up to its death
+        # Left unreaped: the owner stays a zombie, as a dead worker does until whatever
+        # adopted it reaps it; `kill -0` would still find it.
+        deadline = time.monotonic() + 10
+        while state(owner.pid) != "Z":
+            assert time.monotonic() < deadline, "the owner never died"
+            time.sleep(0.05)
+        ids = out.split()[-2:]
+        assert len(ids) == 2 and all(_container_exists(i) for i in ids), out
+        root = Path(docker_config.workspace_root)
+        assert [d.name for d in root.glob(f"{POOL_PREFIX}*")], "the idle container's directory"
+        client = docker_client()
+        try:
+            assert {i[:12] for i in ids} <= set(reap_orphans(client))
+        finally:
+            client.close()
+        assert not any(_container_exists(i) for i in ids)
+        assert reap_idle_dirs(root) and not list(root.glob(f"{POOL_PREFIX}*"))
     finally:
-        client.close()
-    assert not any(_container_exists(i) for i in ids)
-    assert reap_idle_dirs(root) and not list(root.glob(f"{POOL_PREFIX}*"))
+        owner.wait()
+    assert owner.returncode == -9, out
 
 
 def test_wedged_container_is_killed_and_replaced(

@@ -8,7 +8,9 @@ changes nothing in the lake. The test also shows which mechanism recovered the s
 broker re-delivering the unacknowledged task (late ack), not a Dagster retry. A reader
 holds the killed step's partition until the kill, so the step is caught at its commit with
 its temp file written whatever the machine's speed (a 2-second step was once missed on a
-loaded CI machine), and the lake must end without that temp file.
+loaded CI machine), and the lake must end without that temp file. The killed worker is
+told to stop consuming (remote control, answer awaited) before its pool process dies, so
+the task it hands back can only be taken by the other worker.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from celery import Celery
 from cluster_support import (
     PARTITIONS,
     QUESTIONS,
@@ -28,6 +31,7 @@ from cluster_support import (
     celery_workers,
     children,
     episodes_view,
+    exited,
     free_port,
     ingest,
     launch_run,
@@ -62,14 +66,36 @@ ALL_PARTITIONS = (
 )
 
 
+def stop_consuming(broker: str, worker: str) -> list[str]:
+    """Have `worker` stop taking tasks from every queue it serves (Celery's remote control,
+    each answer awaited), so a task handed back to the broker can only go to another
+    worker. A SIGTERM alone does not guarantee that: a worker that notices its dead pool
+    process before the signal puts the task back and may take it again itself."""
+    app = Celery(broker=broker)
+    try:
+        answer = app.control.inspect(destination=[worker], timeout=10).active_queues() or {}
+        queues = [q["name"] for q in answer.get(worker, [])]
+        assert queues, f"{worker} named no queues it consumes: {answer}"
+        for queue in queues:
+            replies = app.control.cancel_consumer(
+                queue, destination=[worker], reply=True, timeout=10
+            )
+            assert any("ok" in r.get(worker, {}) for r in replies), (queue, replies)
+        left = app.control.inspect(destination=[worker], timeout=10).active_queues() or {}
+        assert left.get(worker) == [], f"{worker} still consumes: {left}"
+        return queues
+    finally:
+        app.close()
+
+
 def kill_worker_mid_step(
     cluster: Cluster, instance: DagsterInstance, run_id: str, pdir: Path, before: set[Path]
 ) -> tuple:
     """Wait until KILLED_STEP, on a worker, has written its questions to a temp file in
     `pdir` (one not in `before`) and waits for the partition (a reader holds it), then
-    take that worker away: its main process stops taking tasks (SIGTERM) and its pool
-    process dies at once (SIGKILL). The step cannot have finished first, however slow the
-    machine."""
+    take that worker away: it stops taking tasks (remote control, then SIGTERM) and its
+    pool process dies at once (SIGKILL). The step cannot have finished first, however slow
+    the machine, and only the other worker can take it up again."""
     victim = wait_for(
         lambda: next(iter(celery_workers(instance, run_id, KILLED_STEP)), None),
         300,
@@ -80,10 +106,21 @@ def kill_worker_mid_step(
     parent = cluster.worker_pid(index)
     pool = children(parent)
     assert pool, f"{victim} has no pool process"
-    os.kill(parent, signal.SIGTERM)
+    stop_consuming(cluster.env["VERILEARN_BROKER_URL"], victim)
     for pid in pool:
         os.kill(pid, signal.SIGKILL)
+    os.kill(parent, signal.SIGTERM)
     return victim, index, parent
+
+
+def view_diff(asset: str, partition: str, local: list[tuple], cluster: list[tuple]) -> str:
+    """One line per differing row, keyed by id: what a failed equality should show."""
+    a, b = {r[0]: r for r in local}, {r[0]: r for r in cluster}
+    lines = [f"{asset} [{partition}]: in-process {len(a)} rows, Celery {len(b)} rows"]
+    for key in sorted(a.keys() | b.keys()):
+        if a.get(key) != b.get(key):
+            lines.append(f"  {key}: in-process {a.get(key)} / Celery {b.get(key)}")
+    return "\n".join(lines[:40])
 
 
 def test_celery_lake_equals_in_process_with_a_worker_killed_mid_step(
@@ -115,38 +152,46 @@ def test_celery_lake_equals_in_process_with_a_worker_killed_mid_step(
         for p, proc in procs.items():
             rc = proc.wait(timeout=900)
             log = logs[p].read_text()[-3000:]
-            assert rc == 0, (p, log, run_story(cluster, instance, run_id))
+            assert rc == 0, f"run {p} exited {rc}:\n{log}\n{run_story(cluster, instance, run_id)}"
         story = run_story(cluster, instance, run_id)
         starts = instance.all_logs(run_id, of_type=DagsterEventType.STEP_START)
         n_starts = sum(1 for s in starts if s.dagster_event.step_key == KILLED_STEP)
-        assert n_starts >= 2, story
+        assert n_starts >= 2, f"{KILLED_STEP} started {n_starts} time(s)\n{story}"
         takers = celery_workers(instance, run_id, KILLED_STEP)
-        assert takers[0] == victim and takers[-1] != victim, story
+        assert takers[0] == victim and takers[-1] != victim, (
+            f"{KILLED_STEP} taken by {takers}, killed {victim}\n{story}"
+        )
         # Which mechanism recovered it: the orchestrator submitted the step once (to the
         # sandbox queue) and Dagster never put it up for retry, so its second start is the
         # broker re-delivering the same unacknowledged task to the other worker.
         queues = load_deploy_config().celery
-        assert submitted_queues(instance, run_id, KILLED_STEP) == [queues.sandbox_queue], story
+        submitted = submitted_queues(instance, run_id, KILLED_STEP)
+        assert submitted == [queues.sandbox_queue], f"{KILLED_STEP} submitted to {submitted}"
         retries = instance.all_logs(run_id, of_type=DagsterEventType.STEP_UP_FOR_RETRY)
-        assert [r for r in retries if r.dagster_event.step_key == KILLED_STEP] == [], story
+        retried = [r for r in retries if r.dagster_event.step_key == KILLED_STEP]
+        assert retried == [], f"{KILLED_STEP} put up for retry {len(retried)} time(s)\n{story}"
         # routing in a real run: the pooled gate check on `sandbox`, a plain one on `default`
         reproduce = "analysis__questions_questions_reproduce"
         schema = "analysis__questions_questions_schema_contract"
-        assert submitted_queues(instance, run_id, reproduce) == [queues.sandbox_queue], story
-        assert submitted_queues(instance, run_id, schema) == [queues.default_queue], story
+        for step, queue in ((reproduce, queues.sandbox_queue), (schema, queues.default_queue)):
+            submitted = submitted_queues(instance, run_id, step)
+            assert submitted == [queue], f"{step} submitted to {submitted}, not [{queue!r}]"
 
     sizes = {}
     for partition in ALL_PARTITIONS:
         q_local = questions_view(local, partition)
-        assert questions_view(cluster.home, partition) == q_local, partition
+        q_cluster = questions_view(cluster.home, partition)
+        assert q_cluster == q_local, view_diff("questions", partition, q_local, q_cluster)
         e_local = episodes_view(local, partition)
-        assert episodes_view(cluster.home, partition) == e_local, partition
+        e_cluster = episodes_view(cluster.home, partition)
+        assert e_cluster == e_local, view_diff("episodes", partition, e_local, e_cluster)
         sizes[partition] = (len(q_local), len(e_local))
     for source in ("template", "procedural"):  # every source really produced something
         assert any(q and e for p, (q, e) in sizes.items() if p.startswith(source)), sizes
-    assert stray_files(cluster.home) == []  # the killed step's temp file was swept
+    stray = stray_files(cluster.home)
+    assert stray == [], f"left in the lake: {stray}"  # the killed step's temp file was swept
 
-    wait_for(lambda: not Path(f"/proc/{parent}").exists(), 60, f"{victim} to exit")
+    wait_for(lambda: exited(parent), 60, f"{victim} (pid {parent}) to exit")
     cluster.make("cluster-up")  # idempotent: restarts only the killed worker
     pid = cluster.worker_pid(index)  # cluster-up returns once the pool is forked
     assert pid != parent and children(pid), f"worker{index} did not come back"

@@ -42,6 +42,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from verilearn_assets.core.procs import running
 from verilearn_assets.core.sandbox.jail import SANDBOX_UID
 from verilearn_assets.refactor.config import RefactorConfig
 
@@ -143,23 +144,13 @@ def reap_orphans(client: Any) -> list[str]:
     removed = []
     for c in client.containers.list(all=True, filters={"label": f"{LABEL}=workspace"}):
         owner_host, _, pid = c.labels.get(OWNER_LABEL, "").rpartition(":")
-        if owner_host != host or not pid.isdigit() or _alive(int(pid)):
+        if owner_host != host or not pid.isdigit() or running(int(pid)):
             continue
         c.remove(force=True)
         removed.append(c.short_id)
     if removed:
         log.warning("removed %d refactor containers left by dead processes", len(removed))
     return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class DockerSession:
@@ -535,7 +526,7 @@ def reap_idle_dirs(workspace_root: Path) -> list[str]:
         return removed
     for entry in workspace_root.iterdir():
         pid = entry.name[len(POOL_PREFIX) :].partition("-")[0]
-        if entry.name.startswith(POOL_PREFIX) and pid.isdigit() and not _alive(int(pid)):
+        if entry.name.startswith(POOL_PREFIX) and pid.isdigit() and not running(int(pid)):
             shutil.rmtree(entry, ignore_errors=True)
             removed.append(entry.name)
     return removed
