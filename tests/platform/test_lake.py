@@ -116,18 +116,27 @@ lake.write_partition("questions", frame, source="template", split="train")
 """
 
 
+def _writer_at_its_temp(pdir: Path, script: str, *args: str) -> tuple[subprocess.Popen, Path]:
+    """Start a writer process (the caller holds a reader's lock on `pdir`, so it cannot
+    rename) and return it with the temp file it wrote there."""
+    before = set(pdir.glob(".*.tmp"))
+    proc = subprocess.Popen([sys.executable, "-c", script, *args], env=os.environ.copy())
+    deadline = time.time() + 120
+    while time.time() < deadline and not set(pdir.glob(".*.tmp")) - before:
+        assert proc.poll() is None, f"writer {args} ended while a reader held the partition"
+        time.sleep(0.005)
+    new = set(pdir.glob(".*.tmp")) - before
+    assert len(new) == 1, f"writer {args} never started its temporary file: {new}"
+    return proc, new.pop()
+
+
 def test_killed_writer_leaves_previous_partition_intact(home: Path) -> None:
     """Killed while it writes its temp file or waits to rename it in (a reader holds the
     partition, so the kill always comes before the rename, however fast the writer)."""
     lake.write_partition("questions", _frame("old"), source="template", split="train")
     pdir = home / "lake/questions/source=template/split=train"
     with lake.partition_lock(pdir, exclusive=False):
-        proc = subprocess.Popen([sys.executable, "-c", _WRITER], env=os.environ.copy())
-        deadline = time.time() + 120
-        while time.time() < deadline and not list(pdir.glob(".part-*.tmp")):
-            assert proc.poll() is None, "writer ended while a reader held the partition"
-            time.sleep(0.005)
-        assert list(pdir.glob(".part-*.tmp")), "writer never started its temporary file"
+        proc, _ = _writer_at_its_temp(pdir, _WRITER)
         proc.send_signal(signal.SIGKILL)
         assert proc.wait(timeout=30) == -signal.SIGKILL
     got = lake.read_partition("questions", source="template", split="train")
@@ -152,19 +161,9 @@ def test_a_sweep_removes_a_killed_writers_temp_and_never_a_live_ones(home: Path)
     writer then renames its own in."""
     lake.write_partition("questions", _frame("old"), source="template", split="train")
     pdir = home / "lake/questions/source=template/split=train"
-
-    def start(tag: str, temps_before: set[Path]) -> tuple[subprocess.Popen, Path]:
-        proc = subprocess.Popen([sys.executable, "-c", _BLOCKED_WRITER, tag], env=os.environ.copy())
-        deadline = time.time() + 120
-        while time.time() < deadline and not set(pdir.glob(".*.tmp")) - temps_before:
-            assert proc.poll() is None, f"writer {tag} ended while a reader held the partition"
-            time.sleep(0.01)
-        (temp,) = set(pdir.glob(".*.tmp")) - temps_before
-        return proc, temp
-
     with lake.partition_lock(pdir, exclusive=False):
-        live, live_temp = start("live", set())
-        dead, dead_temp = start("dead", {live_temp})
+        live, live_temp = _writer_at_its_temp(pdir, _BLOCKED_WRITER, "live")
+        dead, dead_temp = _writer_at_its_temp(pdir, _BLOCKED_WRITER, "dead")
         dead.send_signal(signal.SIGKILL)
         assert dead.wait(timeout=30) == -signal.SIGKILL
         assert lake.sweep_dead_temps(pdir) == [dead_temp]

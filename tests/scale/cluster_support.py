@@ -22,7 +22,7 @@ import polars as pl
 import yaml
 from dagster import DagsterEventType, DagsterInstance, materialize
 
-from verilearn_assets.core import lake, procs
+from verilearn_assets.core import lake
 
 REPO = Path(__file__).resolve().parents[2]
 # One small bundled table per split (the catalog assigns one dataset to each split here:
@@ -123,12 +123,6 @@ def running_cluster(workers: int = 2) -> Iterator[Cluster]:
             cluster.make("cluster-down")
         finally:
             shutil.rmtree(base, ignore_errors=True)
-
-
-def exited(pid: int) -> bool:
-    """`pid` is gone or a zombie (a detached worker is reaped by whichever process adopted
-    it, which need not do so soon)."""
-    return not procs.running(pid)
 
 
 def children(pid: int) -> list[int]:

@@ -31,7 +31,6 @@ from cluster_support import (
     celery_workers,
     children,
     episodes_view,
-    exited,
     free_port,
     ingest,
     launch_run,
@@ -47,6 +46,7 @@ from dagster import DagsterEventType, DagsterInstance
 from verilearn_assets.cli.orchestrate import run_job
 from verilearn_assets.core import lake
 from verilearn_assets.core.deploy import load_deploy_config
+from verilearn_assets.core.procs import running
 from verilearn_assets.core.records import SPLITS
 from verilearn_assets.platform.distributed import distributed_instance
 
@@ -191,7 +191,7 @@ def test_celery_lake_equals_in_process_with_a_worker_killed_mid_step(
     stray = stray_files(cluster.home)
     assert stray == [], f"left in the lake: {stray}"  # the killed step's temp file was swept
 
-    wait_for(lambda: exited(parent), 60, f"{victim} (pid {parent}) to exit")
+    wait_for(lambda: not running(parent), 60, f"{victim} (pid {parent}) to exit")
     cluster.make("cluster-up")  # idempotent: restarts only the killed worker
     pid = cluster.worker_pid(index)  # cluster-up returns once the pool is forked
     assert pid != parent and children(pid), f"worker{index} did not come back"

@@ -65,8 +65,8 @@ def _temp_parquet(
     The writer holds an `flock` on its temp file from creation to the end of the block, so
     `sweep_dead_temps` removes only the temp files of writers that died (SIGKILL, a lost
     worker), never a live one's. `lock_dir`: create it under the partition's shared lock,
-    so no sweep (exclusive) sees it between its creation and its lock; a caller already
-    holding the partition lock passes False."""
+    so no sweep (exclusive) sees it between its creation and its lock; False outside the
+    lake (`atomic_write_parquet`), where no sweep runs."""
     directory.mkdir(parents=True, exist_ok=True)
     with partition_lock(directory, exclusive=False, create=True) if lock_dir else nullcontext():
         fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
