@@ -49,6 +49,30 @@ def test_apply_rule_file_with_tests_leaves_dir_untouched(
     assert snapshot(PATHCONF) == before
 
 
+def test_apply_in_the_directory_itself_skips_the_home_inside_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`cd repo && verilearn refactor apply ... --workspace .` with the default home: the
+    home (`./.verilearn`) and the workspaces under it are inside the directory being copied.
+    They must not be copied (a copy of the workspace into itself never ended), twice over."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "m.py").write_text('def f(x):\n    print("x", x)\n')
+    monkeypatch.delenv("VERILEARN_HOME", raising=False)
+    monkeypatch.chdir(repo)
+    for _ in range(2):
+        code, out, err = run_cli(
+            capsys, "refactor", "apply", "--pattern", "print($$$A)",
+            "--rewrite", "logger.info($$$A)", "--lang", "python", "--workspace", ".",
+        )  # fmt: skip
+        assert code == 0, err
+        data = json.loads(out)
+        assert data["status"] == "ok" and data["files_changed"] == ["m.py"], data
+        assert '+    logger.info("x", x)' in data["diff"]
+    assert (repo / ".verilearn").is_dir()  # the home really was inside the directory
+    assert (repo / "m.py").read_text() == 'def f(x):\n    print("x", x)\n'
+
+
 def test_apply_pattern_without_match(capsys: pytest.CaptureFixture[str], home: Path) -> None:
     code, out, _ = run_cli(
         capsys, "refactor", "apply", "--pattern", "no_such_call($A)", "--rewrite", "x",

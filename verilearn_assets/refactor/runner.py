@@ -108,7 +108,9 @@ def prepare_workspace(
         if isinstance(files, Mapping):
             write_files(files, root / "tree")
         else:
-            copy_tree(Path(files), root / "tree")
+            # never the home or the workspaces into themselves (`--workspace .` in a repo)
+            home = expand_home("${VERILEARN_HOME}")
+            copy_tree(Path(files), root / "tree", exclude=(home, root.parent))
         ws = Workspace(task_id=task_id, root=root, config=config, jail=session)
         ws.baseline = ws.snapshot()
     except BaseException:

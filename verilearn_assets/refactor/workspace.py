@@ -12,7 +12,7 @@ import hashlib
 import os
 import shutil
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,13 +63,21 @@ def new_workspace_root(config: RefactorConfig, task_id: str) -> Path:
     return root
 
 
-def copy_tree(source: Path, dest: Path) -> None:
-    """Copy `source` into `dest` without following a symlink out of `source`."""
+def copy_tree(source: Path, dest: Path, exclude: Iterable[Path] = ()) -> None:
+    """Copy `source` into `dest` without following a symlink out of `source`.
+
+    Directories in `exclude` are not copied when they lie inside `source`: a user who runs
+    `verilearn refactor apply --workspace .` in a repository has the default home
+    (`./.verilearn`), and the workspace being written, inside the tree being copied.
+    """
     source = source.resolve()
     if not source.is_dir():
         raise UnsafeCorpusError(f"{source}: not a directory")
+    skip = {Path(p).resolve() for p in exclude}
     for dirpath, dirnames, filenames in os.walk(source):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
+        dirnames[:] = sorted(
+            d for d in dirnames if d not in SKIP_DIRS and Path(dirpath, d) not in skip
+        )
         rel_dir = Path(dirpath).relative_to(source)
         for name in list(dirnames):
             entry = Path(dirpath) / name
