@@ -133,7 +133,7 @@ def model_eval(
     )
 
 
-eval_job = define_asset_job("eval_job", selection=[model_eval], partitions_def=SPLIT)
+eval_job = define_asset_job("eval_job", selection=[model_eval])
 
 EVAL_ASSETS: list[AssetsDefinition] = [model_eval]
 EVAL_CHECKS: list[AssetChecksDefinition] = []
