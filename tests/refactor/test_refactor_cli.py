@@ -9,6 +9,7 @@ import pytest
 
 from verilearn_assets.cli import main
 from verilearn_assets.refactor.catalog import RULES_DIR, load_corpus
+from verilearn_assets.refactor.runner import cleanup, prepare_workspace
 from verilearn_assets.refactor.state import State, StateStore
 from verilearn_assets.refactor.workspace import snapshot
 
@@ -71,6 +72,11 @@ def test_apply_in_the_directory_itself_skips_the_home_inside_it(
         assert '+    logger.info("x", x)' in data["diff"]
     assert (repo / ".verilearn").is_dir()  # the home really was inside the directory
     assert (repo / "m.py").read_text() == 'def f(x):\n    print("x", x)\n'
+    ws = prepare_workspace("cli-repo", repo)  # what the jail sees: the code, not the home
+    try:
+        assert sorted(p.name for p in ws.tree.iterdir()) == ["m.py"]
+    finally:
+        cleanup(ws)
 
 
 def test_apply_pattern_without_match(capsys: pytest.CaptureFixture[str], home: Path) -> None:
