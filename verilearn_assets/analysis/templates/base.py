@@ -268,6 +268,10 @@ class Template:
     # A variant carries every alternative of its parent, except a reading its own wording
     # rules out: alternative-description prefix -> the words in the question that exclude it.
     excludes: tuple[tuple[str, str], ...] = ()
+    # The answer legitimately depends on the table's shape only (a row count asked as such):
+    # a data-dependence screen must not reject it for being the same on perturbed tables
+    # of the same shape. No template today is shape-only.
+    shape_only: bool = False
 
 
 # Wordings of one computation: the base question (its alternatives accept every reading a
@@ -286,6 +290,7 @@ def variant_template(
     difficulty: Difficulty,
     build: Callable[[TableView], list[Candidate]],
     excludes: tuple[tuple[str, str], ...] = (),
+    shape_only: bool = False,
 ) -> Template:
     """`excludes` applies to the `method_explicit` wording only: it names the method."""
     return Template(
@@ -295,6 +300,7 @@ def variant_template(
         build,
         variant_of=None if variant == "base" else base,
         excludes=excludes if variant == "method_explicit" else (),
+        shape_only=shape_only,
     )
 
 
