@@ -9,7 +9,10 @@ comment-insensitively. Strings and chars are skipped so braces inside them do no
 from __future__ import annotations
 
 import re
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+
+from verilearn_assets.dafny.lexer import Token, code_tokens, iter_tokens, joined, tokenize
 
 DECL_KINDS = (
     "method",
@@ -40,62 +43,58 @@ _DECL = re.compile(
 
 
 def strip_comments(text: str) -> str:
-    """Remove `//` and (nested) `/* */` comments, keeping strings and line structure."""
+    """Remove `//` and (nested) `/* */` comments, keeping strings and line structure (a
+    block comment leaves its newlines). Comment tokens come from the lexer, so `"/*"` in a
+    string or `'"'` as a char literal never starts or ends a comment."""
     out: list[str] = []
-    i, n, depth = 0, len(text), 0
-    while i < n:
-        c = text[i]
-        two = text[i : i + 2]
-        if depth:
-            if two == "/*":
-                depth, i = depth + 1, i + 2
-            elif two == "*/":
-                depth, i = depth - 1, i + 2
-            else:
-                if c == "\n":
-                    out.append(c)
-                i += 1
-            continue
-        if two == "/*":
-            depth, i = 1, i + 2
-        elif two == "//":
-            while i < n and text[i] != "\n":
-                i += 1
-        elif c == '"':
-            j = i + 1
-            while j < n and text[j] != '"':
-                j += 2 if text[j] == "\\" else 1
-            out.append(text[i : j + 1])
-            i = j + 1
+    for t in tokenize(text):
+        if t.kind in ("line_comment", "block_comment") or (
+            t.kind == "error" and t.text.startswith("/*")
+        ):
+            out.append("\n" * t.text.count("\n"))
         else:
-            out.append(c)
-            i += 1
+            out.append(t.text)
     return "".join(out)
 
 
 def normalize(text: str) -> str:
-    """Comment- and whitespace-insensitive form (spaces kept only between word chars)."""
-    flat = re.sub(r"\s+", " ", strip_comments(text)).strip()
-    return re.sub(r" ?([^\w' ]) ?", r"\1", flat)
+    """Comment- and whitespace-insensitive form: the code tokens, spaced only where two
+    tokens would otherwise read as one (see `lexer.joined`)."""
+    return joined(code_tokens(text))
+
+
+def mask(text: str) -> str:
+    """`text` with the insides of strings, chars and comments blanked (same length, same
+    newlines): character-level scans (declaration regexes, brace and paren counting) then
+    see only code, and slices of the original text stay aligned."""
+    out: list[str] = []
+    for t in tokenize(text):
+        if t.kind in ("string", "verbatim", "char", "error") and len(t.text) > 1:
+            head = 2 if t.kind == "verbatim" else 1
+            inner = re.sub(r"[^\n]", "x", t.text[head:-1])
+            tail = t.text[-1] if t.text[-1] in "\"'" and t.kind != "error" else "x"
+            out.append(t.text[:head] + inner + tail)
+        elif t.kind in ("line_comment", "block_comment"):
+            out.append(re.sub(r"[^\n]", " ", t.text))
+        else:
+            out.append(t.text)
+    return "".join(out)
 
 
 def match_brace(text: str, open_at: int) -> int:
-    """Index just past the `}` closing the `{` at `open_at` (ValueError if unbalanced)."""
+    """Index just past the `}` closing the `{` at `open_at` (ValueError if unbalanced).
+    Counts brace *tokens* (`{:` opens an attribute that a `}` closes); braces in strings,
+    char literals and comments do not count."""
     depth = 0
-    i = open_at
-    while i < len(text):
-        c = text[i]
-        if c == '"':
-            i += 1
-            while i < len(text) and text[i] != '"':
-                i += 2 if text[i] == "\\" else 1
-        elif c == "{":
+    for t in iter_tokens(text, open_at):
+        if t.text in ("{", "{:"):
             depth += 1
-        elif c == "}":
+        elif t.text == "}":
             depth -= 1
             if depth == 0:
-                return i + 1
-        i += 1
+                return t.end
+        elif depth == 0 and t.is_code:
+            break
     raise ValueError(f"unbalanced braces from offset {open_at}")
 
 
@@ -152,22 +151,27 @@ def _body_open(text: str, start: int, stop: int) -> int | None:
 
 
 def declarations(text: str, container: str | None = None, offset: int = 0) -> list[Decl]:
-    """Declarations of comment-free `text`, members of classes/modules flattened in."""
+    """Declarations of comment-free `text`, members of classes/modules flattened in.
+    Keywords, braces and parens are looked for in the lexer's `mask` of the text, so a
+    `method` or a `}` inside a string or char literal is never taken for code."""
+    return _declarations(text, mask(text), container, offset)
+
+
+def _declarations(text: str, masked: str, container: str | None, offset: int) -> list[Decl]:
     decls: list[Decl] = []
     pos = 0
     while True:
-        m = _DECL.search(text, pos)
+        m = _DECL.search(masked, pos)
         if not m:
             break
         kind, name = m["kind"], m["name"] or ""
-        next_decl = _DECL.search(text, m.end())
+        next_decl = _DECL.search(masked, m.end())
         stop = next_decl.start() if next_decl else len(text)
         if kind in CONTAINERS:
-            brace = text.find("{", m.end())
+            brace = masked.find("{", m.end())
             if brace < 0:
                 raise ValueError(f"{kind} {name}: no body")
-            end = match_brace(text, brace)
-            inner = text[brace + 1 : end - 1]
+            end = match_brace(masked, brace)
             decls.append(
                 Decl(
                     kind,
@@ -181,7 +185,11 @@ def declarations(text: str, container: str | None = None, offset: int = 0) -> li
                     container,
                 )
             )
-            decls.extend(declarations(inner, name, offset + brace + 1))
+            decls.extend(
+                _declarations(
+                    text[brace + 1 : end - 1], masked[brace + 1 : end - 1], name, offset + brace + 1
+                )
+            )
             pos = end
             continue
         if kind in ("datatype", "codatatype", "const", "type", "newtype"):
@@ -200,12 +208,12 @@ def declarations(text: str, container: str | None = None, offset: int = 0) -> li
             )
             pos = max(stop, m.end())
             continue
-        opening = _body_open(text, m.end(), stop if next_decl else len(text))
+        opening = _body_open(masked, m.end(), stop if next_decl else len(text))
         if opening is None:
             end, body = stop, None
             sig = text[m.start() : stop]
         else:
-            end = match_brace(text, opening)
+            end = match_brace(masked, opening)
             body = text[opening:end]
             sig = text[m.start() : opening]
         decls.append(
@@ -230,38 +238,180 @@ def callables(text: str) -> list[Decl]:
 
 
 # --- proof hints ---------------------------------------------------------------------------
-_HINT_START = re.compile(r"^\s*(invariant|decreases|assert)\b")
+LOOP_CLAUSES = frozenset({"invariant", "decreases", "modifies", "reads"})
+_CLAUSE_STOP = LOOP_CLAUSES | {"requires", "ensures"}
+# After these tokens an expression is still expected, so a `{` there opens a set display;
+# after anything else (an identifier, a literal, `)`, `]`, `}`) a `{` opens a block.
+_EXPECTS_EXPR = frozenset(
+    """:= == != < > <= >= + - * / % && || ==> <== <==> ! !in in ( [ { {: , :: : | .. =>
+    := :| invariant decreases modifies reads requires ensures if then else while forall
+    exists var assert assume return returns match case calc old fresh set seq map multiset
+    not""".split()
+)
 
 
-def remove_hints(body: str) -> str:
-    """The body without loop invariants, decreases clauses and assert statements.
+@dataclass(frozen=True)
+class Hint:
+    """One proof annotation in a body: tokens `first`..`last` (code-token indexes)."""
 
-    A clause runs to the end of its line, or on to the `;` for asserts; an `assert … by
-    { … }` block goes with its braces. Lines of other code are kept byte for byte.
-    """
-    lines = body.split("\n")
-    out: list[str] = []
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        m = _HINT_START.match(line)
-        if not m:
-            out.append(line)
-            i += 1
+    kind: str  # invariant, decreases, modifies, reads, assert, ghost_var, calc, forall, call
+    first: int
+    last: int
+
+
+def _closes(toks: Sequence[Token], i: int) -> int:
+    """Index of the token closing the bracket at `i` (or the last token if unbalanced)."""
+    depth = 0
+    for j in range(i, len(toks)):
+        t = toks[j].text
+        if t in ("(", "[", "{", "{:"):
+            depth += 1
+        elif t in (")", "]", "}"):
+            depth -= 1
+            if depth == 0:
+                return j
+    return len(toks) - 1
+
+
+def opens_block(toks: Sequence[Token], i: int) -> bool:
+    """Whether the `{` at `i` opens a block (a loop/forall body) rather than a set display:
+    the token before it ends an expression. `decreases *` and `while *` end with `*`."""
+    if i == 0:
+        return True
+    prev = toks[i - 1].text
+    if prev == "*":
+        return i >= 2 and toks[i - 2].text in ("decreases", "while", ",", "(")
+    return prev not in _EXPECTS_EXPR
+
+
+def _statement_end(toks: Sequence[Token], i: int) -> int:
+    """Index of the `;` ending the statement at `i` (through an `assert … by { … }` or a
+    `forall`/`calc` block), or the index before an unbalanced `}`."""
+    j = i
+    while j < len(toks):
+        t = toks[j].text
+        if t in ("(", "[", "{:") or (t == "{" and not opens_block(toks, j)):
+            j = _closes(toks, j) + 1
             continue
-        if m.group(1) == "assert":
-            chunk = line
-            while ";" not in chunk and "{" not in chunk and i + 1 < len(lines):
-                i += 1
-                chunk += "\n" + lines[i]
-            if re.search(r"\bby\s*\{", chunk):
-                depth = chunk.count("{") - chunk.count("}")
-                while depth > 0 and i + 1 < len(lines):
-                    i += 1
-                    depth += lines[i].count("{") - lines[i].count("}")
-        i += 1
-    return "\n".join(out)
+        if t == ";":
+            return j
+        if t == "{":  # `by {`, a forall/calc body: the statement ends with its block
+            return _closes(toks, j)
+        if t == "}":
+            return j - 1
+        j += 1
+    return len(toks) - 1
+
+
+def _clause_end(toks: Sequence[Token], i: int) -> int:
+    """Index of the last token of the loop clause starting at `i`."""
+    j = i + 1
+    while j < len(toks):
+        t = toks[j].text
+        if t in _CLAUSE_STOP or t in (";", "}") or (t == "{" and opens_block(toks, j)):
+            return j - 1
+        if t in ("(", "[", "{", "{:"):
+            j = _closes(toks, j) + 1
+            continue
+        j += 1
+    return len(toks) - 1
+
+
+def _forall_is_proof(toks: Sequence[Token], i: int) -> bool:
+    """A `forall` statement (no `::`) that has an `ensures` clause: a proof, all ghost."""
+    j, saw_ensures = i + 1, False
+    while j < len(toks):
+        t = toks[j].text
+        if t == "::":
+            return False
+        if t == "ensures":
+            saw_ensures = True
+        if t in (";", "}") or (t == "{" and opens_block(toks, j)):
+            return saw_ensures
+        if t in ("(", "[", "{", "{:"):
+            j = _closes(toks, j) + 1
+            continue
+        j += 1
+    return saw_ensures
+
+
+def hints(toks: Sequence[Token], lemmas: Collection[str] = ()) -> list[Hint]:
+    """The proof annotations an annotator may add to a body: loop `invariant`/`decreases`/
+    `modifies`/`reads` clauses, `assert` statements (with `by` blocks), `ghost var`
+    statements, `calc` blocks, proof `forall … ensures` statements and calls of `lemmas`."""
+    out: list[Hint] = []
+    i = 0
+    while i < len(toks):
+        t = toks[i]
+        prev = toks[i - 1].text if i else ";"
+        at_statement = prev in (";", "{", "}")
+        last = None
+        kind = t.text
+        if t.kind == "ident" and prev != ".":
+            if kind in LOOP_CLAUSES:
+                last = _clause_end(toks, i)
+            elif at_statement and kind == "assert":
+                last = _statement_end(toks, i)
+            elif at_statement and kind == "ghost" and i + 1 < len(toks):
+                if toks[i + 1].text == "var":
+                    kind, last = "ghost_var", _statement_end(toks, i)
+            elif at_statement and kind == "calc":
+                last = _statement_end(toks, i)
+            elif at_statement and kind == "forall" and _forall_is_proof(toks, i):
+                last = _statement_end(toks, i)
+            elif at_statement and kind in lemmas and i + 1 < len(toks):
+                if toks[i + 1].text == "(":
+                    kind, last = "call", _statement_end(toks, i)
+        if last is not None and last >= i:
+            out.append(Hint(kind, i, last))
+            i = last + 1
+        else:
+            i += 1
+    return out
+
+
+def code_of(text: str, lemmas: Collection[str] = ()) -> list[str]:
+    """The code tokens of `text` with every proof annotation (`hints`) taken out."""
+    toks = code_tokens(text)
+    drop: set[int] = set()
+    for h in hints(toks, lemmas):
+        drop.update(range(h.first, h.last + 1))
+    return [t.text for k, t in enumerate(toks) if k not in drop]
+
+
+def same_code(shown: str, answer: str, lemmas: Collection[str] = ()) -> bool:
+    """Whether `answer` is `shown` plus (or minus) proof annotations only: equal code
+    tokens once invariants, decreases, loop modifies/reads, asserts, ghost variables,
+    calc and proof-forall blocks and calls of `lemmas` are removed. Token-level, so
+    `assert true; while true` on one line keeps its `while true`."""
+    return code_of(shown, lemmas) == code_of(answer, lemmas)
+
+
+def remove_hints(body: str, lemmas: Collection[str] = ()) -> str:
+    """The body without its proof annotations (see `hints`). Other code is kept byte for
+    byte; a line left blank by a removal goes with it."""
+    toks = code_tokens(body)
+    cuts = [(toks[h.first].start, toks[h.last].end) for h in hints(toks, lemmas)]
+    out: list[str] = []
+    pos = 0
+    for start, end in cuts:
+        line_start = body.rfind("\n", 0, start) + 1
+        line_end = body.find("\n", end)
+        line_end = len(body) if line_end < 0 else line_end
+        if (
+            line_start >= pos
+            and not body[line_start:start].strip()
+            and not body[end:line_end].strip()
+        ):
+            start, end = line_start, min(line_end + 1, len(body))  # the whole line goes
+        elif not body[end:line_end].strip():
+            while start > pos and body[start - 1] in " \t":
+                start -= 1  # no trailing blanks left on the kept line
+        out.append(body[pos:start])
+        pos = end
+    out.append(body[pos:])
+    return "".join(out)
 
 
 def hint_count(body: str) -> int:
-    return sum(1 for ln in body.split("\n") if _HINT_START.match(ln))
+    return len(hints(code_tokens(body)))
