@@ -30,7 +30,7 @@ def cheats(candidate: str) -> list[str]:
         (REFERENCE + "lemma {:axiom} Magic() ensures false\n", ["axiom", "bodiless_decl"]),
         (
             REFERENCE.replace("method Square", "method {:verify  false} Square"),
-            ["verify_false", "spec_changed"],
+            ["verify", "spec_changed"],
         ),
         (
             REFERENCE + "method {:extern} Oracle(x: int) returns (y: int) ensures y == x * x\n",

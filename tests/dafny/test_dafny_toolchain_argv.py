@@ -24,6 +24,7 @@ def test_cli_argv_dafny2_slash_flags() -> None:
         "/usr/bin/dafny",
         "/compile:0",
         "/timeLimit:7",
+        "/noCheating:1",
         "/z3exe:/opt/z3",
         "/noResolve",
         "/in/a.dfy",
@@ -48,7 +49,7 @@ def test_verifier_flags_and_cache_key_follow_the_dialect() -> None:
     four = dataclasses.replace(two, dafny_version="4.6.0", dialect="4")
     config = VerifierConfig(mode="cli", vc_time_limit_s=5, jail="none", cache=False)
     v2, v4 = DafnyVerifier(config, toolchain=two), DafnyVerifier(config, toolchain=four)
-    assert v2.flags == ["/compile:0", "/timeLimit:5"]
+    assert v2.flags == ["/compile:0", "/timeLimit:5", "/noCheating:1"]
     assert v4.flags == ["--verification-time-limit", "5"]
     assert v2.key(P.VERIFIED) != v4.key(P.VERIFIED)
 

@@ -31,6 +31,10 @@ _DIAG = re.compile(
     r"^(?P<file>.*?)\((?P<line>\d+),(?P<col>\d+)\): "
     r"(?P<kind>Error|Warning|Related location|Timed out on)(?: (?P<code>BP\d+))?:? ?(?P<msg>.*)$"
 )
+# Warnings Dafny 2.3 verifies *through*: a bodiless loop is assumed to exit (`while true`
+# proves `false`), a bodiless forall statement is an axiom. A program that draws one is
+# refused whatever else the verifier says (with no partial credit: status resolution_error).
+UNSOUND_WARNINGS = ("this loop has no body", "this forall statement has no body")
 _TIMED_OUT = re.compile(r"timed out after \d+ seconds|\]\s+timed out|\d+ time outs?")
 _PARSE_SUMMARY = re.compile(r"^\d+ parse errors? detected in")
 _RESOLVE_SUMMARY = re.compile(r"^\d+ resolution/type errors? detected in")
@@ -98,6 +102,15 @@ def diagnostics(text: str) -> tuple[list[Diagnostic], bool]:
             errors[-1].related.append(f"{match['line']}:{match['col']} {match['msg']}")
         elif kind == "Timed out on":
             timed_out = True
+        elif kind == "Warning" and any(w in match["msg"] for w in UNSOUND_WARNINGS):
+            errors.append(
+                Diagnostic(
+                    line=int(match["line"]),
+                    column=int(match["col"]),
+                    message=f"unsound: {match['msg'].strip()} (refused)",
+                    code="unsound",
+                )
+            )
         elif kind == "Error":
             errors.append(
                 Diagnostic(
@@ -117,6 +130,9 @@ def classify(text: str, parse_only_failed: bool | None = None) -> tuple[Status, 
     output itself does not say whether a code-less error came from parsing or resolution.
     """
     errors, timed_out = diagnostics(text)
+    unsound = [e for e in errors if e.code == "unsound"]
+    if unsound:
+        return "resolution_error", unsound
     lines = [ln.strip() for ln in text.splitlines()]
     if any(_PARSE_SUMMARY.match(ln) for ln in lines):
         return "parse_error", errors

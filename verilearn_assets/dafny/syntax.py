@@ -241,9 +241,10 @@ def callables(text: str) -> list[Decl]:
 LOOP_CLAUSES = frozenset({"invariant", "decreases", "modifies", "reads"})
 _CLAUSE_STOP = LOOP_CLAUSES | {"requires", "ensures"}
 # After these tokens an expression is still expected, so a `{` there opens a set display;
-# after anything else (an identifier, a literal, `)`, `]`, `}`) a `{` opens a block.
+# after anything else (an identifier, a literal, `)`, `]`, `}`, the closing `|` of `|s|`)
+# a `{` opens a block.
 _EXPECTS_EXPR = frozenset(
-    """:= == != < > <= >= + - * / % && || ==> <== <==> ! !in in ( [ { {: , :: : | .. =>
+    """:= == != < > <= >= + - * / % && || ==> <== <==> ! !in in ( [ { {: , :: : .. =>
     := :| invariant decreases modifies reads requires ensures if then else while forall
     exists var assert assume return returns match case calc old fresh set seq map multiset
     not""".split()

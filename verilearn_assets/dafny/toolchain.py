@@ -49,10 +49,14 @@ class Toolchain:
 
 def verify_flags(dialect: Dialect, vc_time_limit_s: int) -> list[str]:
     """The flags that decide a verdict (verify only, per-VC time limit), in the dialect's
-    syntax; the z3 path is left out (it differs inside and outside the jail)."""
+    syntax; the z3 path is left out (it differs inside and outside the jail).
+
+    Dafny 2.x also gets `/noCheating:1` (defence in depth behind the anti-cheat screen):
+    every `assume` becomes an assert and a bodiless `forall … ensures` statement a parse
+    error. Dafny 4 has no such flag (its `verify` refuses `assume` without `{:axiom}`)."""
     if dialect == "4":
         return ["--verification-time-limit", str(vc_time_limit_s)]
-    return ["/compile:0", f"/timeLimit:{vc_time_limit_s}"]
+    return ["/compile:0", f"/timeLimit:{vc_time_limit_s}", "/noCheating:1"]
 
 
 def solver_flags(dialect: Dialect, z3: str) -> list[str]:
