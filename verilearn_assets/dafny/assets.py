@@ -25,6 +25,8 @@ from verilearn_assets.dafny.build import (
     teacher_for,
     trajectory_summary,
 )
+from verilearn_assets.dafny.coverage import LAKE as COVERAGE_LAKE
+from verilearn_assets.dafny.coverage import DafnyCoverageRow, coverage_rows, reference_verdicts
 from verilearn_assets.dafny.family import FAMILY
 from verilearn_assets.dafny.prompts import load_prompt_config
 from verilearn_assets.dafny.records import DafnyTask
@@ -43,7 +45,9 @@ from verilearn_assets.platform.defs import SOURCE_SPLIT, source_split
     "(pairings from the corpus) and procedural (mutant repairs with their verdicts). Every "
     "gold program is verified by Dafny; rejected tasks are kept with their reason. llm: "
     "programs proposed by the vLLM-served model, kept only when Dafny proves them and no "
-    "anti-cheat construct appears (needs configs/vllm.yaml).",
+    "anti-cheat construct appears (needs configs/vllm.yaml). The corpora (catalog `programs:` "
+    "entries) are counted per corpus in dafny/coverage: files, loaded, rewritten, skipped "
+    "per reason, reference programs verified.",
 )
 def tasks(
     context: AssetExecutionContext,
@@ -59,8 +63,9 @@ def tasks(
     try:
         with dafny.verifier(home.dir()) as verifier:
             records, report = build_tasks(
-                source, split, config, verifier, model.propose if model else None
+                source, split, config, verifier, model.propose if model else None, home.dir()
             )
+            verdicts = reference_verdicts(report, verifier)
             versions = verifier.versions
     except SourceUnavailableError as exc:
         raise Failure(description=str(exc)) from exc
@@ -69,6 +74,10 @@ def tasks(
             model.close()
     path = lake.write_records(
         FAMILY.task_lake, records, DafnyTask, home.lake_root(), source=source, split=split
+    )
+    coverage = coverage_rows(report, verdicts, source, split)  # type: ignore[arg-type]
+    lake.write_records(
+        COVERAGE_LAKE, coverage, DafnyCoverageRow, home.lake_root(), source=source, split=split
     )
     budget = model.budget_counts if model is not None else BudgetCounts()
     write_counts(budget, FAMILY.name, "tasks", home.lake_root(), source, split)
@@ -85,6 +94,8 @@ def tasks(
                 dict(Counter(r.rejection_reason for r in records if r.rejection_reason))
             ),
             "corpus": MetadataValue.json(report.summary()),
+            "reference_verified": sum(v == "verified" for v in verdicts.values()),
+            "reference_programs": len(verdicts),
             "verifier": MetadataValue.json(versions),
             "path": str(path),
         }

@@ -13,9 +13,9 @@ from verilearn_assets.core import lake
 from verilearn_assets.core.llm.config import VllmConfig
 from verilearn_assets.core.records import SPLITS
 from verilearn_assets.dafny.cascade import ProgramTeacher, Teacher, cascade_sample, trajectory
+from verilearn_assets.dafny.corpora import Corpus, CorpusSet, catalog_corpora, load_corpora
 from verilearn_assets.dafny.family import FAMILY
 from verilearn_assets.dafny.llm_source import Propose, llm_tasks
-from verilearn_assets.dafny.loader import BUNDLED, LoadReport, load_dafny_bench
 from verilearn_assets.dafny.prompts import few_shot_pairs, load_prompt_config
 from verilearn_assets.dafny.records import DafnyTask, DafnyTrajectory
 from verilearn_assets.dafny.settings import DafnyConfig
@@ -29,11 +29,16 @@ class SourceUnavailableError(RuntimeError):
     """The `llm` source without a model server."""
 
 
-def load_corpus(config: DafnyConfig) -> LoadReport:
-    report = load_dafny_bench(Path(config.corpus.path) if config.corpus.path else BUNDLED)
-    if config.corpus.limit is not None:
-        report.examples = report.examples[: config.corpus.limit]
-    return report
+def load_corpus(config: DafnyConfig, home: Path | None = None) -> CorpusSet:
+    """The configured corpora (catalog `programs:` entries, or `corpus.path` alone),
+    duplicates dropped across them, cut to `corpus.limit` examples."""
+    if config.corpus.path:
+        corpora = [Corpus(name="", root=Path(config.corpus.path), origin="path")]
+    else:
+        corpora = catalog_corpora(config.corpus.corpora, home=home)
+    loaded = load_corpora(corpora)
+    loaded.limit(config.corpus.limit)
+    return loaded
 
 
 def build_tasks(
@@ -42,9 +47,10 @@ def build_tasks(
     config: DafnyConfig,
     verifier: DafnyVerifier,
     propose: Propose | None = None,
-) -> tuple[list[DafnyTask], LoadReport]:
+    home: Path | None = None,
+) -> tuple[list[DafnyTask], CorpusSet]:
     """Tasks of one partition; `propose` (a model) is needed by the `llm` source only."""
-    report = load_corpus(config)
+    report = load_corpus(config, home)
     splits = split_examples(report.examples, seed=config.corpus.seed)
     mine = [e for e in report.examples if splits[e.id] == split]
     if source == "template":

@@ -8,6 +8,16 @@ the call a resolution error. Dafny 2.3 has `function method` for
 compiled functions, plain `function` for ghost ones, and only `while`. We rewrite those and
 name every rewrite applied; a feature without a rewrite raises `DialectError` with the
 reason the loader counts.
+
+**A rewrite never weakens what is proved.** Every rewrite here keeps every spec clause
+(`requires`, `ensures`, `invariant`, `decreases`, `reads`, `modifies`) and every statement;
+it only renames a declaration's kind or spells a loop the 2.3 way (adding the invariant the
+Dafny 4 loop carries implicitly, which makes the proof obligation stronger, never weaker).
+A construct whose only 2.3 spelling would drop something that is proved today (`by method`
+bodies, whose equality with the function is a proof obligation; `for` loops whose bound the
+body changes, which Dafny 4 evaluates once) is refused with `DialectError`, never rewritten.
+`tests/dafny/test_dafny_dialect.py` holds every rewrite to that: each rewritten program
+that verifies still rejects a wrong body.
 """
 
 from __future__ import annotations
@@ -24,6 +34,8 @@ class DialectError(ValueError):
 _FOUR_MARKERS = {
     "ghost function": re.compile(r"\bghost\s+(function|predicate)\b"),
     "for loop": re.compile(r"(?m)^\s*for\s+\w+\s*:=.*\b(to|downto)\b"),
+    "least/greatest": re.compile(r"\b(least|greatest)\s+(predicate|lemma)\b"),
+    "by method": re.compile(r"\}\s*by\s+method\b"),
 }
 _NO_REWRITE = {
     "downto loop": re.compile(r"(?m)^\s*for\s+\w+\s*:=.*\bdownto\b"),
@@ -33,7 +45,19 @@ _NO_REWRITE = {
     "include": re.compile(r"(?m)^\s*include\s+\""),
     "import": re.compile(r"(?m)^\s*import\b"),
     "unicode char literal": re.compile(r"'\\U\{"),
+    # `function F() { spec } by method { code }`: the method body must be proved equal to
+    # the function. Dropping it (the only 2.3 spelling) would drop that proof: refused.
+    "by method": re.compile(r"\}\s*by\s+method\b"),
 }
+# Dafny 4's names of the (co)inductive kinds, and their Dafny 2.3 names: the same
+# declarations with the same meaning, so the rewrite keeps every proof obligation.
+_FIXPOINT_KINDS = {
+    "least predicate": "inductive predicate",
+    "least lemma": "inductive lemma",
+    "greatest predicate": "copredicate",
+    "greatest lemma": "colemma",
+}
+_FIXPOINT = re.compile(r"\b(least|greatest)\s+(predicate|lemma)\b")
 _FUNCTION = re.compile(
     r"(?m)^(?P<indent>[ \t]*)(?P<mods>(?:static\s+)?)(?P<kind>function|predicate)\b(?!\s+method)"
 )
@@ -70,21 +94,30 @@ def compiled_function_calls(text: str) -> list[str]:
 
 
 def detect(text: str) -> str:
-    """'4' when a Dafny-4-only construct appears (ghost functions, `for` loops, a plain
-    function called from compiled code)."""
-    if any(p.search(text) for p in _FOUR_MARKERS.values()) or compiled_function_calls(text):
+    """'4' when a Dafny-4-only construct appears (ghost functions, `for` loops, least/
+    greatest fixpoints, `by method`, a plain function called from compiled code)."""
+    code = strip_comments(text)
+    if any(p.search(code) for p in _FOUR_MARKERS.values()) or compiled_function_calls(code):
         return "4"
     return "2"
 
 
 def to_dafny2(text: str) -> tuple[str, list[str]]:
-    """The text in Dafny 2.3 form and the names of the rewrites applied."""
+    """The text in Dafny 2.3 form and the names of the rewrites applied.
+
+    A Dafny 2 text comes back unchanged. A Dafny 4 text comes back comment-free (comments
+    are dropped before rewriting so a rewrite never fires inside one; line numbers are
+    kept, `for` loops aside, which add lines)."""
     if detect(text) == "2":
         return text, []
+    text = strip_comments(text)
     for reason, pattern in _NO_REWRITE.items():
         if pattern.search(text):
             raise DialectError(f"dafny4: {reason} has no mechanical rewrite")
     applied: list[str] = []
+    text, n_fix = _FIXPOINT.subn(lambda m: _FIXPOINT_KINDS[f"{m[1]} {m[2]}"], text)
+    if n_fix:
+        applied.append(f"least/greatest → inductive/co ({n_fix})")
     n_ghost = len(_GHOST.findall(text))
     # Ghost functions are marked so the compiled-function rewrite skips them, then they
     # become plain (ghost by default in 2.3) functions.
@@ -102,7 +135,20 @@ def to_dafny2(text: str) -> tuple[str, list[str]]:
     return text, applied
 
 
+def _assigned(body: str, names: set[str]) -> set[str]:
+    """Which of `names` the body assigns (`x :=`, `x, y :=`, `x[i] :=` aside: those
+    assign an element, not the variable)."""
+    out = set()
+    for m in re.finditer(r"((?:[A-Za-z_][\w']*\s*,\s*)*[A-Za-z_][\w']*)\s*(?::=|:\|)", body):
+        out |= {n.strip() for n in m[1].split(",")} & names
+    return out
+
+
 def _rewrite_for_loops(text: str) -> tuple[str, int]:
+    """`for i := lo to hi invariant … { body }` → `var i := lo; while i < hi invariant (lo)
+    <= i <= (hi) invariant … { body i := i + 1; }`: Dafny 4's own desugaring, with the
+    bound invariant it carries implicitly. Dafny 4 evaluates `hi` once; a body that assigns
+    a variable of `lo` or `hi` would make the `while` mean something else: refused."""
     count = 0
     while True:
         m = _FOR.search(text)
@@ -116,11 +162,25 @@ def _rewrite_for_loops(text: str) -> tuple[str, int]:
         if re.search(r"\b(continue|break)\b", body):
             raise DialectError("dafny4: for loop with break/continue has no mechanical rewrite")
         ind, var, lo, hi = m["indent"], m["var"], m["lo"], m["hi"]
+        if _assigned(body, set(re.findall(r"[A-Za-z_][\w']*", f"{lo} {hi}"))):
+            raise DialectError("dafny4: for loop whose body assigns its bounds has no rewrite")
         clauses = text[m.end() : brace]
         head = (
-            f"{ind}var {var} := {lo};\n{ind}while {var} < {hi}\n"
-            f"{ind}  invariant {lo} <= {var} <= {hi}"
+            f"{ind}var {var} := {lo};\n{ind}while {var} < ({hi})\n"
+            f"{ind}  invariant ({lo}) <= {var} <= ({hi})"
         )
         new_body = body.rstrip() + f"\n{ind}  {var} := {var} + 1;\n{ind}"
         text = text[: m.start()] + head + clauses + "{" + new_body + "}" + text[end:]
         count += 1
+
+
+def apply(text: str, mode: str) -> tuple[str, str, list[str]]:
+    """What `verilearn dafny verify` and the loader verify: `(text, dialect, rewrites)`.
+    `mode` `auto` rewrites Dafny 4 (raising `DialectError` for a construct without a
+    rewrite); `as-is` leaves the text alone (its dialect still detected)."""
+    if mode == "as-is":
+        return text, detect(text), []
+    if mode != "auto":
+        raise ValueError(f"unknown dialect mode {mode!r} (auto or as-is)")
+    out, applied = to_dafny2(text)
+    return out, "4" if applied else "2", applied

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from verilearn_assets.core.family import Family, GateRule
 from verilearn_assets.dafny import rules
+from verilearn_assets.dafny.coverage import LAKE as COVERAGE_LAKE
+from verilearn_assets.dafny.coverage import DafnyCoverageRow
 from verilearn_assets.dafny.grpo import grpo_task
 from verilearn_assets.dafny.records import DafnyTask, DafnyTrajectory
 from verilearn_assets.dafny.settings import eval_n_best
@@ -56,7 +58,10 @@ FAMILY = Family(
     ),
     task_columns=("role", "name", "status", "input_status", "mutation"),
     rollout_columns=("role", "status", "failure_bucket", "reward", "latency_ms"),
-    extra={"eval_n_best": eval_n_best},  # configs/dafny.yaml eval: n_best, temperature
+    extra={
+        "eval_n_best": eval_n_best,  # configs/dafny.yaml eval: n_best, temperature
+        "lake_models": {COVERAGE_LAKE: DafnyCoverageRow},  # corpus coverage (coverage.py)
+    },
     # writer, annotator, writer_cascade, annotator_frozen_writer (+ eval role cascade)
     grpo=grpo_task(),
 )

@@ -33,6 +33,7 @@ class DafnyExample(Record):
     name: str  # <file stem>.<method>
     program: str  # group key: methods of one program never span two splits
     origin: Literal["bundled", "dafnybench", "plain", "llm"]
+    corpus: str = ""  # the catalog `programs:` entry it was loaded from ("" if none)
     dialect: Literal["2", "4"]
     rewrites: list[str] = Field(default_factory=list)  # Dafny 4 → 2.3 rewrites applied
     prefix: str

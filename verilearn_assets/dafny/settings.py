@@ -12,7 +12,10 @@ from verilearn_assets.dafny.verifier import VerifierConfig
 
 
 class CorpusConfig(StrictConfig):
-    path: str | None = None  # a DafnyBench checkout or .dfy directory; None: bundled corpus
+    # catalog `programs:` entries (configs/datasets.yaml, $VERILEARN_LOCAL_CATALOG) with
+    # family dafny, by name; None: every enabled one (`dafny/corpora.py`)
+    corpora: list[str] | None = None
+    path: str | None = None  # one directory loaded directly instead of the catalog's corpora
     seed: int = 0
     limit: int | None = Field(default=None, ge=1)  # first N examples (tests, smoke runs)
 

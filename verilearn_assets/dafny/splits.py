@@ -1,7 +1,10 @@
 """`split_examples`: seeded, grouped by program, stratified by construct and length.
 
 All methods of one program go to the same split (they share the header, so a model that
-saw one in training would have seen the other's context). A program carries several
+saw one in training would have seen the other's context), and so do all programs that hold
+one identical method (same signature, spec and body once comments and layout are
+normalized): corpora copy methods between files, and a method seen in training must not be
+a test task elsewhere (`split_groups`). A program carries several
 features at once (every construct tag it uses, or `straight-line`, plus its length
 bucket), so the split is iterative stratification (Sechidis et al., 2011): the rarest
 feature first, each of its programs goes to the split that still wants most of that
@@ -17,7 +20,9 @@ import random
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
+from verilearn_assets.core.records import content_hash
 from verilearn_assets.dafny.records import DafnyExample
+from verilearn_assets.dafny.syntax import normalize
 
 DEFAULT_PATTERN = ("train",) * 6 + ("dev", "test")  # 75 / 12.5 / 12.5
 
@@ -38,9 +43,10 @@ def split_examples(
     """Example id -> split; `pattern` gives the splits and their proportions."""
     if not pattern:
         raise ValueError("split_examples: pattern names no split")
+    group_of = split_groups(examples)
     groups: dict[str, list[DafnyExample]] = defaultdict(list)
     for ex in examples:
-        groups[ex.program].append(ex)
+        groups[group_of[ex.program]].append(ex)
     rng = random.Random(seed)
     programs = sorted(groups)
     rng.shuffle(programs)
@@ -64,4 +70,29 @@ def split_examples(
             overall[split] -= 1
             for f in features[p]:
                 wanted[f][split] -= 1
-    return {ex.id: placed[ex.program] for ex in examples}
+    return {ex.id: placed[group_of[ex.program]] for ex in examples}
+
+
+def method_key(ex: DafnyExample) -> str:
+    """One method, comments and layout aside: its signature, spec and annotated body."""
+    return content_hash("dafny-method", normalize(ex.spec + ex.annotated_body))
+
+
+def split_groups(examples: Sequence[DafnyExample]) -> dict[str, str]:
+    """Program -> its group (the smallest program name of the group): programs that share
+    an identical method are one group (union-find over shared method keys)."""
+    parent: dict[str, str] = {ex.program: ex.program for ex in examples}
+
+    def root(p: str) -> str:
+        while parent[p] != p:
+            parent[p] = parent[parent[p]]
+            p = parent[p]
+        return p
+
+    first: dict[str, str] = {}
+    for ex in examples:
+        other = first.setdefault(method_key(ex), ex.program)
+        a, b = root(ex.program), root(other)
+        if a != b:
+            parent[max(a, b)] = min(a, b)
+    return {p: root(p) for p in parent}

@@ -2,7 +2,8 @@
 
 `datasets:` are tables (one partition of `raw_datasets`/`tables` each, split by a salted
 hash); `corpora:` are code repositories (`core/ingest/corpora.py`: a hand-chosen split, no
-partition) read under the same download and archive policies.
+partition) and `programs:` are a family's program collections (no split of their own), both
+read under the same download and archive policies.
 
 Every section has defaults that are safe on their own (https only, no private addresses,
 capped sizes), so a short catalog is still a secure one; a misspelt key stops the load with
@@ -20,7 +21,12 @@ from urllib.parse import urlsplit
 from pydantic import Field, field_validator, model_validator
 
 from verilearn_assets.core.config import StrictConfig, config_dir, load_config
-from verilearn_assets.core.ingest.corpora import CorpusEntry, CorpusName, check_distinct
+from verilearn_assets.core.ingest.corpora import (
+    CorpusEntry,
+    CorpusName,
+    ProgramCorpusEntry,
+    check_distinct,
+)
 
 DatasetName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_\-]{0,63}$")]
 Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
@@ -192,8 +198,11 @@ class DatasetsConfig(StrictConfig):
     # Code repositories (name -> entry). Not partitions: `enabled()` and the partition keys
     # cover `datasets` only, and the salted split draw never sees these.
     corpora: dict[CorpusName, CorpusEntry] = Field(default_factory=dict)
+    # Program collections a family reads (core/ingest/corpora.py `programs:`): no split of
+    # their own, the family splits them per program.
+    programs: dict[CorpusName, ProgramCorpusEntry] = Field(default_factory=dict)
 
-    @field_validator("corpora")
+    @field_validator("corpora", "programs")
     @classmethod
     def _distinct_corpora(cls, value: dict[str, CorpusEntry]) -> dict[str, CorpusEntry]:
         return check_distinct(value)

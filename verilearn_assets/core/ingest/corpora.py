@@ -9,13 +9,21 @@ pins and a licence per entry.
 
 Each entry has exactly one origin: `bundled` (a folder of the family's bundled corpus
 directory), `path` (a local directory) or `archive` (a tar/zip, local or https, pinned).
+
+`programs:` entries are program collections of one family (the Dafny family's verified
+programs: a DafnyBench checkout, a user's own `.dfy` folder). They share the origins and the
+ingestion, but carry no split: the family splits them per program (grouped so that one
+program, or one identical method, never sits in two splits). A user adds one without editing
+a tracked file: `VERILEARN_LOCAL_CATALOG=<file.yaml>` names an untracked catalog whose
+`programs:` entries join the tracked ones (a name in both is an error naming both files).
 """
 
 from __future__ import annotations
 
+import os
 import posixpath
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 from urllib.parse import urlsplit
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
@@ -26,7 +34,9 @@ from verilearn_assets.core.records import Split
 if TYPE_CHECKING:
     from verilearn_assets.core.ingest.catalog import ArchiveLimits, DownloadPolicy
 
+C = TypeVar("C", bound="CorpusOrigin")
 CorpusName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_\-]{0,63}$")]
+LOCAL_CATALOG_ENV = "VERILEARN_LOCAL_CATALOG"
 ORIGINS = ("bundled", "path", "archive")
 
 
@@ -54,10 +64,9 @@ class ArchiveSource(StrictConfig):
         return self
 
 
-class CorpusEntry(StrictConfig):
-    """A code repository in the catalog: one hand-chosen split, a licence, one origin."""
+class CorpusOrigin(StrictConfig):
+    """What every catalog corpus has: a licence and exactly one origin."""
 
-    split: Split
     licence: str = Field(min_length=1)
     description: str = ""
     bundled: str | None = None  # a folder of the family's bundled corpus directory
@@ -85,7 +94,7 @@ class CorpusEntry(StrictConfig):
         return value
 
     @model_validator(mode="after")
-    def _has_origin(self) -> CorpusEntry:
+    def _has_origin(self) -> CorpusOrigin:
         if all(getattr(self, o) is None for o in ORIGINS):
             raise ValueError("needs one origin: bundled, path or archive")
         return self
@@ -105,7 +114,21 @@ class CorpusEntry(StrictConfig):
         return ("bundled", str(self.bundled))
 
 
-def check_distinct(corpora: dict[str, CorpusEntry]) -> dict[str, CorpusEntry]:
+class CorpusEntry(CorpusOrigin):
+    """A code repository in the catalog: one hand-chosen split, a licence, one origin."""
+
+    split: Split
+
+
+class ProgramCorpusEntry(CorpusOrigin):
+    """A family's program collection (`programs:`): no split of its own (the family splits
+    per program), an on/off switch, and the family that reads it."""
+
+    family: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    enabled: bool = True
+
+
+def check_distinct(corpora: dict[str, C]) -> dict[str, C]:
     """Two names for one repository would put its tests in two splits (or twice in one)."""
     seen: dict[tuple[str, ...], str] = {}
     for name, entry in corpora.items():
@@ -121,19 +144,20 @@ def check_distinct(corpora: dict[str, CorpusEntry]) -> dict[str, CorpusEntry]:
 
 def corpus_root(
     name: str,
-    entry: CorpusEntry,
+    entry: CorpusOrigin,
     *,
     catalog_file: Path,
     bundled_dir: Path,
     cache_dir: Path,
     policy: DownloadPolicy,
     limits: ArchiveLimits,
+    section: str = "corpora",
 ) -> Path:
     """The directory holding repository `name`. An archive is fetched (URL) or read (path),
     checked against its pin and extracted, hardened, once under
     `<cache_dir>/<name>-<sha256[:16]>`. Any failure is a `ConfigError` naming the catalog
-    file, `corpora.<name>` and the field."""
-    where = f"{catalog_file}: corpora.{name}"
+    file, `<section>.<name>` and the field."""
+    where = f"{catalog_file}: {section}.{name}"
     if entry.archive is not None:
         root = _unpacked(where, catalog_file, name, entry.archive, cache_dir, policy, limits)
         field = "archive"
@@ -195,3 +219,34 @@ def _unpacked(
     if not root.is_dir():
         raise ConfigError(f"{where}.archive.subdir: {source.subdir!r} is not in the archive")
     return root
+
+
+class LocalCatalog(StrictConfig):
+    """The untracked catalog `VERILEARN_LOCAL_CATALOG` names: program corpora only."""
+
+    programs: dict[CorpusName, ProgramCorpusEntry] = Field(default_factory=dict)
+
+
+def program_corpora(
+    family: str, directory: str | Path | None = None
+) -> dict[str, tuple[ProgramCorpusEntry, Path]]:
+    """The enabled `programs:` entries of `family`: name -> (entry, the catalog file it is
+    written in, which relative paths are read from). The tracked catalog's entries first,
+    then those of the untracked file `VERILEARN_LOCAL_CATALOG` names."""
+    from verilearn_assets.core.config import config_dir, load_yaml_model
+    from verilearn_assets.core.ingest.catalog import load_datasets_config
+
+    catalog_file = Path(directory or config_dir()) / "datasets.yaml"
+    found = {n: (e, catalog_file) for n, e in load_datasets_config(directory).programs.items()}
+    local = os.environ.get(LOCAL_CATALOG_ENV)
+    if local:
+        local_file = Path(local).expanduser().resolve()
+        for name, entry in load_yaml_model(local_file, LocalCatalog).programs.items():
+            if name in found:
+                raise ConfigError(
+                    f"{local_file}: programs.{name}: also in {found[name][1]} "
+                    f"(one name, one corpus)"
+                )
+            found[name] = (entry, local_file)
+        check_distinct({n: e for n, (e, _) in found.items()})
+    return {n: v for n, v in found.items() if v[0].family == family and v[0].enabled}
