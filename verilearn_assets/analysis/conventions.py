@@ -47,6 +47,7 @@ class Convention:
     stated: tuple[str, ...]
     max_rows: int | None = None  # beyond this many table rows nobody takes this reading
     table_reading: bool = False  # a reading of the table's columns, judged by `_variants`
+    prelude: str = ""  # definitions the replacement calls, put before the program
 
     def applies(self, code: str, n_rows: int = 0) -> bool:
         if self.table_reading:
@@ -56,10 +57,50 @@ class Convention:
         return re.search(self.pattern, code) is not None
 
     def rewrite(self, code: str) -> str:
-        return re.sub(self.pattern, self.replacement, code)
+        return self.prelude + re.sub(self.pattern, self.replacement, code)
 
 
 _TIE_WORDS = ("if tied", "if several tie", "ties broken", "tie-break")
+
+# --- quartile methods: pandas' linear interpolation (R type 7) is one of several an analyst
+# may use for "the quartiles" / "the IQR". Every `.quantile(q)` call becomes
+# `.pipe(__quantile_by, q)` (Series or DataFrame, q scalar or list), so a fence or an IQR
+# is recomputed with Tukey's hinges, type 6 (Minitab/SPSS) or type 5. The method is a global
+# of the prelude: the replacement holds no quote, since it also lands inside the hooks'
+# code-line string literals.
+QUANTILE_STATED = ("linear interpolation", "linear-interpolated", "linearly interpolated")
+QUANTILE_PRELUDE = (
+    "def __quantile_one(x, p, method):\n"
+    "    x = np.sort(np.asarray(x, dtype=float))\n"
+    "    if len(x) == 0:\n"
+    "        return float('nan')\n"
+    "    if method == 'hinges' and p in (0.25, 0.75):\n"
+    "        half = x[: (len(x) + 1) // 2] if p == 0.25 else x[len(x) // 2 :]\n"
+    "        return float(np.median(half))\n"
+    "    return float(np.quantile(x, p, method='linear' if method == 'hinges' else method))\n"
+    "def __quantile_by(obj, q, method=None):\n"
+    "    method = method or __QUANTILE_METHOD\n"
+    "    if isinstance(obj, pd.DataFrame):\n"
+    "        cols = {c: __quantile_by(obj[c], q, method) for c in obj.columns}\n"
+    "        return pd.Series(cols) if np.isscalar(q) else pd.DataFrame(cols)\n"
+    "    x = obj.dropna().to_numpy(dtype=float)\n"
+    "    if np.isscalar(q):\n"
+    "        return __quantile_one(x, q, method)\n"
+    "    return pd.Series([__quantile_one(x, p, method) for p in q], index=list(q))\n"
+)
+
+
+def _quartile_convention(name: str, method: str) -> Convention:
+    return Convention(
+        name,
+        "convention",
+        r"\.quantile\(([^()]*)\)",
+        r".pipe(__quantile_by, \1)",
+        QUANTILE_STATED,
+        prelude=f"__QUANTILE_METHOD = {method!r}\n" + QUANTILE_PRELUDE,
+    )
+
+
 CONVENTIONS: tuple[Convention, ...] = (
     Convention(
         "mode_largest_tied", "tie", r"\.mode\(\)\.iloc\[0\]", ".mode().iloc[-1]", _TIE_WORDS
@@ -119,6 +160,9 @@ CONVENTIONS: tuple[Convention, ...] = (
         "chi2_contingency(table, correction=False)",
         ("yates", "continuity"),
     ),
+    _quartile_convention("quartiles_tukey_hinges", "hinges"),
+    _quartile_convention("quartiles_type6", "weibull"),
+    _quartile_convention("quartiles_type5", "hazen"),
     Convention(
         "median_complete_rows",
         "convention",

@@ -1,10 +1,74 @@
-"""Question wording from a program: a natural sentence and a mechanical op-by-op spelling."""
+"""Question wording from a program: a natural sentence and a mechanical op-by-op spelling,
+and the grammar pass every assembled wording (procedural or template) goes through."""
 
 from __future__ import annotations
+
+import re
 
 from verilearn_assets.analysis.programs.operators import BY_NAME
 from verilearn_assets.analysis.programs.program import SOURCE, Node, Program, to_tree
 from verilearn_assets.analysis.programs.types import ANSWER_FORMATS, TABLE
+
+# --- grammar pass ----------------------------------------------------------------------------
+# Wording assembled from parts can stack two parentheticals ("... (the smallest one if
+# several tie) (the smallest one if tied)"), put a frame around a clause that is already a
+# question ("What is how many ...") or end up with no or two question marks (issue 24).
+_STACKED = re.compile(r"\(([^()]*)\)\s*\(([^()]*)\)")
+_WHAT_IS_CLAUSE = re.compile(r"\bwhat is (how many|how much|whether|which|what)\b", re.IGNORECASE)
+_DOUBLED = re.compile(r"\b(\w+) \1\b", re.IGNORECASE)
+
+
+def grammar_problems(text: str) -> list[str]:
+    """What reads wrong in `text`: each problem is one short phrase naming the rule."""
+    out = []
+    if _STACKED.search(text):
+        out.append("stacked parentheticals")
+    m = _WHAT_IS_CLAUSE.search(text)
+    if m:
+        out.append(f"a question framed around a question ({m.group(0)!r})")
+    n = text.count("?")
+    if n != 1:
+        out.append(f"{n} question marks (a question asks one thing: exactly one)")
+    d = _DOUBLED.search(text)
+    if d and not d.group(1).isdigit():
+        out.append(f"doubled word {d.group(0)!r}")
+    return out
+
+
+def tidy(text: str) -> str:
+    """The mechanical repairs: stacked parentheticals merged into one (a repeated note kept
+    once), "What is how many X?" asked as "How many X?"."""
+    while True:
+        m = _STACKED.search(text)
+        if m is None:
+            break
+        a, b = m.group(1).strip(), m.group(2).strip()
+        if b == a or b in a:
+            merged = a
+        elif a in b:
+            merged = b
+        elif "tie" in a and "tie" in b:  # two tie-break notes: one rule, said once
+            merged = "each time the smallest one if several tie"
+        else:
+            merged = f"{a}; {b}"
+        text = text[: m.start()] + f"({merged})" + text[m.end() :]
+    text = re.sub(
+        r"(^|[.?!]\s+)What is (how many|how much|whether|which|what)\b",
+        lambda m: m.group(1) + m.group(2)[0].upper() + m.group(2)[1:],
+        text,
+    )
+    return text
+
+
+def decision_options(op: str) -> list[str]:
+    """The method names a decision operator's rule can return, in the order its code
+    names them: the only options a question about it may offer."""
+    return list(dict.fromkeys(re.findall(r"'(\w+)'", BY_NAME[op].code)))
+
+
+def _or_list(options: list[str]) -> str:
+    quoted = [f"'{o}'" for o in options]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
 
 
 def _quote(col: str) -> str:
@@ -30,8 +94,10 @@ NOUNS: dict[str, str] = {
     "minmax_scale": "the 0-to-1 min-max rescaling of {x}",
     "percent_rank": "the percentile ranks (ties averaged) of {x}",
     "center": "the deviations from the mean of {x}",
-    "clip_tukey": "{x}, clipped to the Tukey fences (1.5 IQR beyond the quartiles)",
-    "drop_tukey_outliers": "{x} inside the Tukey fences (1.5 IQR beyond the quartiles)",
+    "clip_tukey": "{x}, clipped to the Tukey fences (1.5 IQR beyond the linear-interpolated "
+    "quartiles)",
+    "drop_tukey_outliers": "{x} inside the Tukey fences (1.5 IQR beyond the linear-interpolated "
+    "quartiles)",
     "upper_half": "the part of {x} above its median",
     "sort_ascending": "{x} sorted ascending",
     "first_difference": "the successive differences, in table order, of {x}",
@@ -92,9 +158,15 @@ def natural_question(program: Program, digits: int) -> str:
     phraser = _Phraser()
     body = phraser.phrase(root)
     frame = ANSWER_FORMATS[program.output_type].frame
+    if BY_NAME[root.op].family == "decision":  # offer only what this rule can choose
+        frame = frame.split("? ", 1)[0] + f"? Answer {_or_list(decision_options(root.op))}."
     sentence = frame.format(p=body, d=digits)
     sentence = sentence[0].upper() + sentence[1:]
-    return " ".join([*phraser.defines, sentence])
+    text = tidy(" ".join([*phraser.defines, sentence]))
+    problems = grammar_problems(text)
+    if problems:
+        raise ValueError(f"program {' -> '.join(program.ops)}: wording {text!r}: {problems}")
+    return text
 
 
 def mechanical_question(program: Program, digits: int) -> str:

@@ -20,6 +20,7 @@ import pandas as pd
 
 from verilearn_assets.analysis.candidate import AlternativeCode, Candidate
 from verilearn_assets.analysis.id_columns import numeric_id_columns
+from verilearn_assets.analysis.programs.wording import grammar_problems
 from verilearn_assets.analysis.questions_config import QuestionsConfig
 from verilearn_assets.core.records import AnswerSchema, ColumnProfile
 
@@ -92,6 +93,27 @@ class TableView:
         ]
         cols.sort(key=lambda c: (c.missing_pct > 0, -min(c.n_unique, 1000), c.name))
         return [c.name for c in cols]
+
+    @cached_property
+    def numeric_any(self) -> list[str]:
+        """Every numeric column but the identifiers, in table order, however few distinct
+        values or however many gaps it has: the candidates of a wording that asks "which
+        (other) numeric column" without naming a narrower set. A column that is constant
+        has no correlation and cannot win; no other filter applies (issue 24: a cap or a
+        cardinality floor the wording does not state changes the answer)."""
+        return [
+            c.name
+            for c in self.columns
+            if c.kind in ("numeric", "integer")
+            and not c.id_like
+            and c.name not in self.id_columns
+            and c.n_unique >= 2
+        ]
+
+    @cached_property
+    def positive_any(self) -> list[str]:
+        """`numeric_any` columns whose every present value is above 0 (a log is defined)."""
+        return [c for c in self.numeric_any if (self.by_name[c].min or 0) > 0]
 
     @cached_property
     def categorical(self) -> list[str]:
@@ -316,6 +338,9 @@ def candidate(
     alternatives: Sequence[tuple[str, str]] = (),
     ops: Sequence[str] = (),
 ) -> Candidate:
+    problems = grammar_problems(question)
+    if problems:  # a template's wording is code: a bad sentence is a bug to fix there
+        raise ValueError(f"template {tpl_name}: wording {question!r}: {'; '.join(problems)}")
     # The question heads the program as a comment, as in a notebook; it also keeps the
     # ids of wordings that share a computation (template variants) distinct.
     head = "".join(f"# {line}\n" for line in textwrap.wrap(question, 96))

@@ -104,7 +104,8 @@ def _spearman(variant: str) -> Template:
         nums = v.need_numeric(3)
         out = []
         for target in v.per_template(nums):
-            cols = [c for c in nums if c != target][:8]
+            # every other numeric column, as the wording says: no cap, no cardinality floor
+            cols = [c for c in v.numeric_any if c != target]
             rho = _spearman_scores(v, target, cols)
             if rho.dropna().empty:
                 continue
@@ -118,8 +119,8 @@ def _spearman(variant: str) -> Template:
             ]
             listed = quoted_list(cols)
             question = {
-                "base": f"Which column has the strongest rank correlation with '{target}', "
-                f"and what is the correlation?{v.id_clause()}",
+                "base": f"Which other numeric column has the strongest rank correlation with "
+                f"'{target}', and what is the correlation?{v.id_clause()}",
                 "exclude_target": f"Excluding '{target}' itself, which of the other numeric "
                 f"columns has the strongest Spearman rank correlation with "
                 f"'{target}', and what is it?{v.id_clause()}",
@@ -180,7 +181,8 @@ def correlation_after_outlier_removal(v: TableView) -> list[Candidate]:
             FAMILY,
             "medium",
             f"What is the Pearson correlation between '{x}' and '{y}' before and after removing "
-            "rows where either value is a 1.5 x IQR outlier, and how many rows are removed?",
+            "rows where either value is a 1.5 x IQR outlier (quartiles by linear interpolation), "
+            "and how many rows are removed?",
             "rows with both present; Tukey fences per column (pandas quantile); drop rows outside "
             "either fence; Pearson r before/after and rows removed",
             mapping(r_before=STAT, r_after=STAT, rows_removed=AnswerSchema(kind="integer")),
@@ -219,7 +221,8 @@ def _corr_change(variant: str) -> Template:
         v.require(len(pos) >= 3, f"needs 3 strictly positive numeric columns, found {len(pos)}")
         out = []
         for target in v.per_template(pos):
-            cols = [c for c in pos if c != target][:6]
+            # every other positive numeric column, as the wording says: no cap, no floor
+            cols = [c for c in v.positive_any if c != target]
             change = _log_change_scores(v, target, cols, np.log)
             if change.dropna().empty:
                 continue
@@ -239,8 +242,9 @@ def _corr_change(variant: str) -> Template:
             ]
             listed = quoted_list(cols)
             question = {
-                "base": f"Which column's correlation with '{target}' changes the most when "
-                f"both are log-transformed, and by how much does it change?{v.id_clause()}",
+                "base": f"Which other positive numeric column's correlation with '{target}' "
+                "changes the most when both are log-transformed, and by how much does it "
+                f"change?{v.id_clause()}",
                 "exclude_target": f"Leaving '{target}' itself out, which other positive "
                 f"numeric column's Pearson correlation with '{target}' "
                 "changes most after log-transforming both, and what is the "

@@ -60,7 +60,8 @@ def range_and_iqr(v: TableView) -> list[Candidate]:
                 "range_and_iqr",
                 FAMILY,
                 "easy",
-                f"What are the range (max - min) and the interquartile range of '{col}'?",
+                f"What are the range (max - min) and the interquartile range of '{col}', with the "
+                "quartiles by linear interpolation?",
                 f"x = non-missing '{col}'; range = max - min; iqr = Q3 - Q1 "
                 "(pandas quantile, linear interpolation)",
                 mapping(range=NUMBER, iqr=NUMBER),

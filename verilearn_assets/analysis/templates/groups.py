@@ -30,18 +30,23 @@ from verilearn_assets.analysis.templates.steps import level_rows, two_groups
 FAMILY = "group_comparison"
 
 
+def two_valued_columns(v: TableView, num: str) -> list[str]:
+    """Every column but `num` with exactly two distinct present values: what "the column
+    that splits the rows into exactly two groups" admits, whatever its type or gaps."""
+    return [c.name for c in v.columns if c.name != num and c.n_unique == 2]
+
+
 def binary_columns(v: TableView, num: str) -> list[str]:
-    """Columns (other than `num`) with exactly two levels, each of enough rows."""
-    cols = [
-        c.name
-        for c in v.columns
-        if c.name != num
-        and not c.id_like
-        and c.n_unique == 2
-        and c.kind in ("categorical", "integer", "numeric")
-        and c.missing_pct <= v.cfg.eligibility.max_missing_pct
-    ]
-    return [c for c in cols if v.viable_groups(c, num, 2, 2)]
+    """The two-valued columns (other than `num`) when each splits `num` into two groups of
+    enough rows, else none: a wording that says "the column" must not leave out one that
+    a reader would find, so a table with an unusable or a surplus two-valued column is
+    not asked (issue 24)."""
+    cols = two_valued_columns(v, num)
+    if not cols or len(cols) > v.cfg.template.max_column_choices:
+        return []
+    if not all(v.viable_groups(c, num, 2, 2) for c in cols):
+        return []
+    return cols
 
 
 def first_binary_split(v: TableView) -> tuple[str, str]:
@@ -85,16 +90,16 @@ def _ttest(variant: str) -> Template:
                 ]
             question = {
                 "base": f"Find the column that splits the rows into exactly two groups and "
-                f"test whether '{num}' differs between them with a t-test. Report the "
-                "t statistic (alphabetically first group minus second) and p-value.",
+                f"test whether '{num}' differs between them with a t-test. What are the "
+                "t statistic (alphabetically first group minus second) and the p-value?",
                 "exclude_target": f"Among the columns other than '{num}', find one that "
                 f"takes exactly two values and compare '{num}' between its "
-                "two groups with a t-test. Report t (alphabetically first "
-                "group minus second) and the p-value.",
+                "two groups with a t-test. What are t (alphabetically first "
+                "group minus second) and the p-value?",
                 "method_explicit": f"Find the column with exactly two values and run Welch's "
                 f"t-test (unequal variances, two-sided) on '{num}' between "
                 "its groups, alphabetically first group minus second. "
-                "Report t and p.",
+                "What are t and p?",
             }[variant]
             out.append(
                 candidate(

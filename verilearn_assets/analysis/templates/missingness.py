@@ -52,19 +52,44 @@ def most_missing_column(v: TableView) -> list[Candidate]:
 
 
 def duplicate_rows(v: TableView) -> list[Candidate]:
-    p = ReferenceCode().comment("Rows that repeat an earlier row in every column")
-    p.step("dup_mask = df.duplicated(keep='first')", "duplicate_mask")
+    """Whole-row duplicates where the table has some; otherwise duplicates over its first
+    (up to two) categorical columns. Most tables repeat no whole row, and a question whose
+    answer is 0 on nearly every table teaches nothing (issue 24: 26 of 32 were 0)."""
+    df = v.frame()
+    if bool(df.duplicated().any()):
+        cols: list[str] = []
+    else:
+        cols = v.categorical[:2]
+        v.require(
+            bool(cols) and bool(df.duplicated(subset=cols).any()),
+            "no row repeats an earlier one, nor in its categorical columns",
+        )
+    subset = f"subset={cols!r}, " if cols else ""
+    p = ReferenceCode().comment(
+        "Rows that repeat an earlier row in "
+        + ("the columns " + ", ".join(cols) if cols else "every column")
+    )
+    p.step(f"dup_mask = df.duplicated({subset}keep='first')", "duplicate_mask")
     p.step("n_dup = dup_mask.sum()", "n_duplicates", ["duplicate_mask"])
     p.step("n_unique_rows = len(df) - n_dup", "n_unique_rows", ["n_duplicates"])
     code = p.submit('{"duplicates": int(n_dup), "unique_rows": int(n_unique_rows)}')
+    named = " and ".join(f"'{c}'" for c in cols)
+    question = (
+        "How many rows are exact duplicates of an earlier row, and how many distinct rows "
+        "remain after removing them?"
+        if not cols
+        else f"Looking only at {named} (a missing value counts as a value), how many rows "
+        "repeat the values of an earlier row, and how many distinct "
+        + ("combinations" if len(cols) > 1 else "values")
+        + " are there?"
+    )
     return [
         candidate(
             "duplicate_rows",
             FAMILY,
             "easy",
-            "How many rows are exact duplicates of an earlier row, and how many distinct rows "
-            "remain after removing them?",
-            "df.duplicated(keep='first').sum(); unique_rows = len(df) - duplicates",
+            question,
+            f"df.duplicated({subset}keep='first').sum(); unique_rows = len(df) - duplicates",
             mapping(duplicates=INTEGER, unique_rows=INTEGER),
             p,
             code,

@@ -39,7 +39,7 @@ def ks_normality_test(v: TableView) -> list[Candidate]:
                 f"Test whether '{col}' is normally distributed with a one-sample "
                 "Kolmogorov-Smirnov test: standardise the non-missing values with their mean and "
                 "sample standard deviation (ddof=1) and compare them with the standard normal "
-                "(scipy.stats.kstest(z, 'norm'), two-sided, default method). Report D and p.",
+                "(scipy.stats.kstest(z, 'norm'), two-sided, default method). What are D and p?",
                 f"x = non-missing '{col}'; z = (x - mean) / std(ddof=1); scipy.stats.kstest(z, "
                 "'norm')",
                 mapping(statistic=STAT, p_value=PVALUE),

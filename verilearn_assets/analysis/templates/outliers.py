@@ -37,7 +37,8 @@ def iqr_outlier_count(v: TableView) -> list[Candidate]:
                 "iqr_outlier_count",
                 FAMILY,
                 "easy",
-                f"How many values of '{col}' are outliers by the 1.5 x IQR rule?",
+                f"How many values of '{col}' are outliers by the 1.5 x IQR rule, with the "
+                "quartiles by linear interpolation?",
                 f"x = non-missing '{col}'; Q1, Q3 by pandas quantile (linear); count x < Q1 - "
                 "1.5 IQR or x > Q3 + 1.5 IQR",
                 INTEGER,
@@ -126,8 +127,9 @@ def iqr_trimmed_mean_shift(v: TableView) -> list[Candidate]:
                 "iqr_trimmed_mean_shift",
                 FAMILY,
                 "medium",
-                f"By how much does the mean of '{col}' change when its 1.5 x IQR outliers are "
-                "removed (mean after minus mean before)?",
+                f"By how much does the mean of '{col}' change when its 1.5 x IQR outliers "
+                "(quartiles by linear interpolation) are removed, as mean after minus mean "
+                "before?",
                 f"x = non-missing '{col}'; Tukey fences (pandas quantile); mean(x inside fences) "
                 "- mean(x)",
                 NUMBER,

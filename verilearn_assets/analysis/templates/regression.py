@@ -40,6 +40,8 @@ def _r2_program(
         "r2 = {}\n"
         f"for col in {cols!r}:\n"
         f"    pair = block[[col, {q(target)}]].dropna()\n"
+        "    if pair[col].nunique() < 2:  # a constant predictor has no line to fit\n"
+        "        continue\n"
         f"    fit = stats.linregress(pair[col], pair[{q(target)}])\n"
         "    r2[col] = fit.rvalue ** 2"
     )
@@ -63,9 +65,8 @@ def _regression(variant: str) -> Template:
         nums = v.need_numeric(3)
         out = []
         for target in v.per_template(nums):
-            cols = [c for c in nums if c != target][:6]
-            if len(v.frame()[cols + [target]].dropna()) < v.cfg.eligibility.min_rows:
-                cols = cols[:2]
+            # every other numeric column, as the wording says: no cap, no cardinality floor
+            cols = [c for c in v.numeric_any if c != target]
             readings = [(False, "pairwise-complete rows", _r2_scores(v, target, cols, False))]
             if variant != "method_explicit":  # explicit wording: pairwise-complete rows
                 readings.append(
@@ -82,8 +83,8 @@ def _regression(variant: str) -> Template:
             ]
             listed = quoted_list(cols)
             question = {
-                "base": f"Which single column best predicts '{target}' in a simple linear "
-                f"regression, and what R^2 does it reach?{v.id_clause()}",
+                "base": f"Which other single numeric column best predicts '{target}' in a "
+                f"simple linear regression, and what R^2 does it reach?{v.id_clause()}",
                 "exclude_target": f"Not counting '{target}' itself, which single numeric "
                 f"column best predicts '{target}' with a one-predictor "
                 f"linear regression, and what is its R^2?{v.id_clause()}",

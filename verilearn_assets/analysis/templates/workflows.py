@@ -45,10 +45,10 @@ def bootstrap_mean_ci(v: TableView) -> list[Candidate]:
                 "bootstrap_mean_ci",
                 "bootstrap",
                 "medium",
-                f"Give a 95% percentile bootstrap confidence interval for the mean of '{col}': "
-                f"{BOOT} resamples of the non-missing values drawn with "
+                "What is the 95% percentile bootstrap confidence interval for the mean of "
+                f"'{col}', from {BOOT} resamples of the non-missing values drawn with "
                 "np.random.default_rng(0) via rng.choice(x, size=len(x), replace=True), one after "
-                "another, then the 2.5th and 97.5th percentiles of the resampled means.",
+                "another, as the 2.5th and 97.5th percentiles of the resampled means?",
                 f"x = non-missing '{col}' as array; rng = default_rng(0); {BOOT} x "
                 "rng.choice(x, len(x)).mean(); np.percentile [2.5, 97.5]",
                 mapping(lower=NUMBER, upper=NUMBER),
@@ -93,8 +93,9 @@ def quantile_binning(v: TableView) -> list[Candidate]:
                 "quantile_binning",
                 "binning",
                 "medium",
-                f"Split the rows into quartiles of '{x}' (Q1 lowest) and report the mean of '{y}' "
-                "in each quartile and the difference between the top and bottom quartile.",
+                f"Split the rows into quartiles of '{x}' (Q1 lowest; edges by linear "
+                f"interpolation, as pandas qcut). What is the mean of '{y}' in each quartile, "
+                "and the difference between the top and bottom quartile?",
                 f"pd.qcut('{x}', 4, labels Q1..Q4); mean of '{y}' per bin; Q4 - Q1",
                 mapping(Q1=NUMBER, Q2=NUMBER, Q3=NUMBER, Q4=NUMBER, q4_minus_q1=NUMBER),
                 p,

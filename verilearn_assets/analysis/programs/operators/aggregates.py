@@ -76,7 +76,8 @@ OPS: list[OpSpec] = [
         "count_tukey_outliers",
         f"int((({{a0}} < {_Q1} - 1.5 * ({_Q3} - {_Q1})) | "
         f"({{a0}} > {_Q3} + 1.5 * ({_Q3} - {_Q1}))).sum())",
-        "how many of {a0} fall outside their Tukey fences (1.5 IQR beyond the quartiles)",
+        "how many of {a0} fall outside their Tukey fences (1.5 IQR beyond the linear-interpolated "
+        "quartiles)",
         COUNT,
     ),
     op(

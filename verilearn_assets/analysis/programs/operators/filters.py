@@ -33,12 +33,12 @@ OPS: list[OpSpec] = [
     _filter(
         "filter_upper_quartile",
         "{a0}[{c0}] >= df[{c0}].quantile(0.75)",
-        "{c0} is at or above its overall 75th percentile",
+        "{c0} is at or above its overall 75th percentile by linear interpolation",
     ),
     _filter(
         "filter_lower_quartile",
         "{a0}[{c0}] <= df[{c0}].quantile(0.25)",
-        "{c0} is at or below its overall 25th percentile",
+        "{c0} is at or below its overall 25th percentile by linear interpolation",
     ),
     _filter(
         "filter_within_one_sd",
@@ -52,7 +52,8 @@ OPS: list[OpSpec] = [
         + ", df[{c0}].quantile(0.75) + 1.5 * "
         + _IQR
         + ")",
-        "{c0} lies inside the Tukey fences (1.5 IQR beyond the overall quartiles)",
+        "{c0} lies inside the Tukey fences (1.5 IQR beyond the overall linear-interpolated "
+        "quartiles)",
     ),
     _filter(
         "filter_key_is_mode",

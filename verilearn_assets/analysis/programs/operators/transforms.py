@@ -61,7 +61,7 @@ OPS: list[OpSpec] = [
         _S,
         NUM_SERIES,
         f"{{a0}}.clip({_LO}, {_HI})",
-        "clip to the Tukey fences (1.5 IQR beyond the quartiles)",
+        "clip to the Tukey fences (1.5 IQR beyond the linear-interpolated quartiles)",
     ),
     op(
         "drop_tukey_outliers",
@@ -69,7 +69,7 @@ OPS: list[OpSpec] = [
         _S,
         NUM_SERIES,
         f"{{a0}}[{{a0}}.between({_LO}, {_HI})]",
-        "drop values outside the Tukey fences (1.5 IQR beyond the quartiles)",
+        "drop values outside the Tukey fences (1.5 IQR beyond the linear-interpolated quartiles)",
     ),
     op(
         "upper_half",
