@@ -108,11 +108,15 @@ def test_constant_answer_under_perturbation_is_degenerate(tmp_path):
     )
     mean = float(df["x"].mean())
     assert constant_reason(cand("Mean x?", varying), df, mean, 3, 0.8, 0) is None
-    # the screen applies the test to the sources configured (procedural by default)
-    assert screen_one(c, df, ScreenConfig()).rejection_reason is None
-    screened = screen_one(c, df, ScreenConfig(perturb_sources=["template"]))
+    # the older screen (metamorphic off) applies it to the sources configured (procedural)
+    old = ScreenConfig(metamorphic=False)
+    assert screen_one(c, df, old).rejection_reason is None
+    screened = screen_one(c, df, old.model_copy(update={"perturb_sources": ["template"]}))
     assert screened.rejection_reason is not None
     assert screened.rejection_reason.startswith("degenerate:")
+    # the metamorphic screen judges every source (templates included) on same-shape tables
+    on = screen_one(c, df, ScreenConfig()).rejection_reason or ""
+    assert on.startswith("degenerate_data_independent:")
 
 
 def _prog(*steps: tuple[str, tuple[int, ...], tuple[str, ...]]) -> Program:

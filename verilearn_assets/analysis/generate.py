@@ -9,10 +9,18 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+import pandas as pd
+
 from verilearn_assets.analysis.candidate import Candidate
+from verilearn_assets.analysis.conventions import RunCache
+from verilearn_assets.analysis.generation_stats import shortfall
+from verilearn_assets.analysis.id_columns import numeric_id_columns
+from verilearn_assets.analysis.metamorphic import TableTrials
+from verilearn_assets.analysis.programs import ProgramScreen
 from verilearn_assets.analysis.programs.dryrun import load_table
+from verilearn_assets.analysis.programs.program import Program
 from verilearn_assets.analysis.questions_config import QuestionsConfig
-from verilearn_assets.analysis.screen import screen
+from verilearn_assets.analysis.screen import ScreenConfig, screen, screen_one
 from verilearn_assets.analysis.templates import apply_templates
 from verilearn_assets.core.records import TableRecord
 
@@ -36,23 +44,60 @@ def generate(table: TableRecord, source: str, cfg: QuestionsConfig) -> Generatio
     if source == "template":
         outcome = apply_templates(table.columns, table.n_rows, table.path, cfg)
         gen = Generation(outcome.candidates, outcome.not_applicable)
-    elif source == "procedural":
-        from verilearn_assets.analysis.programs import generate_program_candidates
+        if gen.candidates and cfg.screen.enabled:
+            passed, turned_away = screen(gen.candidates, load_table(table.path), cfg.screen)
+            gen.candidates = passed
+            gen.rejected.extend(turned_away)
+        return gen
+    if source == "procedural":
+        return _procedural(table, cfg)
+    raise ValueError(
+        f"question source {source!r} cannot be generated here "
+        f"(choose one of {list(GENERATED_SOURCES)})"
+    )
 
-        found = generate_program_candidates(table.columns, table.path, cfg.procedural)
-        gen = Generation(
-            found.candidates, rejected=found.rejected, search_rejected=found.stats.rejected
-        )
-    else:
-        raise ValueError(
-            f"question source {source!r} cannot be generated here "
-            f"(choose one of {list(GENERATED_SOURCES)})"
-        )
-    if gen.candidates and cfg.screen.enabled:
-        passed, turned_away = screen(gen.candidates, load_table(table.path), cfg.screen)
-        gen.candidates = passed
-        gen.rejected.extend(turned_away)
+
+def _procedural(table: TableRecord, cfg: QuestionsConfig) -> Generation:
+    """The search screens each program as it finds it (`ProgramScreen`), so a program the
+    screen turns away makes room for another: the search runs until the table has
+    `generation.target_per_table` candidates (or `procedural.max_programs`, if larger) or
+    its skeleton budget is spent; a table left short says why in `search_rejected`."""
+    from verilearn_assets.analysis.programs import generate_program_candidates
+
+    target = cfg.generation.target_per_table
+    pcfg = cfg.procedural.model_copy(
+        update={"max_programs": max(cfg.procedural.max_programs, target)}
+    )
+    program_screen = _program_screen(cfg.screen, pcfg.digits) if cfg.screen.enabled else None
+    found = generate_program_candidates(
+        table.columns, table.path, pcfg, program_screen, ablates=cfg.screen.metamorphic
+    )
+    gen = Generation(
+        found.candidates, rejected=found.rejected, search_rejected=found.stats.rejected
+    )
+    why = shortfall(table, len(gen.candidates), cfg, found.stats)
+    if why:
+        gen.search_rejected[why] += target - len(gen.candidates)
     return gen
+
+
+def _program_screen(cfg: ScreenConfig, digits: int) -> ProgramScreen:
+    """`screen_one` with the per-table state (ID columns, run cache, perturbed tables)
+    built on the first program of a table and reused for the rest."""
+    state: dict[int, tuple[list[str], RunCache | None, TableTrials | None]] = {}
+
+    def run(program: Program, cand: Candidate, df: pd.DataFrame) -> Candidate:
+        if id(df) not in state:
+            state.clear()  # one table at a time: the frame of the last table is dropped
+            state[id(df)] = (
+                numeric_id_columns(df),
+                RunCache() if cfg.probe_ties else None,
+                TableTrials(df, cfg.perturbations, cfg.seed) if cfg.metamorphic else None,
+            )
+        ids, cache, trials = state[id(df)]
+        return screen_one(cand, df, cfg, ids, cache, trials, program, digits)
+
+    return run
 
 
 def generate_candidates(table: TableRecord, source: str, cfg: QuestionsConfig) -> list[Candidate]:

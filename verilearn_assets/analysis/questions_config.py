@@ -6,6 +6,7 @@ from pathlib import Path
 
 from pydantic import Field
 
+from verilearn_assets.analysis.generation_stats import GenerationConfig
 from verilearn_assets.analysis.programs import ProgramSearchConfig
 from verilearn_assets.analysis.screen import ScreenConfig
 from verilearn_assets.core.config import StrictConfig, load_config
@@ -44,6 +45,8 @@ class QuestionsConfig(StrictConfig):
     procedural: ProgramSearchConfig = Field(default_factory=ProgramSearchConfig)
     # degenerate answers and unstated conventions, judged before verification
     screen: ScreenConfig = Field(default_factory=ScreenConfig)
+    # questions each table should yield (the procedural search goes on until then)
+    generation: GenerationConfig = Field(default_factory=GenerationConfig)
 
 
 def load_questions_config(directory: str | Path | None = None) -> QuestionsConfig:

@@ -1,9 +1,12 @@
-"""The pre-verification screen: degenerate answers and unstated conventions.
+"""The pre-verification screen: degenerate answers, unstated conventions, metamorphic tests.
 
 Runs each candidate in-process on its table (our own generated code, as the procedural dry
-run does), then turns away the ones whose answer is degenerate or moves under a named
-convention the question leaves open. Turned-away candidates keep their reason and become
-rejected records, so the diagnostics mart counts them; the sandbox still decides the rest.
+run does), then turns away the ones whose answer is degenerate, moves under a named
+convention the question leaves open, or fails a metamorphic screen (`analysis.metamorphic`:
+the same on every same-shape perturbed table, a redundant procedural step, a tautology).
+Turned-away candidates keep their reason and become rejected records, so the diagnostics
+mart counts them; the sandbox still decides the rest. Procedural candidates are screened
+inside the search (`generate`), so a turned-away program makes room for another.
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ from verilearn_assets.analysis.candidate import Candidate
 from verilearn_assets.analysis.conventions import RunCache, check_conventions, probed_reference
 from verilearn_assets.analysis.degenerate import constant_reason, zero_reason
 from verilearn_assets.analysis.id_columns import numeric_id_columns
+from verilearn_assets.analysis.metamorphic import TableTrials
 from verilearn_assets.analysis.programs.dryrun import run_in_process
+from verilearn_assets.analysis.programs.program import Program
 from verilearn_assets.core.answers import parse_answer
 from verilearn_assets.core.config import StrictConfig
 
@@ -27,9 +32,13 @@ class ScreenConfig(StrictConfig):
     """`screen:` in configs/questions.yaml."""
 
     enabled: bool = True
-    perturbations: int = Field(3, ge=1)  # row subsamples for the constant-answer test
-    # sources whose candidates get the constant-answer test: templates ask data-driven
-    # questions by construction, and the test costs `perturbations` extra runs each
+    # the metamorphic screens of every candidate (`analysis.metamorphic`): data dependence
+    # on `perturbations` same-shape tables, step ablation, tautologies. False restores the
+    # older screen (row subsamples for `perturb_sources`, adjacent-pair chain rules): the
+    # "before" of benchmarks/question_quality.py
+    metamorphic: bool = True
+    perturbations: int = Field(3, ge=1)  # perturbed tables per candidate
+    # with `metamorphic` off only: sources whose candidates get the row-subsample test
     perturb_sources: list[str] = Field(default_factory=lambda: ["procedural"])
     perturb_fraction: float = Field(0.8, gt=0, lt=1)
     seed: int = 0
@@ -48,11 +57,15 @@ def screen_one(
     cfg: ScreenConfig,
     id_columns: list[str] | None = None,
     cache: RunCache | None = None,
+    trials: TableTrials | None = None,
+    program: Program | None = None,
+    digits: int = 4,
 ) -> Candidate:
     """A copy of `cand` with `conventions` and, if it fails the screen, `rejection_reason`.
 
     The reference runs once, through the tie probes, so tie variants run only where the
-    reference met a tie; `id_columns` and `cache` are the caller's, once per table.
+    reference met a tie; `id_columns`, `cache` and `trials` (the perturbed tables) are the
+    caller's, once per table. `program` (procedural candidates) enables step ablation.
     """
     try:
         if cfg.probe_ties:
@@ -64,11 +77,23 @@ def screen_one(
     reason = zero_reason(answer)
     report = check_conventions(cand, df, answer, id_columns=id_columns, ties=ties, cache=cache)
     reason = reason or report.rejection
-    if reason is None and cand.source in cfg.perturb_sources:
+    if reason is None and cfg.metamorphic:
+        trials = trials or TableTrials(df, cfg.perturbations, cfg.seed)
+        reason = trials.screen(cand, answer, program, shape_only(cand), digits)
+    elif reason is None and cand.source in cfg.perturb_sources:
         reason = constant_reason(
             cand, df, answer, cfg.perturbations, cfg.perturb_fraction, cfg.seed
         )
     return cand.model_copy(update={"conventions": report.tried, "rejection_reason": reason})
+
+
+def shape_only(cand: Candidate) -> bool:
+    """Whether the candidate's template declares its answer a property of the shape."""
+    if cand.template is None:
+        return False
+    from verilearn_assets.analysis.templates import REGISTRY  # templates import the config
+
+    return getattr(REGISTRY.get(cand.template), "shape_only", False)
 
 
 def screen(
@@ -79,5 +104,6 @@ def screen(
         return candidates, []
     ids = numeric_id_columns(df)  # once per table, not per candidate
     cache = RunCache() if cfg.probe_ties else None
-    done = [screen_one(c, df, cfg, ids, cache) for c in candidates]
+    trials = TableTrials(df, cfg.perturbations, cfg.seed) if cfg.metamorphic else None
+    done = [screen_one(c, df, cfg, ids, cache, trials) for c in candidates]
     return [c for c in done if c.rejection_reason is None], [c for c in done if c.rejection_reason]

@@ -7,6 +7,7 @@ canonical form and de-duplicated, then compiled to hooked pandas code and worded
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
@@ -126,26 +127,51 @@ class ProgramGeneration:
     stats: SearchStats
 
 
+# screens a compiled program on its table: the candidate back with `rejection_reason` set
+# when it is turned away (`analysis.screen.screen_one` through `analysis.generate`)
+ProgramScreen = Callable[[Program, Candidate, pd.DataFrame], Candidate]
+
+
 def generate_program_candidates(
-    columns: list[ColumnProfile], table_path: str | None, cfg: ProgramSearchConfig | None = None
+    columns: list[ColumnProfile],
+    table_path: str | None,
+    cfg: ProgramSearchConfig | None = None,
+    screen: ProgramScreen | None = None,
+    ablates: bool = False,
 ) -> ProgramGeneration:
     """Procedural candidates for one table, deterministic for a given profile and seed.
 
     Bindings use the profile only; when `table_path` is given (and `cfg.dry_run`), each
-    program is also run in-process on the table and dropped if its answer is unusable.
+    program is also run in-process on the table and dropped if its answer is unusable,
+    then passed to `screen`: a program the screen turns away counts as a search rejection,
+    so the search goes on until `cfg.max_programs` pass it. `ablates` says the screen
+    drops steps one at a time, which replaces the adjacent-pair rules of `chain_problem`.
     """
     cfg = cfg or ProgramSearchConfig()
     accept = None
+    screened: dict[str, Candidate] = {}
     if table_path is not None and cfg.dry_run:
-        accept = partial(_dry_run, load_table(table_path), cfg.digits)
-    result = search_programs(columns, cfg, accept=accept)
+        df = load_table(table_path)
+        dry = partial(_dry_run, df, cfg.digits)
+
+        def accept(program: Program) -> str | None:
+            reason = dry(program)
+            if reason is None and screen is not None:
+                cand = screened[program.key] = screen(
+                    program, to_candidate(program, cfg.digits), df
+                )
+                reason = cand.rejection_reason
+            return reason
+
+    result = search_programs(columns, cfg, accept=accept, pair_rules=not (screen and ablates))
+
+    def cand(p: Program) -> Candidate:
+        return screened.get(p.key) or to_candidate(p, cfg.digits)
+
     rejected = [
-        to_candidate(p, cfg.digits).model_copy(update={"rejection_reason": why})
-        for p, why in result.kept_rejections
+        cand(p).model_copy(update={"rejection_reason": why}) for p, why in result.kept_rejections
     ]
-    return ProgramGeneration(
-        [to_candidate(p, cfg.digits) for p in result.programs], rejected, result.stats
-    )
+    return ProgramGeneration([cand(p) for p in result.programs], rejected, result.stats)
 
 
 def generate_programs(

@@ -48,8 +48,10 @@ ABSORBED_BY: dict[str, frozenset[str]] = {
 }
 
 
-def chain_problem(program: Program) -> str | None:
-    """`meaningless_chain: ...` naming the offending steps, or None."""
+def chain_problem(program: Program, absorbed: bool = True) -> str | None:
+    """`meaningless_chain: ...` naming the offending steps, or None. `absorbed` False
+    leaves out the neighbour-absorbs-neighbour rule: the metamorphic step ablation
+    (`analysis.metamorphic`) finds those, and non-adjacent ones, on the data."""
     steps = program.steps
     for i, step in enumerate(steps):
         series_inputs = [r for r in step.inputs if r != SOURCE]
@@ -58,7 +60,7 @@ def chain_problem(program: Program) -> str | None:
         prev = steps[series_inputs[0]]
         if step.op == prev.op and step.cols == prev.cols and len(step.inputs) == 1:
             return f"meaningless_chain: step {i + 1} applies {step.op} twice in a row"
-        if prev.op in ABSORBED_BY.get(step.op, frozenset()):
+        if absorbed and prev.op in ABSORBED_BY.get(step.op, frozenset()):
             return (
                 f"meaningless_chain: step {i + 1} ({step.op}) makes step "
                 f"{series_inputs[0] + 1} ({prev.op}) pointless"

@@ -179,9 +179,18 @@ def _has_same_column_twice(node: Node) -> bool:
     return any(len(set(n.cols)) != len(n.cols) for n in node.walk())
 
 
-# Rejections worth a record in the lake (the diagnostics mart counts them by reason);
-# other reasons (duplicates, type errors, ...) are only counted in `SearchStats`.
-KEPT_REASONS = ("meaningless_chain", "degenerate")
+# Rejections worth a record in the lake (the diagnostics mart counts them by reason):
+# the chain rules, the dry run's no-op steps and every reason of the pre-verification
+# screen run inside the search (`analysis.screen`, `analysis.metamorphic`); other
+# reasons (duplicates, type errors, ...) are only counted in `SearchStats`.
+KEPT_REASONS = (
+    "meaningless_chain",
+    "degenerate",
+    "redundant_step",
+    "tautology",
+    "tie_unstated",
+    "ambiguous_convention",
+)
 
 
 @dataclass
@@ -195,9 +204,12 @@ def search_programs(
     columns: list[ColumnProfile],
     cfg: ProgramSearchConfig,
     accept: Callable[[Program], str | None] | None = None,
+    pair_rules: bool = True,
 ) -> SearchResult:
     """Accepted canonical programs, in discovery order. `accept(program) -> str|None` may
-    veto a program by returning a rejection reason (used for the dry run)."""
+    veto a program by returning a rejection reason (the dry run and the screen): the search
+    goes on until `max_programs` are accepted or `max_skeletons` are spent. `pair_rules`
+    False leaves out `chain_problem`'s absorbed-neighbour rule (step ablation replaces it)."""
     stats = SearchStats()
     pools = eligible_columns(columns, cfg, stats)
     if len(columns) < 2 or not pools[ROLE_NUMERIC]:
@@ -242,7 +254,7 @@ def search_programs(
                 stats.rejected["duplicate"] += 1
                 continue
             seen.add(program.key)
-            reason = chain_problem(program)
+            reason = chain_problem(program, absorbed=pair_rules)
             if reason is None and accept is not None:
                 reason = accept(program)
             if reason and not cfg.reject_meaningless and reason.startswith(KEPT_REASONS):
