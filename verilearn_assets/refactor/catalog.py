@@ -12,6 +12,7 @@ negative example that tests check with real ast-grep.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,19 @@ class CatalogRule(BaseModel):
     def complexity(self) -> int:
         """Size of the rule: the number of keys and list items in its `rule`/`transform`."""
         return _size({k: v for k, v in self.rule.items() if k in ("rule", "transform")})
+
+
+def scoped_function(rule: dict[str, Any]) -> str | None:
+    """The function a rule is restricted to (`tasks.scoped_to_function`: its rule in an
+    `all` with an `inside` of a function definition matched by name), else None."""
+    body = rule.get("rule")
+    parts = body.get("all") if isinstance(body, dict) else None
+    for part in parts if isinstance(parts, list) else []:
+        inside = part.get("inside") if isinstance(part, dict) else None
+        if isinstance(inside, dict) and inside.get("kind") == "function_definition":
+            regex = str((inside.get("has") or {}).get("regex", ""))
+            return re.sub(r"\\(.)", r"\1", regex.removeprefix("^").removesuffix("$"))
+    return None
 
 
 def _size(value: Any) -> int:

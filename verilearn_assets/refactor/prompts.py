@@ -1,7 +1,15 @@
 """Prompt rendering (`configs/teacher_prompts.yaml`, `refactor:`) and answer parsing.
 
-The actor's prompt is the system block, then one user message: the user block (task, step,
-last result) followed by the state block (the `<state>` part, the rendered agent state).
+The actor's prompt is the system block, then one user message: the user block (task, the
+code it must change, step, last result) followed by the state block (the `<state>` part,
+the rendered agent state).
+
+The code (`code_view`) is the current text of the task's files in scope, read from the
+workspace the action will run in, with line numbers, inside `<code>…</code>`: whole files
+when they fit `code_chars`, else windows around the lines the task still has to change
+(the lines of the target diff's `-` side still present), middle-truncated by the context
+budget's `cap_text` as a last resort. A model cannot refactor code it never sees, and a
+teacher's reasoning can only point at code the prompt shows.
 
 An answer is `<think>…</think><action>…</action><state_update>…</state_update>`; the action
 and the update are then validated against their schemas by the actor loop.
@@ -9,14 +17,18 @@ and the update are then validated against their schemas by the actor loop.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 import string
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from verilearn_assets.core.config import StrictConfig, load_config
+from verilearn_assets.core.llm.budget import cap_text
 from verilearn_assets.refactor.records import ModelOutput, RefactorTask
 
 # the user block's placeholders; the state has a block of its own (`state`)
@@ -28,7 +40,14 @@ PLACEHOLDERS = {
     "step",
     "max_steps",
     "last_result",
+    "code",
 }
+CODE_OPEN, CODE_CLOSE = "<code>\n", "</code>"
+NOT_SHOWN = "(no code shown)"
+FILE_HEADER = re.compile(r"^### (\S+) \((\d+) lines(?:, excerpt)?\)$")
+NUMBERED = re.compile(r"^ *(\d+)\| ?(.*)$")
+MAX_FILE_BYTES = 256_000  # a file in scope larger than this is named, never read
+WINDOW = 3  # lines of context around a line still to change, in an excerpt
 
 
 def _placeholders(value: str, allowed: set[str], required: set[str]) -> str:
@@ -50,6 +69,9 @@ class PromptConfig(StrictConfig):
     # llm task proposals: a refactoring in words plus a rule, then (triangulation) a rule
     # for the same words written without seeing the first one
     propose_system: str = ""
+    # characters of code the user block shows at most (`code_view`); the context budget
+    # may cut it further for a small window
+    code_chars: int = Field(default=8000, ge=200)
     propose_user: str = "Repository {repo}:\n{code}"
     rule_user: str = "Repository {repo}:\n{code}\nTask: {instruction}"
 
@@ -88,6 +110,105 @@ def load_prompts(directory: str | Path | None = None) -> PromptConfig:
     return load_config("teacher_prompts", TeacherPrompts, directory).refactor
 
 
+def read_scope(tree: Path, files: Sequence[str]) -> dict[str, str | None]:
+    """Current text of each file in scope; None for one that is missing, not a regular file
+    inside `tree` (a link is never followed: the workspace is the model's), or too big
+    (checked with `lstat` before reading)."""
+    root = tree.resolve()
+    out: dict[str, str | None] = {}
+    for rel in files:
+        path = tree / rel
+        try:
+            real = path.resolve()
+            info = os.lstat(path)
+        except (OSError, RuntimeError):
+            out[rel] = None
+            continue
+        inside = root in real.parents and real == root / rel
+        if not inside or not stat.S_ISREG(info.st_mode) or info.st_size > MAX_FILE_BYTES:
+            out[rel] = None
+            continue
+        out[rel] = path.read_bytes().decode(errors="replace")
+    return out
+
+
+def removed_lines(diff: str) -> dict[str, set[str]]:
+    """Per file of a unified diff, the stripped text of its `-` lines (what must change)."""
+    out: dict[str, set[str]] = {}
+    current: set[str] | None = None
+    for line in diff.splitlines():
+        if line.startswith("--- "):
+            name = line[4:].strip()
+            current = (
+                out.setdefault(name.removeprefix("a/"), set()) if name != "/dev/null" else None
+            )
+        elif line.startswith("-") and current is not None and line[1:].strip():
+            current.add(line[1:].strip())
+    return out
+
+
+def _numbered(lines: list[str], numbers: Sequence[int]) -> list[str]:
+    width = max(4, len(str(len(lines))))
+    return [f"{n:>{width}}| {lines[n - 1]}".rstrip() for n in numbers]
+
+
+def _windows(lines: list[str], focus: set[str]) -> list[int]:
+    """Line numbers within WINDOW lines of a line whose text is in `focus`, in order."""
+    keep: set[int] = set()
+    for i, line in enumerate(lines, 1):
+        if line.strip() in focus:
+            keep.update(range(max(1, i - WINDOW), min(len(lines), i + WINDOW) + 1))
+    return sorted(keep)
+
+
+def code_view(texts: Mapping[str, str | None], target_diff: str, budget: int) -> str:
+    """The code block of the user message: every file in scope with line numbers, whole
+    when all fit `budget`, else windows around its lines still to change (elided runs
+    marked `...`); never longer than `budget` (the context budget's middle cut)."""
+    if not texts:
+        return NOT_SHOWN
+    whole: list[str] = []
+    excerpt: list[str] = []
+    todo = removed_lines(target_diff)
+    for rel, text in sorted(texts.items()):
+        if text is None:
+            note = f"### {rel} (not shown: missing, not a regular file or too large)"
+            whole.append(note)
+            excerpt.append(note)
+            continue
+        lines = text.splitlines()
+        whole += [f"### {rel} ({len(lines)} lines)", *_numbered(lines, range(1, len(lines) + 1))]
+        keep = _windows(lines, todo.get(rel, set()))
+        excerpt.append(f"### {rel} ({len(lines)} lines, excerpt)")
+        for i, n in enumerate(keep):
+            if i and n != keep[i - 1] + 1:
+                excerpt.append("...")
+            excerpt += _numbered(lines, [n])
+    body = "\n".join(whole)
+    if len(body) > budget:
+        body = cap_text("\n".join(excerpt), budget)
+    return f"{CODE_OPEN}{body}\n{CODE_CLOSE}"
+
+
+def parse_code_view(text: str) -> dict[str, dict[int, str]]:
+    """The files and numbered lines a prompt's code block shows (what a teacher may cite)."""
+    start = text.find(CODE_OPEN)
+    end = text.find(CODE_CLOSE, start + 1)
+    if start < 0 or end < 0:
+        return {}
+    out: dict[str, dict[int, str]] = {}
+    current: dict[int, str] | None = None
+    for line in text[start + len(CODE_OPEN) : end].splitlines():
+        header = FILE_HEADER.match(line)
+        if header:
+            current = out.setdefault(header.group(1), {})
+            continue
+        numbered = NUMBERED.match(line)
+        if numbered and current is not None:
+            current[int(numbered.group(1))] = numbered.group(2)
+    return out
+
+
 def render_messages(
     prompts: PromptConfig,
     task: RefactorTask,
@@ -95,8 +216,15 @@ def render_messages(
     step: int,
     max_steps: int,
     last_result: str,
+    tree: Path | None = None,
 ) -> list[dict[str, Any]]:
+    """The actor's chat for one step; `tree` is the workspace the action will run in (its
+    files in scope are shown as they are now), None when there is none (no code shown)."""
+    code = NOT_SHOWN
+    if tree is not None:
+        code = code_view(read_scope(tree, task.files), task.target_diff, prompts.code_chars)
     user = prompts.user.format(
+        code=code,
         instruction=task.instruction,
         repo=task.repo,
         files=", ".join(task.files),

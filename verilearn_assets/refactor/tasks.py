@@ -8,6 +8,14 @@ Every candidate runs in a fresh workspace; it is accepted when each step changes
 the result parses and the repository's tests still pass. Failed candidates are kept as
 rejected records with the reason. Splits come from the repository, so no repository (and
 no task) is in two splits.
+
+Quality (`finalize`): every accepted task passes `task_problems` (a target that changes the
+package, not only tests; a target that does what its instruction says: a file- or
+function-scoped task changes nothing outside its file or function, a rename renames the
+definition and nothing else of that name), else it is kept as rejected with the reason; and
+two accepted tasks with the same target keep one (the simplest: fewest steps, smallest
+rule), the other kept as rejected `duplicate target of task <id>`. Rule pairs are drawn so
+that every rule appears about equally often (`draw_pairs`, seeded per repository).
 """
 
 from __future__ import annotations
@@ -15,10 +23,12 @@ from __future__ import annotations
 import ast
 import difflib
 import itertools
+import random
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
 
 from verilearn_assets.core.records import content_hash
 from verilearn_assets.refactor.actions import RuleAction
@@ -28,6 +38,7 @@ from verilearn_assets.refactor.catalog import (
     RuleExamples,
     load_corpus,
     load_rules,
+    scoped_function,
 )
 from verilearn_assets.refactor.config import RefactorConfig
 from verilearn_assets.refactor.records import Difficulty, RefactorTask
@@ -275,39 +286,97 @@ def rename_targets(repo: Repo) -> list[tuple[str, str, str]]:
     return out
 
 
+def is_test_path(path: str) -> bool:
+    """A test file: under a `tests`/`test` directory, `test_*.py`, `*_test.py`, conftest."""
+    p = PurePosixPath(path)
+    name = p.name
+    return (
+        bool({"tests", "test"} & set(p.parts[:-1]))
+        or name.startswith("test_")
+        or name.endswith("_test.py")
+        or name == "conftest.py"
+    )
+
+
+def only_tests(files: Iterable[str]) -> bool:
+    """True when `files` is not empty and every one is a test file."""
+    files = list(files)
+    return bool(files) and all(is_test_path(f) for f in files)
+
+
+def draw_pairs(
+    rule_ids: Iterable[str],
+    cap: int,
+    seed: str,
+    skip: Callable[[str, str], bool] = lambda a, b: False,
+) -> list[tuple[str, str]]:
+    """Up to `cap` ordered pairs of distinct rules (none that `skip` refuses) in which every
+    rule appears about equally often: each draw takes a pair of the least-used rules, ties
+    (and the order inside the pair) settled by a `random.Random(seed)` shuffle. Catalog
+    order gave the first rules alphabetically nearly every pair and the last ones none."""
+    rng = random.Random(seed)
+    pool = [p for p in itertools.combinations(sorted(set(rule_ids)), 2) if not skip(*p)]
+    rng.shuffle(pool)
+    uses: Counter[str] = Counter()
+    out: list[tuple[str, str]] = []
+    while pool and len(out) < cap:
+        best = min(pool, key=lambda p: (max(uses[p[0]], uses[p[1]]), uses[p[0]] + uses[p[1]]))
+        pool.remove(best)
+        uses.update(best)
+        out.append(best if rng.random() < 0.5 else (best[1], best[0]))
+    return out
+
+
 def candidates(
     source: str,
     repos: list[Repo],
     rules: list[CatalogRule],
     config: RefactorConfig,
     max_pairs_per_repo: int = 30,
+    seed: int = 0,
 ) -> Iterator[Candidate]:
+    """Every candidate of one source; none whose target could only touch tests (a rule that
+    changes only test files, a file or function scope inside a test file)."""
     gen = config.generation
     by_id = {r.id: r for r in rules}
     for repo in repos:
         matched = matching_files(repo, rules, config)
+        package = {k: v for k, v in matched.items() if not only_tests(v.files)}
         if source == "template":
-            for rule_id in matched:
+            for rule_id in package:
                 yield Candidate(repo, "template", ((by_id[rule_id], ()),))
             continue
         # procedural: one rule restricted to one file (where it touches several files) …
-        for rule_id, scan in matched.items():
+        for rule_id, scan in package.items():
             if len(scan.files) > 1:
                 for path in scan.files:
-                    yield Candidate(repo, "procedural", ((by_id[rule_id], (path,)),))
+                    if not is_test_path(path):
+                        yield Candidate(repo, "procedural", ((by_id[rule_id], (path,)),))
         # … one rule restricted to one function (where it touches several functions) …
         per_rule = [
-            [(rule_id, path, f) for path, functions in scan.functions.items() for f in functions]
-            for rule_id, scan in matched.items()
+            [
+                (rule_id, path, f)
+                for path, functions in scan.functions.items()
+                for f in functions
+                if not is_test_path(path)
+            ]
+            for rule_id, scan in package.items()
             if sum(len(f) for f in scan.functions.values()) > 1
         ]  # taken one per rule in turn, so the cap keeps every rule
         scoped = [c for row in itertools.zip_longest(*per_rule) for c in row if c is not None]
         for rule_id, path, function in scoped[: gen.max_function_scoped_per_repo]:
             rule = scoped_to_function(by_id[rule_id], path, function)
             yield Candidate(repo, "procedural", ((rule, (path,)),))
-        # … two rules in sequence (catalog order, capped per repository) …
-        pairs = list(itertools.combinations(sorted(matched), 2))
-        for first, second in pairs[:max_pairs_per_repo]:
+
+        # … two rules in sequence (drawn so every rule appears about equally, capped) …
+        files = {k: v.files for k, v in matched.items()}
+        pairs = draw_pairs(
+            matched,
+            max_pairs_per_repo,
+            f"{seed}:{repo.name}",
+            lambda a, b, files=files: only_tests([*files[a], *files[b]]),
+        )
+        for first, second in pairs:
             yield Candidate(repo, "procedural", ((by_id[first], ()), (by_id[second], ())))
         # … and renames of the repository's own top-level names
         for old, new, kind in rename_targets(repo)[: gen.max_renames_per_repo]:
@@ -321,8 +390,10 @@ def generate_tasks(
     repos: list[Repo] | None = None,
     rules: list[CatalogRule] | None = None,
     max_pairs_per_repo: int = 30,
+    seed: int = 0,
 ) -> list[RefactorTask]:
-    """Every task of one `source × split` partition (the `llm` source needs a model)."""
+    """Every task of one `source × split` partition (the `llm` source needs a model),
+    checked and de-duplicated by target (`finalize`)."""
     if source not in ("template", "procedural"):
         return []
     if repos is None:
@@ -331,12 +402,153 @@ def generate_tasks(
     rules = rules if rules is not None else load_rules()
     tasks = [
         run_candidate(c, config)
-        for c in candidates(source, repos, rules, config, max_pairs_per_repo)
+        for c in candidates(source, repos, rules, config, max_pairs_per_repo, seed)
     ]
-    seen: set[str] = set()
-    unique = []
+    return finalize(tasks, {r.name: r.path for r in repos})
+
+
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@")
+
+
+def diff_lines(diff: str) -> dict[str, set[int]]:
+    """Per file of a unified diff, the original line numbers it removes or replaces (a pure
+    insertion counts as the line it follows)."""
+    out: dict[str, set[int]] = {}
+    lines: set[int] | None = None
+    old = 0
+    for line in diff.splitlines():
+        if line.startswith("--- "):
+            name = line[4:].strip()
+            lines = None if name == "/dev/null" else out.setdefault(name[2:], set())
+        elif line.startswith("+++ "):
+            if lines is None and line[4:].strip() != "/dev/null":
+                lines = out.setdefault(line[6:].strip(), set())
+        elif hunk := _HUNK.match(line):
+            old = int(hunk.group(1))
+        elif lines is not None and line.startswith("-"):
+            lines.add(old)
+            old += 1
+        elif lines is not None and line.startswith("+"):
+            lines.add(max(old - 1, 1))
+        elif line.startswith(" "):
+            old += 1
+    return out
+
+
+def _function_spans(source: bytes, name: str) -> list[tuple[int, int]]:
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    return [
+        (n.lineno, n.end_lineno or n.lineno)
+        for n in ast.walk(tree)
+        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == name
+    ]
+
+
+def other_bindings(root: Path, name: str) -> list[str]:
+    """Where `name` is bound other than as a top-level function or class of the package:
+    a parameter, a local or module variable, a nested or test definition, an import alias.
+    A rename rule over identifiers would rename each of them too."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        if SKIP_DIRS & set(path.relative_to(root).parts) or path.is_symlink():
+            continue
+        try:
+            tree = ast.parse(path.read_bytes())
+        except (SyntaxError, ValueError):
+            continue
+        top = {id(n) for n in tree.body} if not is_test_path(rel) else set()
+        for node in ast.walk(tree):
+            what = ""
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                what = "definition" if node.name == name and id(node) not in top else ""
+            elif isinstance(node, ast.arg) and node.arg == name:
+                what = "parameter"
+            elif isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store):
+                what = "variable"
+            elif isinstance(node, ast.alias) and node.asname == name:
+                what = "import alias"
+            if what:
+                found.append(f"{what} at {rel}:{getattr(node, 'lineno', '?')}")
+    return found
+
+
+def task_problems(task: RefactorTask, root: Path | None = None) -> list[str]:
+    """Why an accepted task is unfit, empty when it is fit: its target only touches tests,
+    or contradicts its instruction (a scoped task changing files or lines outside its file
+    or function, a rename that misses the definition or renames other bindings of the
+    name). `root` is the repository the task was made from (the line-level checks)."""
+    if task.status != "accepted":
+        return []
+    problems = []
+    if only_tests(task.files):
+        problems.append(f"target only touches tests ({', '.join(task.files)})")
+    changed = diff_lines(task.target_diff)
+    scopes = [a.get("paths") or [] for a in task.reference_actions if a.get("kind") == "rule"]
+    if scopes and all(scopes):
+        allowed = {p for paths in scopes for p in paths}
+        outside = sorted(f for f in changed if f not in allowed)
+        if outside:
+            problems.append(f"scoped to {', '.join(sorted(allowed))} but changes {outside}")
+    for action in task.reference_actions:
+        function = scoped_function(action.get("rule") or {})
+        if function is None or root is None:
+            continue
+        for rel in action.get("paths") or []:
+            spans = _function_spans((root / rel).read_bytes(), function)
+            stray = sorted(
+                n for n in changed.get(rel, set()) if not any(a <= n <= b for a, b in spans)
+            )
+            if stray:
+                problems.append(
+                    f"scoped to the function {function} of {rel} but changes lines {stray}"
+                )
+    for rule_id in task.rules:
+        if not rule_id.startswith("rename-"):
+            continue
+        old = rule_id.removeprefix("rename-")
+        new = next((w for w in task.instruction.split() if w.startswith(old) and w != old), "")
+        new = new.rstrip(".,:")
+        removed = re.compile(rf"^-\s*(?:async\s+)?(?:def|class)\s+{re.escape(old)}\b", re.M)
+        added = re.compile(rf"^\+\s*(?:async\s+)?(?:def|class)\s+{re.escape(new)}\b", re.M)
+        if not new or not removed.search(task.target_diff) or not added.search(task.target_diff):
+            problems.append(f"asks to rename {old} to {new or '?'} but its definition is not")
+        others = other_bindings(root, old) if root is not None else []
+        if others:
+            problems.append(f"renames {old}, but the name also binds: {', '.join(others[:5])}")
+    return problems
+
+
+def finalize(tasks: list[RefactorTask], roots: dict[str, Path]) -> list[RefactorTask]:
+    """Tasks as kept: one per id; an accepted task with `task_problems` kept as rejected
+    with them; accepted tasks of the same target (repository and tree) reduced to the
+    simplest (fewest steps, smallest rule, then id), the others rejected naming it."""
+    unique: dict[str, RefactorTask] = {}
     for task in tasks:
-        if task.id not in seen:
-            seen.add(task.id)
-            unique.append(task)
-    return unique
+        unique.setdefault(task.id, task)
+    out = []
+    for task in unique.values():
+        problems = task_problems(task, roots.get(task.repo))
+        if problems:
+            task = task.model_copy(update={"status": "rejected", "reason": "; ".join(problems)})
+        out.append(task)
+    best: dict[tuple[str, str], RefactorTask] = {}
+    for task in sorted(
+        (t for t in out if t.status == "accepted"),
+        key=lambda t: (t.difficulty.steps, t.difficulty.rule_complexity, t.id),
+    ):
+        best.setdefault((task.repo, task.target_tree), task)
+    return [
+        t
+        if t.status != "accepted" or best[(t.repo, t.target_tree)].id == t.id
+        else t.model_copy(
+            update={
+                "status": "rejected",
+                "reason": f"duplicate target of task {best[(t.repo, t.target_tree)].id}",
+            }
+        )
+        for t in out
+    ]

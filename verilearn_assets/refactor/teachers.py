@@ -16,11 +16,16 @@ step with failure class `context_overflow`.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
+import subprocess
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+import yaml
 from pydantic import Field, field_validator
 
 from verilearn_assets.core.config import StrictConfig, load_config
@@ -37,6 +42,8 @@ from verilearn_assets.core.llm.budget import (
 )
 from verilearn_assets.core.llm.client import VllmClient, VllmError
 from verilearn_assets.core.llm.config import SamplingDefaults, VllmConfig
+from verilearn_assets.refactor.catalog import scoped_function
+from verilearn_assets.refactor.jail import ast_grep_binary
 from verilearn_assets.refactor.records import RefactorTask
 from verilearn_assets.refactor.state import DROP_ORDER, State, render
 
@@ -50,8 +57,188 @@ class Teacher(Protocol):
     ) -> str: ...
 
 
+@dataclass(frozen=True)
+class Place:
+    """One place of the shown code a rule rewrites: where, the line now, the line after."""
+
+    path: str
+    line: int
+    lines: int  # how many lines the match spans
+    before: str
+    after: str
+
+    def cite(self, width: int = 90) -> str:
+        more = f" (+{self.lines - 1} lines)" if self.lines > 1 else ""
+        return f"{self.path}:{self.line} `{_short(self.before, width)}`{more}"
+
+
+def _short(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def shown_places(
+    view: dict[str, dict[int, str]], actions: list[dict[str, Any]]
+) -> list[list[Place]]:
+    """Per rule action, the places of the shown code (`prompts.parse_code_view`) its rule
+    rewrites, found by ast-grep (one host run over the shown lines only, never the
+    workspace: elided lines are blank, so nothing outside the prompt is ever cited)."""
+    rules = []
+    for i, action in enumerate(actions):
+        if action.get("kind") == "rule":
+            rules.append(yaml.safe_dump({**action["rule"], "id": f"step-{i}"}, sort_keys=False))
+    found: list[list[Place]] = [[] for _ in actions]
+    if not rules or not view:
+        return found
+    with tempfile.TemporaryDirectory(prefix="refactor-teacher-") as tmp:
+        for rel, numbered in view.items():
+            if not numbered or not rel.endswith(".py"):
+                continue
+            lines = [""] * max(numbered)
+            for n, text in numbered.items():
+                lines[n - 1] = text
+            path = Path(tmp, rel)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("\n".join(lines) + "\n")
+        done = subprocess.run(
+            [ast_grep_binary(), "scan", "--inline-rules", "\n---\n".join(rules), "--json=compact"],
+            cwd=tmp,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    if done.returncode not in (0, 1):
+        raise RuntimeError(f"program teacher: ast-grep over the shown code failed: {done.stderr}")
+    by_line: dict[tuple[int, str, int], list[dict[str, Any]]] = {}
+    for match in json.loads(done.stdout or "[]"):
+        i = int(str(match["ruleId"]).removeprefix("step-"))
+        paths = actions[i].get("paths") or []
+        rel = Path(match["file"]).as_posix().removeprefix("./")
+        if paths and not any(rel == p or rel.startswith(p.rstrip("/") + "/") for p in paths):
+            continue
+        by_line.setdefault((i, rel, match["range"]["start"]["line"]), []).append(match)
+    for (i, rel, start), matches in sorted(by_line.items()):
+        found[i].append(_place(rel, start, matches))
+    return found
+
+
+def _place(rel: str, start: int, matches: list[dict[str, Any]]) -> Place:
+    """The place of the matches starting on one line: the line now and after every
+    replacement on it (right to left, so earlier columns stay valid)."""
+    src = matches[0]["lines"]
+    first = src.splitlines()[0] if src else ""
+    end = max(m["range"]["end"]["line"] for m in matches)
+    after = first
+    for m in sorted(matches, key=lambda m: -m["range"]["start"]["column"]):
+        col, text = m["range"]["start"]["column"], m["text"]
+        new = m.get("replacement", text)
+        if "\n" in text or after[col : col + len(text)] != text:
+            whole = (
+                src[: m["charCount"]["leading"]]
+                + new
+                + src[len(src) - m["charCount"]["trailing"] :]
+            )
+            after = whole.splitlines()[0] if whole.strip() else ""
+            break
+        after = after[:col] + new + after[col + len(text) :]
+    return Place(rel, start + 1, end - start + 1, first, after.splitlines()[0] if after else "")
+
+
+def _shape(action: dict[str, Any]) -> str:
+    """The rewrite's structural shape in words, from the rule itself (never its id)."""
+    rule = action.get("rule") or {}
+    body = rule.get("rule") or {}
+    if "all" in body and isinstance(body["all"], list) and body["all"]:
+        body = body["all"][0]  # a rule scoped to one function: its own rule comes first
+    pattern, fix = body.get("pattern"), rule.get("fix")
+    if isinstance(pattern, str) and isinstance(fix, str) and not re.fullmatch(r"\$\w+", pattern):
+        return f"`{_short(pattern, 60)}` becomes `{_short(fix, 60)}`"
+    message = str(rule.get("message") or "").strip()
+    return message or "one structural rewrite of these lines"
+
+
+def _scope(action: dict[str, Any]) -> tuple[str, str]:
+    """(where the rule runs, why) from the action's paths and an `inside` function."""
+    paths = ", ".join(action.get("paths") or [])
+    function = scoped_function(action.get("rule") or {})
+    if function is not None:
+        return (
+            f"inside the function {function} of {paths}",
+            "the task limits the change to that function, so the rule is wrapped in an "
+            "`inside` of its definition and the same shape elsewhere stays as it is",
+        )
+    if paths:
+        return paths, "the task names only that file, so the action is limited to it"
+    return "the whole repository", "the task asks for every such place, so no path limit"
+
+
+def program_answer(
+    messages: list[dict[str, Any]], task: RefactorTask, step: int
+) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """(think, action, state update) of the program teacher at `step`: the reference
+    action, with reasoning about the code the prompt shows (what this rewrite reaches there,
+    where, why this shape and scope, what is left after it), never a rule's id."""
+    from verilearn_assets.refactor.prompts import parse_code_view
+
+    actions = task.reference_actions
+    user = str(messages[-1]["content"]) if messages else ""
+    view = parse_code_view(user)
+    if step > len(actions):
+        think = "Every planned rewrite is applied; I re-run the tests to confirm the tree."
+        update: dict[str, Any] = {"history": [f"step {step}: re-ran the tests"]}
+        return think, {"kind": "command", "argv": list(task.test_command)}, update
+    action = actions[step - 1]
+    places = shown_places(view, actions[step - 1 :])
+    here, later = places[0], [p for rest in places[1:] for p in rest]
+    where, why_scope = _scope(action)
+    shape = _shape(action)
+    shown = ", ".join(sorted(view)) or "no file"
+    lines = [f"Step {step} of {len(actions)}. The code shows {shown}."]
+    if here:
+        files = sorted({p.path for p in here})
+        lines.append(
+            f"{len(here)} place(s) in {', '.join(files)} still have the shape this part of "
+            "the task is about:"
+        )
+        lines += [f"- {p.cite()} -> `{_short(p.after, 90)}`" for p in here[:6]]
+        if len(here) > 6:
+            lines.append(f"- and {len(here) - 6} more of the same shape")
+        lines.append(
+            f"They share one structure ({shape}), so a single ast-grep rule with a fix "
+            "rewrites them all and leaves every other line alone."
+        )
+    else:
+        lines.append(
+            "None of the shown lines has the shape yet (the excerpt may leave it out); "
+            f"the rewrite ({shape}) runs where the task points."
+        )
+    lines.append(f"Scope: {where}; {why_scope}.")
+    if step < len(actions):
+        rest = (
+            f"{len(later)} more place(s) shown ({', '.join(p.cite(40) for p in later[:3])})"
+            if later
+            else "the places it changes"
+        )
+        lines.append(f"What is left: the task's next part, {rest}, in the next step.")
+    else:
+        lines.append("What is left: nothing after this; the tests must still pass.")
+    think = "\n".join(lines)
+    summary = f"{len(here)} place(s) in {where}" if here else where
+    update = {"history": [f"step {step}: rewrote {summary}"[:256]]}
+    if step == 1:
+        update["goals"] = [task.instruction[:256]]
+        update["constraints"] = ["keep the repository's tests passing"]
+    update["decisions"] = [f"one rule for the shape: {shape}"[:256]]
+    update["next_focus"] = (
+        "the task's next part" if step < len(actions) else "check the tests and stop"
+    )
+    return think, action, update
+
+
 class ProgramTeacher:
-    """Replays `task.reference_actions` one per step, with a short plan and state update."""
+    """Replays `task.reference_actions` one per step; its `<think>` reasons about the code
+    the prompt shows (`program_answer`)."""
 
     name = "program"
     model = "program"
@@ -59,28 +246,7 @@ class ProgramTeacher:
     async def respond(
         self, messages: list[dict[str, Any]], task: RefactorTask, step: int, state: State, seed: int
     ) -> str:
-        actions = task.reference_actions
-        if step > len(actions):
-            action: dict[str, Any] = {"kind": "command", "argv": ["pytest", "-q"]}
-            think = "Every planned rewrite is applied; I re-run the tests."
-            update: dict[str, Any] = {"history": [f"step {step}: re-ran the tests"]}
-        else:
-            action = actions[step - 1]
-            rule_id = task.rules[step - 1]
-            scope = ", ".join(action.get("paths") or []) or "the whole repository"
-            think = (
-                f"Step {step} of {len(actions)}: one structural rewrite ({rule_id}) over "
-                f"{scope} does this part of the task without touching anything else."
-            )
-            update = {"history": [f"step {step}: applied {rule_id} to {scope}"[:256]]}
-            if step == 1:
-                update["goals"] = [task.instruction[:256]]
-                update["constraints"] = ["keep the repository's tests passing"]
-            if step < len(actions):
-                update["next_focus"] = f"apply {task.rules[step]}"
-            else:
-                update["next_focus"] = "check the tests and stop"
-            update["decisions"] = [f"use {rule_id}"]
+        think, action, update = await asyncio.to_thread(program_answer, messages, task, step)
         return (
             f"<think>{think}</think>\n<action>{json.dumps(action)}</action>\n"
             f"<state_update>{json.dumps(update)}</state_update>"
@@ -134,6 +300,7 @@ def load_actors(directory: str | Path | None = None) -> ActorsConfig:
 KEPT_STATE = ("goals", "constraints")  # the task's contract: the budget never drops them
 # `actor.last_result`'s file list: "action ok, files changed: a.py, b.py, tests passed"
 _FILES_CHANGED = re.compile(r"files changed: (.+?), tests ")
+_CODE_BLOCK = re.compile(r"<code>\n(.+?)\n</code>", re.DOTALL)  # `prompts.code_view`
 
 
 def state_renderings(state: State) -> list[str]:
@@ -155,7 +322,8 @@ def state_renderings(state: State) -> list[str]:
 def actor_messages(messages: list[dict[str, Any]], state: State) -> list[BudgetMessage]:
     """An actor prompt (system + user, `prompts.render_messages`) as budget segments.
 
-    The user message is split around the rendered `<state>` (a `state` segment) and the
+    The user message is split around the rendered `<state>` (a `state` segment), the code
+    block (`context`: middle-truncated in its stage, after the state is compacted) and the
     last result's file list (the newest tool output: truncated only near the end of the
     ladder); the rest is the task, kept. Other prompts (the state compactor's) are kept
     whole: they fit or overflow.
@@ -166,8 +334,16 @@ def actor_messages(messages: list[dict[str, Any]], state: State) -> list[BudgetM
     text = render(state)
     state_seg = RenderingsSegment(state_renderings(state), "state", "state_compact")
     parts = split_around(user, text, state_seg)
-    segments: list[Segment] = []
+    coded: list[Segment] = []
     for part in parts:
+        code = _CODE_BLOCK.search(part.text) if isinstance(part, Keep) else None
+        if code:
+            body = code.group(1)
+            coded += split_around(part.text, body, TextSegment(body, "context"))
+        else:
+            coded.append(part)
+    segments: list[Segment] = []
+    for part in coded:
         match = _FILES_CHANGED.search(part.text) if isinstance(part, Keep) else None
         if match and match.group(1) != "none":
             files = match.group(1)
