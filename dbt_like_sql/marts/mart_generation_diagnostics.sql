@@ -6,8 +6,13 @@
 -- record (duplicate, too_few_ops, skeleton_failed, ...: lake `analysis/generation_stats`),
 -- so tried = accepted + rejected. The four quality reasons of issue 10 (tie_unstated,
 -- ambiguous_convention, degenerate, meaningless_chain) get their own columns so a zero is
--- visible; rejected_by_reason lists every reason. Readability is over accepted, scored
+-- visible; so do the three metamorphic screens of issue 24 (degenerate_data_independent,
+-- redundant_step, tautology; per template/operator: mart_screen_rejections);
+-- rejected_by_reason lists every reason. Readability is over accepted, scored
 -- questions (1..5): mean, quartiles (quantile_disc) and the questions per score.
+-- Tables the procedural search left short of generation.target_per_table are generation_stats
+-- rows whose reason starts 'short_of_target' (n = questions missing): they are not
+-- rejections; tables_short_of_target counts them and short_of_target says which and why.
 WITH q AS (
     SELECT
         source,
@@ -26,14 +31,29 @@ WITH q AS (
         union_by_name = true
     )
 ),
-searched AS (
-    SELECT source, dataset, reason, sum(n) AS n
+stats AS (
+    SELECT source, dataset, reason, n
     FROM read_parquet(
         '{{ lake }}/analysis/generation_stats/*/*/part-*.parquet',
         hive_partitioning = true,
         union_by_name = true
     )
+),
+searched AS (
+    SELECT source, dataset, reason, sum(n) AS n
+    FROM stats
+    WHERE NOT starts_with(reason, 'short_of_target')
     GROUP BY source, dataset, reason
+),
+short AS (
+    SELECT
+        source,
+        dataset,
+        count(*) AS tables_short_of_target,
+        string_agg(reason, ' | ' ORDER BY reason) AS short_of_target
+    FROM stats
+    WHERE starts_with(reason, 'short_of_target')
+    GROUP BY source, dataset
 ),
 reasons AS (
     SELECT source, dataset, reason, sum(n) AS n
@@ -80,6 +100,11 @@ totals AS (
         count(*) FILTER (WHERE reason = 'ambiguous_convention') AS rejected_ambiguous_convention,
         count(*) FILTER (WHERE reason = 'degenerate') AS rejected_degenerate,
         count(*) FILTER (WHERE reason = 'meaningless_chain') AS rejected_meaningless_chain,
+        count(*) FILTER (
+            WHERE reason = 'degenerate_data_independent'
+        ) AS rejected_degenerate_data_independent,
+        count(*) FILTER (WHERE reason = 'redundant_step') AS rejected_redundant_step,
+        count(*) FILTER (WHERE reason = 'tautology') AS rejected_tautology,
         coalesce(
             list_sort(list_distinct(flatten(list(op_families) FILTER (WHERE status = 'accepted')))),
             []
@@ -98,6 +123,8 @@ keys AS (
     SELECT source, dataset FROM totals
     UNION
     SELECT source, dataset FROM search_totals
+    UNION
+    SELECT source, dataset FROM short
 )
 SELECT
     k.source,
@@ -110,6 +137,11 @@ SELECT
     coalesce(t.rejected_ambiguous_convention, 0) AS rejected_ambiguous_convention,
     coalesce(t.rejected_degenerate, 0) AS rejected_degenerate,
     coalesce(t.rejected_meaningless_chain, 0) AS rejected_meaningless_chain,
+    coalesce(t.rejected_degenerate_data_independent, 0) AS rejected_degenerate_data_independent,
+    coalesce(t.rejected_redundant_step, 0) AS rejected_redundant_step,
+    coalesce(t.rejected_tautology, 0) AS rejected_tautology,
+    coalesce(sh.tables_short_of_target, 0) AS tables_short_of_target,
+    coalesce(sh.short_of_target, '') AS short_of_target,
     coalesce(t.operator_families_covered, []) AS operator_families_covered,
     coalesce(t.operators_covered, 0) AS operators_covered,
     t.readability_mean,
@@ -123,4 +155,5 @@ LEFT JOIN totals AS t USING (source, dataset)
 LEFT JOIN search_totals AS s USING (source, dataset)
 LEFT JOIN histogram AS h USING (source, dataset)
 LEFT JOIN by_reason AS b USING (source, dataset)
+LEFT JOIN short AS sh USING (source, dataset)
 ORDER BY k.source, k.dataset

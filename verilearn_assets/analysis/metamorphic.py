@@ -53,9 +53,25 @@ SCREEN_REASONS = (DATA_INDEPENDENT, REDUNDANT, TAUTOLOGY)
 JUDGED_KINDS = frozenset({"number", "integer", "mapping"})
 
 
+def _untie(col: pd.Series) -> pd.Series:
+    """A float column with its repeated values nudged apart by 1e-9 of its spread: a draw
+    with replacement repeats values, and an answer fixed for untied data (the kurtosis of
+    squared percentile ranks) must not move only because the perturbation made ties."""
+    if not pd.api.types.is_float_dtype(col):
+        return col
+    dup = col.duplicated(keep="first") & col.notna()
+    if not dup.any():
+        return col
+    scale = float(col.std()) if col.notna().sum() > 1 and col.std() > 0 else 1.0
+    out = col.copy()
+    out[dup] = col[dup] + 1e-9 * scale * np.arange(1, int(dup.sum()) + 1)
+    return out
+
+
 def same_shape_tables(df: pd.DataFrame, k: int, seed: int) -> list[pd.DataFrame]:
     """`k` seeded tables with `df`'s rows and columns: rows drawn with replacement, then
-    each column permuted on its own (marginals move, relations between columns break)."""
+    each column permuted on its own (marginals move, relations between columns break);
+    float values repeated by the draw are nudged apart (`_untie`)."""
     rng = np.random.default_rng(seed)
     n = len(df)
     out = []
@@ -63,7 +79,10 @@ def same_shape_tables(df: pd.DataFrame, k: int, seed: int) -> list[pd.DataFrame]
         rows = df.iloc[rng.integers(0, n, size=n)].reset_index(drop=True)
         out.append(
             pd.DataFrame(
-                {c: rows[c].iloc[rng.permutation(n)].reset_index(drop=True) for c in df.columns},
+                {
+                    c: _untie(rows[c].iloc[rng.permutation(n)].reset_index(drop=True))
+                    for c in df.columns
+                },
                 columns=df.columns,
             )
         )
