@@ -87,11 +87,13 @@ def test_a_body_left_out_is_bodiless_for_every_bundled_task(answer: str) -> None
         assert check_candidate(ex.gold_program, ex.assemble(ex.body)) == [], ex.name
 
 
-def test_the_verifier_accepts_a_bodiless_method_the_reward_does_not(verifier) -> None:
-    """The hole is real (the verifier says verified), and the reward closes it."""
+def test_a_bodiless_method_is_refused_twice(verifier) -> None:
+    """Dafny 2.3 verifies a bodiless method without its ensures; with `/noCheating:1` (our
+    verifier's flag) it refuses it itself, and the reward refuses it before the verifier."""
     from verilearn_assets.dafny.rewards import score_candidate
 
     hollow = REFERENCE.replace("{\n" + BODY + "}\n", "\n")
-    assert verifier.verify(hollow).status == "verified"
+    assert "/noCheating:1" in verifier.flags
+    assert verifier.verify(hollow).status == "parse_error"
     scored = score_candidate(REFERENCE, hollow, verifier)
     assert (scored.reward, scored.status) == (0.0, "cheat")

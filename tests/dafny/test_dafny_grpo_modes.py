@@ -152,7 +152,7 @@ def test_writer_cascade_rewards(home: Path, tasks) -> None:
         # the annotator's gold code is discarded: the writer's own body is what is verified
         assert swapped["annotator_changed_code"] is True and swapped["outcome"] == 0.0
         asked = [a for a in annotator.asked if a.startswith("annotate:")]
-        assert len(asked) == 4  # never asked about an answer with no body
+        assert len(asked) == 3  # never asked about an answer with no body, or a cheat
         assert scorer.score([mult.id], said[:1]) == [{"outcome": 1.0, "partial": 1.0}]
     finally:
         scorer.close()

@@ -57,8 +57,8 @@ def test_partial_credit_per_method_and_capped(verifier: DafnyVerifier) -> None:
     assert s.partial == pytest.approx(PARSE_CREDIT + 0.4 * 0.5)
     broken = score_candidate(TWO, TWO.replace("y := x + 1;", "y := x +;", 1), verifier)
     assert (broken.status, broken.partial) == ("parse_error", 0.0)
-    # a timeout with no error line gets every method's share, and still stays under 1
-    assert partial_reward(TWO, VerifyResult(status="timeout")) == PARTIAL_CAP < 1.0
+    # a timeout earns nothing (a hard assert that makes z3 give up farmed the cap before)
+    assert partial_reward(TWO, VerifyResult(status="timeout")) == 0.0 < PARTIAL_CAP
 
 
 class Scripted:
@@ -94,7 +94,8 @@ def test_cascade_program_teacher_verifies(writer_task: DafnyTask, verifier) -> N
     ("annotated_from_gold", "bucket"),
     [
         (lambda g: g.replace("invariant p == a * i", "invariant p == a * i + 1"), "semantic"),
-        (lambda g: g.replace("p := p + a;", "p := p + ;"), "syntax"),
+        (lambda g: g.replace("invariant p == a * i", "invariant p == a ** i"), "syntax"),
+        (lambda g: g.replace("p := p + a;", "p := p + ;"), "code_changed"),
         (lambda g: g.replace("p := p + a;", "p := p + a;\n    assume p == a * i;"), "cheat"),
     ],
 )

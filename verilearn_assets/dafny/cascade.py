@@ -3,9 +3,12 @@
 Teachers say what the model would say: `ProgramTeacher` replays the gold body and gold
 annotations (the embedded default: the graph runs without a model); tests script other
 answers through the same `Teacher` protocol. Annotator tasks skip the writer stage.
-Failure buckets: `syntax` (parse/resolution), `timeout`, `semantic` (a verification error
-or a crash), `cheat` (an anti-cheat rule fired), `context_overflow` (a model stage's
-prompt did not fit the window even compressed: that stage failed, nothing was verified).
+Failure buckets: `syntax` (parse/resolution, or an answer that is no `{ … }` block),
+`timeout`, `semantic` (a verification error or a crash), `cheat` (an anti-cheat rule
+fired on the writer's body or the annotation), `code_changed` (the annotator did not keep
+the body it was given: a writer body the annotator had to replace is a failed cascade,
+never a verified writer trajectory), `context_overflow` (a model stage's prompt did not
+fit the window even compressed: that stage failed, nothing was verified).
 """
 
 from __future__ import annotations
@@ -16,8 +19,10 @@ from typing import Protocol
 
 from verilearn_assets.core.llm.budget import FAILURE_CLASS, ContextOverflow
 from verilearn_assets.dafny import prompts
+from verilearn_assets.dafny.anticheat import screen
+from verilearn_assets.dafny.evaluate import CODE_CHANGED, NO_BODY, refused, score_annotation
 from verilearn_assets.dafny.records import DafnyTask, DafnyTrajectory, StageRecord
-from verilearn_assets.dafny.rewards import cascade_reward, score_candidate
+from verilearn_assets.dafny.rewards import cascade_reward
 from verilearn_assets.dafny.verifier import DafnyVerifier
 
 BUCKETS = {
@@ -27,6 +32,8 @@ BUCKETS = {
     "verification_error": "semantic",
     "crash": "semantic",
     "cheat": "cheat",
+    NO_BODY: "syntax",
+    CODE_CHANGED: "code_changed",
 }
 
 
@@ -104,6 +111,22 @@ def cascade_sample(task: DafnyTask, teacher: Teacher, verifier: DafnyVerifier) -
         body = prompts.answer(said)
         out.writer_output = body
         out.stages.append(StageRecord(stage="writer", input=task.spec, output=body, latency_ms=ms))
+        cheats = screen(body, "writer")
+        if cheats:  # refused before the annotator is asked: the cascade failed here
+            scored = refused(cheats)
+            out.status, out.failure_bucket = scored.status, BUCKETS[scored.status]
+            out.cheats = [c.cheat for c in cheats]
+            out.final_program = task.assemble(body)
+            out.stages.append(
+                StageRecord(
+                    stage="verifier",
+                    input=out.final_program,
+                    output="; ".join(f"{c.cheat}: {c.detail}" for c in cheats),
+                    status=scored.status,
+                    failure_bucket=out.failure_bucket,
+                )
+            )
+            return out
     try:
         said, ms = _timed(teacher.annotate, task, body)
     except ContextOverflow as exc:
@@ -113,7 +136,8 @@ def cascade_sample(task: DafnyTask, teacher: Teacher, verifier: DafnyVerifier) -
     out.stages.append(StageRecord(stage="annotator", input=body, output=annotated, latency_ms=ms))
     program = task.assemble(annotated)
     out.final_program = program
-    scored, ms = _timed(score_candidate, task.gold_program, program, verifier)
+    # screened, then `code_changed` unless the annotation keeps `body`, then verified
+    scored, ms = _timed(score_annotation, task, body, annotated, verifier)
     out.status = scored.status
     out.failure_bucket = None if scored.status == "verified" else BUCKETS[scored.status]
     out.reward = cascade_reward(scored) if task.role == "writer" else scored.reward
@@ -127,7 +151,11 @@ def cascade_sample(task: DafnyTask, teacher: Teacher, verifier: DafnyVerifier) -
         StageRecord(
             stage="verifier",
             input=program,
-            output=(scored.result.output if scored.result else "; ".join(out.cheats)),
+            output=(
+                scored.result.output
+                if scored.result
+                else "; ".join(f"{c.cheat}: {c.detail}" for c in scored.cheats) or scored.status
+            ),
             status=scored.status,
             failure_bucket=out.failure_bucket,
             latency_ms=ms,

@@ -3,8 +3,9 @@
 
 - writer: exact match with the gold body (whitespace/comment-insensitive), BLEU-4 on
   Dafny tokens against the gold body, and functional coverage: the writer's body verifies
-  against the unchanged spec (anti-cheat first);
-- annotator: verify rate of the annotated program (anti-cheat first);
+  against the unchanged spec (anti-cheat first) under the writer's contract (below);
+- annotator: verify rate of the annotated program (anti-cheat first), which must keep the
+  code it was shown (`same_code`, else status `code_changed`, outcome 0);
 - cascade: verify rate and latency come from trajectories (`build.trajectory_summary`).
 """
 
@@ -17,35 +18,76 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
+from verilearn_assets.dafny.anticheat import CheatFinding, body_shape, screen
 from verilearn_assets.dafny.records import DafnyTask
 from verilearn_assets.dafny.rewards import Scored, score_candidate
-from verilearn_assets.dafny.syntax import match_brace, normalize, strip_comments
+from verilearn_assets.dafny.syntax import lemma_names, normalize, same_code, strip_comments
 from verilearn_assets.dafny.verifier import DafnyVerifier
 
 _TOKEN = re.compile(r"[A-Za-z_][\w']*|\d+|:=|==>|<==>|==|!=|<=|>=|&&|\|\||\.\.|::|\S")
 
 
 NO_BODY = "no_body"  # the answer is not one `{ … }` block
+CODE_CHANGED = "code_changed"  # an annotator answer whose code differs from what it was shown
 
 
 def is_block(body: str) -> bool:
-    """True when `body` (comments aside) is exactly one `{ … }` block. An empty or
-    comment-only answer spliced into the program leaves the method bodiless, and Dafny 2.3
-    accepts a bodiless method without proving its ensures: a reward hack the random-weight
-    model found by answering with newlines."""
-    code = strip_comments(body).strip()
-    if not code.startswith("{"):
-        return False
-    try:
-        return match_brace(code, 0) == len(code)
-    except ValueError:
-        return False
+    """True when `body` (comments aside) is exactly one `{ … }` block with no declaration
+    inside. An empty or comment-only answer spliced into the program leaves the method
+    bodiless, and Dafny 2.3 accepts a bodiless method without proving its ensures: a reward
+    hack the random-weight model found by answering with newlines."""
+    return not body_shape(body)
+
+
+def refused(cheats: list[CheatFinding]) -> Scored:
+    """Zero, before the verifier: `no_body` when the answer is no block, else `cheat`."""
+    status = NO_BODY if any(c.cheat == "no_body" for c in cheats) else "cheat"
+    return Scored(0.0, 0.0, status, tuple(cheats), None)
 
 
 def score_body(task: DafnyTask, body: str, verifier: DafnyVerifier) -> Scored:
-    """`score_candidate` on the task's program with `body`, after the block-shape rule."""
-    if not is_block(body):
-        return Scored(0.0, 0.0, NO_BODY, (), None)
+    """The screen (`anticheat.screen`), then `score_candidate` on the task's program with
+    `body` spliced in."""
+    cheats = screen(body, "body")
+    if cheats:
+        return refused(cheats)
+    return score_candidate(task.gold_program, task.assemble(body), verifier)
+
+
+def ghost_calls(task: DafnyTask) -> frozenset[str]:
+    """The lemmas an annotation may call in this task's program."""
+    return lemma_names(task.prefix + task.spec + "{ }" + task.suffix)
+
+
+def keeps_code(task: DafnyTask, shown: str, answer: str) -> bool:
+    """The annotator's contract: its answer is `shown` plus proof annotations only."""
+    return same_code(shown, answer, ghost_calls(task))
+
+
+def score_annotation(
+    task: DafnyTask, shown: str, annotated: str, verifier: DafnyVerifier
+) -> Scored:
+    """An annotator's answer for the body it was `shown`: screened, then refused with
+    `code_changed` (outcome 0) unless it keeps the code, then verified. Every annotator
+    path (GRPO roles, the evaluation cascade, the teacher cascade) scores through here."""
+    cheats = screen(annotated, "annotator")
+    if cheats:
+        return refused(cheats)
+    if not keeps_code(task, shown, annotated):
+        return Scored(0.0, 0.0, CODE_CHANGED, (), None)
+    return score_candidate(task.gold_program, task.assemble(annotated), verifier)
+
+
+def score_writer(task: DafnyTask, body: str, verifier: DafnyVerifier) -> Scored:
+    """The writer's contract: its body must verify against the unchanged spec, and it may
+    carry its own invariants and asserts. A body whose code *is* the gold code (hints
+    aside) is judged together with the gold annotations, so every gold target scores 1.0
+    (21 of 30 bundled gold bodies need invariants a hint-free writer does not write)."""
+    cheats = screen(body, "writer")
+    if cheats:
+        return refused(cheats)
+    if task.role == "writer" and keeps_code(task, task.body, body):
+        return score_candidate(task.gold_program, task.assemble(task.annotated_body), verifier)
     return score_candidate(task.gold_program, task.assemble(body), verifier)
 
 
@@ -88,10 +130,9 @@ class AnnotatorScore(BaseModel):
 
 
 def writer_score(task: DafnyTask, body: str, verifier: DafnyVerifier) -> WriterScore:
-    """Exact match and BLEU against the gold body; `covered` when the body itself
-    verifies against the unchanged spec (hint-free code that needs no invariants, or a
-    writer that annotated as it wrote)."""
-    return writer_score_of(task, body, score_body(task, body, verifier))
+    """Exact match and BLEU against the gold body; `covered` when the body verifies under
+    the writer's contract (`score_writer`)."""
+    return writer_score_of(task, body, score_writer(task, body, verifier))
 
 
 def writer_score_of(task: DafnyTask, body: str, scored: Scored) -> WriterScore:
@@ -105,7 +146,7 @@ def writer_score_of(task: DafnyTask, body: str, scored: Scored) -> WriterScore:
 
 
 def annotator_score(task: DafnyTask, annotated: str, verifier: DafnyVerifier) -> AnnotatorScore:
-    return annotator_score_of(score_body(task, annotated, verifier))
+    return annotator_score_of(score_annotation(task, task.body, annotated, verifier))
 
 
 def annotator_score_of(scored: Scored) -> AnnotatorScore:

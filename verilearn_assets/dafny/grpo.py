@@ -4,14 +4,18 @@ The generic trainer (`training/grpo.py`) and evaluator (`training/eval_family.py
 call `GrpoTask.prompts(home, tasks, role)` and `GrpoTask.scorer(home, tasks, role)`, so
 every training mode of the two Dafny roles is a *role* here:
 
-- `writer`: spec → body; reward = the body verifies against the unchanged spec.
-- `annotator`: gold hint-free body → annotated body; reward = the annotated program verifies.
+- `writer`: spec → body; reward = the body verifies against the unchanged spec, under the
+  writer's contract (`evaluate.score_writer`: the writer may write its own invariants; a
+  body whose code is the gold code is judged with the gold annotations).
+- `annotator`: gold hint-free body → annotated body; reward = the annotated program
+  verifies *and* keeps the code it was shown (`same_code`, else `code_changed`, 0).
 - `annotator_frozen_writer` (alternating mode: annotator RL continues with the writer
   frozen): the annotator's prompts carry the bodies a *frozen writer* wrote for the writer
   tasks (a served model, or the program teacher's gold bodies), not the gold bodies.
   Tasks whose frozen body is not one `{ … }` block are left out (no annotation can save
-  them). An answer whose code (hints removed) differs from the body it was shown scores 0
-  with status `code_changed`: an annotator adds hints, it does not rewrite the writer.
+  them). An answer whose code (hints removed, on tokens) differs from the body it was
+  shown scores 0 with status `code_changed`: an annotator adds hints, it does not rewrite
+  the writer.
 - `writer_cascade`: the writer is RL-tuned on the downstream cascade reward. Its body is
   annotated by a *frozen annotator* (a served model, or `program`: the gold hints when the
   body is the gold body, else the body as written) and the annotated program verified;
@@ -34,24 +38,28 @@ from typing import Any
 from verilearn_assets.core.family import EvalChain, GrpoTask
 from verilearn_assets.core.records import Record
 from verilearn_assets.dafny import prompts
+from verilearn_assets.dafny.anticheat import screen
 from verilearn_assets.dafny.cascade import ProgramTeacher, Teacher
 from verilearn_assets.dafny.evaluate import (
+    CODE_CHANGED,
     NO_BODY,
     annotator_score_of,
     bleu4,
     is_block,
-    score_body,
+    keeps_code,
+    refused,
+    score_annotation,
+    score_writer,
     writer_score_of,
 )
 from verilearn_assets.dafny.records import DafnyTask, DafnyTrajectory
 from verilearn_assets.dafny.rewards import Scored, cascade_reward
-from verilearn_assets.dafny.syntax import normalize, remove_hints
+from verilearn_assets.dafny.syntax import normalize
 
 BASE_ROLES = ("writer", "annotator")
 WRITER_CASCADE = "writer_cascade"
 ANNOTATOR_FROZEN_WRITER = "annotator_frozen_writer"
 ROLES = (*BASE_ROLES, WRITER_CASCADE, ANNOTATOR_FROZEN_WRITER)
-CODE_CHANGED = "code_changed"  # the annotator rewrote the code it was asked to annotate
 
 
 def task_role(role: str) -> str:
@@ -84,11 +92,6 @@ def _row(task: DafnyTask, messages: list[dict[str, str]]) -> dict[str, Any]:
     }
 
 
-def same_code(a: str, b: str) -> bool:
-    """Equal once proof hints, comments and whitespace are gone."""
-    return normalize(remove_hints(a)) == normalize(remove_hints(b))
-
-
 class GoldHintAnnotator:
     """The program frozen annotator: the gold annotated body when the writer wrote the gold
     body (hints aside), else the body as written (no hints) — so it never rewards a writer
@@ -100,7 +103,7 @@ class GoldHintAnnotator:
         return prompts.fenced(task.body)
 
     def annotate(self, task: DafnyTask, body: str) -> str:
-        return prompts.fenced(task.annotated_body if same_code(body, task.body) else body)
+        return prompts.fenced(task.annotated_body if keeps_code(task, task.body, body) else body)
 
 
 def grpo_pass_rates(home: Path, split: str) -> dict[str, float]:
@@ -179,11 +182,13 @@ class DafnyScorer:
     def _judge(self, task: DafnyTask, body: str) -> dict[str, Any]:
         if self.role == WRITER_CASCADE:
             return self._writer_cascade(task, body)
-        if self.role == ANNOTATOR_FROZEN_WRITER:
-            shown = self.frozen_bodies[task.id]
-            if is_block(body) and not same_code(body, shown):
-                return {"outcome": 0.0, "partial": 0.0, "status": CODE_CHANGED, "verified": False}
-        scored = score_body(task, body, self.verifier)  # not one `{ … }` block: 0, no_body
+        if self.role == "writer":
+            scored = score_writer(task, body, self.verifier)
+        else:  # annotator, annotator_frozen_writer: the code shown must be kept
+            shown = (
+                self.frozen_bodies[task.id] if self.role == ANNOTATOR_FROZEN_WRITER else task.body
+            )
+            scored = score_annotation(task, shown, body, self.verifier)
         out = _verdict(scored, scored.partial)
         if self.role == "writer":
             w = writer_score_of(task, body, scored)
@@ -197,12 +202,13 @@ class DafnyScorer:
             "exact_match": normalize(body) == normalize(task.body),
             "bleu": round(bleu4(body, task.body), 4),
         }
-        if not is_block(body):
-            return {**out, "outcome": 0.0, "partial": 0.0, "status": NO_BODY}
+        cheats = screen(body, "writer")
+        if cheats:  # refused before the annotator is asked
+            return {**out, **_verdict(refused(cheats), 0.0)}
         assert self.annotator is not None
         with self._annotator_lock:
             annotated = prompts.answer(self.annotator.annotate(task, body))
-        changed = not same_code(annotated, body)
+        changed = not keeps_code(task, body, annotated)
         scored = cascade_verdict(task, body, annotated, self.verifier)
         return {
             **out,
@@ -247,8 +253,12 @@ def _verdict(scored: Scored, partial: float) -> dict[str, Any]:
 
 def cascade_verdict(task: DafnyTask, body: str, annotated: str, verifier: Any) -> Scored:
     """The annotated body in the writer task's program; an annotation that changed the
-    writer's code is discarded and the body verified as written."""
-    return score_body(task, annotated if same_code(annotated, body) else body, verifier)
+    writer's code (or is refused by the screen) is discarded and the body verified as
+    written: the writer is credited for what it wrote, never for substituted code."""
+    scored = score_annotation(task, body, annotated, verifier)
+    if scored.status in (CODE_CHANGED, NO_BODY, "cheat"):
+        return score_annotation(task, body, body, verifier)
+    return scored
 
 
 # --- evaluation: the writer → annotator → verifier cascade as one chained role ---------------
@@ -276,7 +286,9 @@ def cascade_score(
 ) -> list[dict[str, Any]]:
     """The cascade's verdict: the annotated body in the writer task's program (outcome 1 =
     verified, `cascade_reward` as partial credit), with the writer body's exact match and
-    BLEU against gold; a writer answer that is no `{ … }` block ends the cascade there."""
+    BLEU against gold; a writer answer the screen refuses (no `{ … }` block, a cheat) ends
+    the cascade there, and an annotator answer that changed the writer's code scores 0
+    (`code_changed`): the annotator may not replace the body it was given."""
     scorer = DafnyScorer(home, tasks, "writer")
     try:
 
@@ -288,9 +300,10 @@ def cascade_score(
                 "writer_bleu": round(bleu4(body, task.body), 4),
             }
             out.update(gold=task.annotated_body, judged=prompts.answer(annotated))
-            if not is_block(body):
-                return {**out, "outcome": 0.0, "partial": 0.0, "status": NO_BODY}
-            scored = score_body(task, out["judged"], scorer.verifier)
+            cheats = screen(body, "writer")
+            if cheats:
+                return {**out, **_verdict(refused(cheats), 0.0)}
+            scored = score_annotation(task, body, out["judged"], scorer.verifier)
             return {**out, **_verdict(scored, cascade_reward(scored))}
 
         with ThreadPoolExecutor(scorer.verifier.size) as ex:

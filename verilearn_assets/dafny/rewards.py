@@ -1,12 +1,15 @@
 """Verifier rewards: plain functions the GRPO trainer calls.
 
 - `binary_reward`: 1.0 when the program verifies, else 0.0 (the primary reward).
-- `partial_reward`: 1.0 when verified; 0.0 for a cheat, a parse/resolution error, a crash;
-  otherwise (it parses, but fails or times out) `PARSE_CREDIT` plus a per-method share of
-  `METHOD_CREDIT` for the target methods without an error. Capped at `PARTIAL_CAP` < 1, so
-  no partial credit ever equals or beats a verified program.
+- `partial_reward`: 1.0 when verified; 0.0 for a cheat, a parse/resolution error, a crash
+  and a **timeout**; otherwise (it parses, and the verifier reports errors) `PARSE_CREDIT`
+  plus a per-method share of `METHOD_CREDIT` for the target methods without an error.
+  Capped at `PARTIAL_CAP` < 1, so no partial credit ever equals or beats a verified program.
+  A timeout earns nothing: a hard nonlinear `assert` that makes z3 give up would otherwise
+  farm more credit than an honest wrong answer (a timeout reports no error, so every
+  method would count as error-free).
 - `cascade_reward`: joint credit of writer + annotator: 1.0 when the cascade verifies;
-  when it fails but the program resolves, `WRITER_ONLY_CREDIT` (< `PARSE_CREDIT` +
+  when it fails with verification errors (not a timeout), `WRITER_ONLY_CREDIT` (< `PARSE_CREDIT` +
   `METHOD_CREDIT`): the writer did its part, the annotator did not.
 
 Anti-cheat runs before the verifier: a cheating candidate gets 0 whatever the verdict.
@@ -25,7 +28,7 @@ PARSE_CREDIT = 0.1
 METHOD_CREDIT = 0.4
 PARTIAL_CAP = 0.5
 WRITER_ONLY_CREDIT = 0.2
-PARSED = ("verification_error", "timeout")
+PARSED = ("verification_error",)  # the statuses partial credit is paid on (not timeout)
 
 
 @dataclass(frozen=True)

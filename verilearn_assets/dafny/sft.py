@@ -3,6 +3,11 @@
 A writer trajectory that verified teaches both roles: the writer row (spec → body) and
 the annotator row (body → annotated body). Annotator trajectories teach the annotator.
 Trajectories carry the prompt pieces, so no task lookup is needed.
+
+Rows are re-screened from the trajectory's own texts, whatever its `verified` flag says:
+the writer's body and the annotation must pass the anti-cheat screen, and the annotation
+must keep the code it was given (`same_code`). A writer body the annotator replaced
+teaches nothing: no writer row and no annotator row.
 """
 
 from __future__ import annotations
@@ -12,11 +17,29 @@ from collections.abc import Sequence
 from verilearn_assets.core.family import SftRow
 from verilearn_assets.core.records import Record
 from verilearn_assets.dafny import prompts
+from verilearn_assets.dafny.anticheat import screen
 from verilearn_assets.dafny.records import DafnyTrajectory
+from verilearn_assets.dafny.syntax import lemma_names, same_code
+
+
+def teachable(trajectory: DafnyTrajectory) -> bool:
+    """Verified, screened clean, and the annotator kept the body it was shown."""
+    if not trajectory.verified:
+        return False
+    shown = trajectory.body if trajectory.writer_output is None else trajectory.writer_output
+    answers = [trajectory.annotator_output]
+    if trajectory.role == "writer":
+        if trajectory.writer_output is None:
+            return False
+        answers.append(trajectory.writer_output)
+    if any(screen(a, "body") for a in answers):
+        return False
+    header = trajectory.prefix + trajectory.spec + "{ }" + trajectory.suffix
+    return same_code(shown, trajectory.annotator_output, lemma_names(header))
 
 
 def rows_for(trajectory: DafnyTrajectory, variant: prompts.Variant = "strict") -> list[SftRow]:
-    if not trajectory.verified:
+    if not teachable(trajectory):
         return []
     pairs: list[tuple[str, str | None, str]] = []
     if trajectory.role == "writer" and trajectory.writer_output is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from verilearn_assets.dafny.lexer import Token, code_tokens, iter_tokens, joined, tokenize
 
@@ -235,6 +236,17 @@ def _declarations(text: str, masked: str, container: str | None, offset: int) ->
 
 def callables(text: str) -> list[Decl]:
     return [d for d in declarations(strip_comments(text)) if d.kind in CALLABLE]
+
+
+@lru_cache(maxsize=1024)
+def lemma_names(program: str) -> frozenset[str]:
+    """Names of the lemmas (and ghost methods) of `program`: calls of them in a body are
+    proof annotations (`same_code` ignores them), not code."""
+    try:
+        decls = callables(program)
+    except ValueError:
+        return frozenset()
+    return frozenset(d.name for d in decls if d.kind == "lemma" or (d.kind == "method" and d.ghost))
 
 
 # --- proof hints ---------------------------------------------------------------------------

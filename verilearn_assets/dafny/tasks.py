@@ -2,21 +2,55 @@
 (procedural), each validated by the real verifier before it is accepted.
 
 A pairing is accepted when the gold annotated program verifies, the target carries no
-anti-cheat construct, and the input program parses and resolves (writer: the hint-free
-body; annotator: the same). Whether the hint-free program verifies anyway is recorded as
-`easy`. Rejected tasks stay in the lake with their reason.
+anti-cheat construct, the input program parses and resolves (writer: the hint-free body;
+annotator: the same), and the spec is strong: it rejects every generated wrong body
+(`mutants.wrong_bodies`: the empty body, constant outputs, a dropped statement, an
+off-by-one loop bound, swapped call arguments; `weak_spec: …` otherwise, naming the
+wrong body it accepts). Task quality on top:
+
+- an annotator task whose input already verifies without hints is no annotator task
+  (`nothing_to_annotate`): the answer would be a copy of the input;
+- a procedural repair only solvable by changing code (`weaken_guard`) is no annotator task
+  (`code_repair`): the annotator may only add annotations (`same_code`);
+- every writer gold target scores 1.0 under the writer's reward by its contract
+  (`evaluate.score_writer`: the gold code is judged with the gold annotations).
+
+Rejected tasks stay in the lake with their reason.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from verilearn_assets.dafny.anticheat import forbidden_constructs
-from verilearn_assets.dafny.mutants import pick
+from verilearn_assets.dafny.anticheat import forbidden_constructs, screen
+from verilearn_assets.dafny.mutants import pick, wrong_bodies
 from verilearn_assets.dafny.records import DafnyExample, DafnyTask
+from verilearn_assets.dafny.syntax import lemma_names
 from verilearn_assets.dafny.verifier import DafnyVerifier
 
 PARSES = ("verified", "verification_error", "timeout")
+CODE_MUTANTS = ("weaken_guard",)  # mutants that change code: repairing them changes code
+NOTHING_TO_ANNOTATE = "nothing_to_annotate: the input already verifies without hints"
+
+
+def spec_strength(
+    examples: Sequence[DafnyExample], verifier: DafnyVerifier
+) -> dict[str, str | None]:
+    """Per example id: why its spec is weak (the first generated wrong body that verifies
+    against it, e.g. `weak_spec: accepts the wrong body constant_0`), or None. Wrong bodies
+    the anti-cheat screen refuses (`{ while true }`) never reach the verifier."""
+    jobs = []
+    for ex in examples:
+        lemmas = lemma_names(ex.gold_program)
+        for wrong in wrong_bodies(ex.spec, ex.annotated_body, lemmas):
+            if not screen(wrong.body, "body"):
+                jobs.append((ex, wrong))
+    verdicts = verifier.verify_many([ex.assemble(w.body) for ex, w in jobs])
+    weak: dict[str, str | None] = {ex.id: None for ex in examples}
+    for (ex, wrong), verdict in zip(jobs, verdicts, strict=True):
+        if verdict.status == "verified" and weak[ex.id] is None:
+            weak[ex.id] = f"weak_spec: accepts the wrong body {wrong.kind}"
+    return weak
 
 
 def _base(ex: DafnyExample, source: str, split: str, role: str, variant: str = "") -> dict:
@@ -59,6 +93,7 @@ def template_tasks(
     for ex in examples:
         programs += [ex.gold_program, ex.assemble(ex.body)]
     verdicts = verifier.verify_many(programs)
+    weak = spec_strength(examples, verifier)
     tasks = []
     for i, ex in enumerate(examples):
         gold, plain = verdicts[2 * i], verdicts[2 * i + 1]
@@ -66,7 +101,9 @@ def template_tasks(
             ("writer", ex.body, ex.body),
             ("annotator", ex.body, ex.annotated_body),
         ):
-            reason = _decide(gold.status, plain.status, target)
+            reason = _decide(gold.status, plain.status, target) or weak[ex.id]
+            if reason is None and role == "annotator" and plain.status == "verified":
+                reason = NOTHING_TO_ANNOTATE
             tasks.append(
                 DafnyTask(
                     **_base(ex, "template", splits[ex.id], role),
@@ -97,10 +134,15 @@ def procedural_tasks(
     golds = verifier.verify_many([ex.gold_program for ex in examples])
     gold_of = {ex.id: g for ex, g in zip(examples, golds, strict=True)}
     verdicts = verifier.verify_many(inputs)
+    weak = spec_strength(examples, verifier)
     tasks = []
     for (ex, m), verdict, program in zip(jobs, verdicts, inputs, strict=True):
         gold = gold_of[ex.id]
-        reason = _decide(gold.status, verdict.status, ex.annotated_body)
+        reason = _decide(gold.status, verdict.status, ex.annotated_body) or weak[ex.id]
+        if reason is None and m.kind in CODE_MUTANTS:
+            reason = f"code_repair: {m.kind} changes code; an annotator only adds annotations"
+        elif reason is None and verdict.status == "verified":
+            reason = NOTHING_TO_ANNOTATE
         if reason is None and m.annotated_body == ex.annotated_body:
             # A spec mutant (drop_requires) leaves the body as it was: the "repair" would be
             # to copy the input, and the annotator may not touch the spec. Its verdict is
