@@ -73,3 +73,53 @@ def test_load_counts_and_writes(home: Path, tmp_path: Path, capsys) -> None:
     assert summary["skipped"] == {}
     code, _, err = in_process(["dafny", "load", str(tmp_path / "nowhere")], capsys)
     assert code == 2 and "not a directory" in err
+
+
+DAFNY4 = """ghost function Acc(n: nat): int
+{
+  if n == 0 then 0 else Acc(n - 1) + n
+}
+
+method ComputeAcc(n: nat) returns (s: int)
+  ensures s == Acc(n)
+{
+  s := 0;
+  for j := 0 to n
+    invariant s == Acc(j)
+  {
+    s := s + (j + 1);
+  }
+}
+"""
+BY_METHOD = "function Sq(x: int): int\n{\n  x * x\n} by method {\n  return x * x;\n}\n"
+
+
+def test_verify_rewrites_dafny4_as_the_loader_does(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """A Dafny 4 file verifies through the same rewrites as the loader, each named in its
+    line; one with no sound rewrite is `dialect_error` with the reason; `--dialect as-is`
+    hands the files to 2.3 untouched."""
+    four, by_method, two = tmp_path / "four.dfy", tmp_path / "by.dfy", tmp_path / "two.dfy"
+    four.write_text(DAFNY4)
+    by_method.write_text(BY_METHOD)
+    two.write_text(P.VERIFIED)
+    files = [str(four), str(by_method), str(two)]
+    code, stdout, err = in_process(["dafny", "verify", *files], capsys)
+    assert code == 0, err
+    lines = {Path(x["file"]).name: x for x in map(json.loads, stdout.splitlines())}
+    assert lines["four.dfy"]["status"] == "verified"
+    assert lines["four.dfy"]["dialect"] == "4"
+    assert lines["four.dfy"]["rewrites"] == [
+        "ghost function → function (1)",
+        "for loop → while (1)",
+    ]
+    assert lines["by.dfy"]["status"] == "dialect_error"
+    assert "by method has no mechanical rewrite" in lines["by.dfy"]["reason"]
+    assert (lines["two.dfy"]["status"], lines["two.dfy"]["rewrites"]) == ("verified", [])
+    code, stdout, err = in_process(["dafny", "verify", "--dialect", "as-is", *files], capsys)
+    assert code == 0, err
+    as_is = {Path(x["file"]).name: x for x in map(json.loads, stdout.splitlines())}
+    assert as_is["four.dfy"]["status"] in ("parse_error", "resolution_error")
+    assert as_is["by.dfy"]["status"] == "parse_error" and as_is["four.dfy"]["rewrites"] == []
+    assert as_is["two.dfy"]["status"] == "verified"

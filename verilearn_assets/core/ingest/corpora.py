@@ -248,5 +248,16 @@ def program_corpora(
                     f"(one name, one corpus)"
                 )
             found[name] = (entry, local_file)
-        check_distinct({n: e for n, (e, _) in found.items()})
-    return {n: v for n, v in found.items() if v[0].family == family and v[0].enabled}
+    mine = {n: v for n, v in found.items() if v[0].family == family and v[0].enabled}
+    seen: dict[tuple[str, ...], str] = {}
+    for name, (entry, file) in mine.items():
+        key = entry.identity()
+        if entry.path is not None:  # relative paths of two files: compare where they lead
+            key = ("path", str((file.parent / Path(entry.path).expanduser()).resolve()))
+        if key in seen:
+            raise ConfigError(
+                f"{file}: programs.{name}: the same corpus as programs.{seen[key]} "
+                f"({key[0]} {' '.join(key[1:])}): its programs would be loaded twice"
+            )
+        seen[key] = name
+    return mine
