@@ -19,6 +19,7 @@ class Account {
     requires balance >= 0
     modifies this
     ensures balance >= 0
+    ensures ok <==> amount <= old(balance)
     ensures ok ==> balance == old(balance) - amount
     ensures !ok ==> balance == old(balance)
   {

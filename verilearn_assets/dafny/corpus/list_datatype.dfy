@@ -23,9 +23,19 @@ lemma AppendLength(a: List, b: List)
   case Cons(_, t) => AppendLength(t, b);
 }
 
+lemma AppendAssoc(a: List, b: List, c: List)
+  ensures Append(Append(a, b), c) == Append(a, Append(b, c))
+{
+  match a
+  case Nil =>
+  case Cons(_, t) => AppendAssoc(t, b, c);
+}
+
 method AppendThree(a: List, b: List, c: List) returns (r: List)
   ensures Length(r) == Length(a) + Length(b) + Length(c)
+  ensures r == Append(Append(a, b), c)
 {
+  AppendAssoc(a, b, c);
   AppendLength(b, c);
   AppendLength(a, Append(b, c));
   r := Append(a, Append(b, c));

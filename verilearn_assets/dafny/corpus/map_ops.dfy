@@ -16,6 +16,7 @@ method Bump(m: map<int, nat>, k: int) returns (r: map<int, nat>)
 method Histogram(s: seq<int>) returns (h: map<int, nat>)
   ensures forall x :: x in s ==> x in h
   ensures forall x :: x in h ==> x in s
+  ensures forall x :: x in h ==> h[x] == multiset(s)[x]
 {
   h := map[];
   var i := 0;
@@ -23,6 +24,7 @@ method Histogram(s: seq<int>) returns (h: map<int, nat>)
     invariant 0 <= i <= |s|
     invariant forall x :: x in s[..i] ==> x in h
     invariant forall x :: x in h ==> x in s[..i]
+    invariant forall x :: x in h ==> h[x] == multiset(s[..i])[x]
   {
     assert s[..i + 1] == s[..i] + [s[i]];
     h := Bump(h, s[i]);
