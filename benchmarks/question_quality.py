@@ -1,5 +1,19 @@
-"""Issue 10 before/after: the question-quality classes on the bundled catalog, one measure
-applied to the output of two generator trees.
+"""Issues 10 and 24 before/after: the question-quality classes on the bundled catalog, one
+measure applied to the output of two generators.
+
+`compare` (issue 24) generates twice in one run with the code of this tree, the metamorphic
+screens off (`screen.metamorphic: false`, the "before") and on, and judges both with the
+same rules: answers that do not depend on the data (same-shape perturbed tables),
+procedural steps whose removal changes nothing, tautologies, answers moved by an unstated
+convention, duplicate-row answers of 0, options a question offers that its rule can never
+choose, grammar (stacked parentheticals, "What is how many", not exactly one question
+mark), and the candidates per source/split and per table (tables under
+`generation.target_per_table`). Wrong-for-words answers (a template narrowing its
+candidates) are measured by the templates' faithfulness tests, not here.
+
+    .venv/bin/python benchmarks/question_quality.py compare --home /tmp/qq/home [--json OUT]
+
+`dump`/`measure` compare two trees (issue 10):
 
 `dump` runs with the code of whichever tree is first on `PYTHONPATH` (the old generator in
 a `git worktree`, or HEAD) and writes every candidate it lets through to verification, per
@@ -35,7 +49,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
+import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -45,7 +61,7 @@ SOURCES = ("template", "procedural")
 
 
 # --- dump: only APIs both trees have (generate, to_candidate, build_tables, catalog_splits)
-def dump(home: Path, out: Path) -> None:
+def dump(home: Path, out: Path, metamorphic: bool | None = None) -> None:
     import verilearn_assets.analysis.programs as programs
     from verilearn_assets.analysis.generate import generate
     from verilearn_assets.analysis.questions_config import load_questions_config
@@ -63,6 +79,10 @@ def dump(home: Path, out: Path) -> None:
 
     programs.to_candidate = recording  # looked up as a module global at call time
     cfg = load_questions_config()
+    if metamorphic is not None:  # issue 24's before (False) and after (True) in one tree
+        cfg = cfg.model_copy(
+            update={"screen": cfg.screen.model_copy(update={"metamorphic": metamorphic})}
+        )
     datasets = load_datasets_config()
     home.mkdir(parents=True, exist_ok=True)
     splits = catalog_splits(datasets, home)
@@ -137,11 +157,75 @@ def _variant_gaps(cands: list[dict]) -> tuple[int, Counter[str]]:
     return gaps, by_template
 
 
+GRAMMAR = {
+    "7_grammar_stacked_parentheticals": re.compile(r"\)\s*\("),
+    "7_grammar_what_is_how_many": re.compile(r"\bwhat is how many\b", re.IGNORECASE),
+}
+QUOTED = re.compile(r"'([^']+)'")
+
+
+def _offered_never_chosen(cand: Any, program: Any) -> list[str]:
+    """Options the answer sentence offers that the program's decision step cannot return."""
+    from verilearn_assets.analysis.programs.operators import BY_NAME
+
+    if program is None:
+        return []
+    deciders = [s.op for s in program.steps if BY_NAME[s.op].family == "decision"]
+    if not deciders:
+        return []
+    choosable = {v for op in deciders for v in QUOTED.findall(BY_NAME[op].code)}
+    sentence = next((x for x in re.split(r"(?<=[?.])\s+", cand.question) if "Answer" in x), "")
+    return [o for o in QUOTED.findall(sentence) if o not in choosable]
+
+
+def issue24_classes(cand: Any, answer: Any, trials: Any, program: Any) -> list[str]:
+    """The issue-24 classes one accepted candidate falls in (judged with this tree's rules)."""
+    from verilearn_assets.analysis.metamorphic import (
+        data_independent_reason,
+        perturbed_answers,
+        redundant_step_reason,
+        tautology_reason,
+    )
+    from verilearn_assets.analysis.screen import shape_only
+
+    out = []
+    perturbed = perturbed_answers(cand.code, trials.tables)
+    if data_independent_reason(answer, perturbed, cand.answer_schema.kind, shape_only(cand)):
+        out.append("5_data_independent")
+    if program is not None and redundant_step_reason(
+        program, trials.df, answer, trials.tables, perturbed
+    ):
+        out.append("5_redundant_step")
+    if tautology_reason(cand, answer, trials.df, program):
+        out.append("5_tautology")
+    if "duplicate" in (cand.template or "") + " ".join(cand.program_ops):
+        out.append("6_duplicate_rows_answer_0" if answer == 0 else "6_duplicate_rows_answer_other")
+    out += [f"6_offers_never_chosen:{o}" for o in _offered_never_chosen(cand, program)]
+    out += [name for name, rx in GRAMMAR.items() if rx.search(cand.question)]
+    if cand.question.count("?") != 1:
+        out.append("7_grammar_not_one_question_mark")
+    return out
+
+
+def _under_target(rows: list[dict], per_table: Counter[str]) -> dict[str, int]:
+    """Procedural candidates per table below `generation.target_per_table` (10)."""
+    from verilearn_assets.analysis.questions_config import load_questions_config
+
+    target = load_questions_config().generation.target_per_table
+    tables = {r["table"] for r in rows if r["kind"] == "table" and r["source"] == "procedural"}
+    return {
+        t: per_table[f"procedural/{t}"]
+        for t in sorted(tables)
+        if per_table[f"procedural/{t}"] < target
+    }
+
+
 def measure_dump(path: Path) -> dict[str, Any]:
     from verilearn_assets.analysis.candidate import Candidate
     from verilearn_assets.analysis.conventions import RunCache, check_conventions, probed_reference
     from verilearn_assets.analysis.degenerate import constant_reason, zero_reason
     from verilearn_assets.analysis.id_columns import numeric_id_columns
+    from verilearn_assets.analysis.metamorphic import TableTrials
     from verilearn_assets.analysis.programs import _dry_run
     from verilearn_assets.analysis.programs.chains import chain_problem
     from verilearn_assets.analysis.programs.dryrun import load_table
@@ -159,6 +243,7 @@ def measure_dump(path: Path) -> dict[str, Any]:
     moved_by_convention: Counter[str] = Counter()
     accepted: Counter[str] = Counter()
     per_dataset: Counter[str] = Counter()
+    per_table: Counter[str] = Counter()
     scores: dict[str, list[float]] = {s: [] for s in SOURCES}
     ok_template: list[dict] = []
     by_table: dict[str, list[dict]] = {}
@@ -168,6 +253,7 @@ def measure_dump(path: Path) -> dict[str, Any]:
     for tpath, group in by_table.items():
         df = load_table(tpath)
         ids, cache = numeric_id_columns(df), RunCache()
+        trials = TableTrials(df, 3, 0)
         for r in group:
             cand: Candidate = r["cand"]
             src = cand.source
@@ -178,6 +264,7 @@ def measure_dump(path: Path) -> dict[str, Any]:
                 continue
             accepted[f"{src}/{r['split']}"] += 1
             per_dataset[f"{src}/{r['dataset']}"] += 1
+            per_table[f"{src}/{r['table']}"] += 1
             scores[src].append(readability(cand.question))
             if src == "template":
                 ok_template.append(r)
@@ -188,6 +275,7 @@ def measure_dump(path: Path) -> dict[str, Any]:
                     name, _, outcome = t.rpartition(":")
                     if outcome == "moved":
                         moved_by_convention[f"{src}/{name}"] += 1
+            program = None
             if r["steps"] is not None:
                 program = Program(tuple(Step(op, tuple(i), tuple(c)) for op, i, c in r["steps"]))
                 if chain_problem(program):
@@ -198,6 +286,8 @@ def measure_dump(path: Path) -> dict[str, Any]:
                 classes[f"{src}/4_zero_or_noop_count"] += 1
             if constant_reason(cand, df, answer, 3, 0.8, 0):
                 classes[f"{src}/4_constant_under_perturbation"] += 1
+            for name in issue24_classes(cand, answer, trials, program):
+                classes[f"{src}/{name}"] += 1
     gaps, gap_templates = _variant_gaps(ok_template)
     classes["template/1_variant_missing_parent_alternative"] = gaps
     return {
@@ -207,6 +297,7 @@ def measure_dump(path: Path) -> dict[str, Any]:
             s: sum(n for k, n in accepted.items() if k.startswith(s)) for s in SOURCES
         },
         "accepted_per_dataset": dict(sorted(per_dataset.items())),
+        "tables_under_target": _under_target(rows, per_table),
         "classes": dict(sorted(classes.items())),
         "moved_by_convention": dict(sorted(moved_by_convention.items())),
         "variant_gaps_by_template": dict(sorted(gap_templates.items())),
@@ -239,6 +330,7 @@ def _table(results: dict[str, dict]) -> str:
             )
             h = {float(k): v for k, v in res["readability_histogram"][s].items()}
             f.update({f"readability/{s}/hist={b}": h.get(b, 0) for b in bins})
+        f["procedural_tables_under_target"] = len(res.get("tables_under_target", {}))
         for s in SOURCES:
             per = [v for k, v in res["accepted_per_dataset"].items() if k.startswith(s)]
             f[f"accepted_per_dataset/{s}/min"] = min(per, default=0)
@@ -257,6 +349,9 @@ def main(argv: list[str] | None = None) -> None:
     d = sub.add_parser("dump", help="generate with the tree on PYTHONPATH, write JSONL")
     d.add_argument("--home", type=Path, required=True, help="scratch home for the tables")
     d.add_argument("--out", type=Path, required=True)
+    c = sub.add_parser("compare", help="issue 24: metamorphic screens off vs on, this tree")
+    c.add_argument("--home", type=Path, required=True, help="scratch home for the tables")
+    c.add_argument("--json", type=Path, help="also write the full figures here")
     m = sub.add_parser("measure", help="judge dumps with HEAD's rules: NAME=FILE ...")
     m.add_argument("dumps", nargs="+")
     m.add_argument("--json", type=Path, help="also write the full figures here")
@@ -265,6 +360,18 @@ def main(argv: list[str] | None = None) -> None:
         dump(args.home, args.out)
         return
     results = {}
+    if args.cmd == "compare":
+        work = Path(tempfile.mkdtemp(prefix="qq-"))
+        for name, on in (("before(screens off)", False), ("after(screens on)", True)):
+            out = work / f"{on}.jsonl"
+            dump(args.home, out, metamorphic=on)
+            t0 = time.perf_counter()
+            results[name] = measure_dump(out)
+            print(f"measured {name} in {time.perf_counter() - t0:.0f}s", file=sys.stderr)
+        if args.json:
+            args.json.write_text(json.dumps(results, indent=1))
+        print(_table(results))
+        return
     for spec in args.dumps:
         name, sep, file = spec.partition("=")
         if not sep or not Path(file).is_file():

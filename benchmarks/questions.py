@@ -6,13 +6,17 @@ sandbox pool's slots (each question twice in fresh tasks, alternatives once). Pr
 questions/s, the share of time spent executing in the sandbox versus searching, and peak
 memory of this process.
 
-Before that, the generation phase alone is timed three ways on the same tables: screen off,
-the screen as it was (`probe_ties: false`: every convention variant re-runs the program),
-and the screen as configured (tie probes). It prints the screen's share of generation time
-and the before/after ratio, and checks both screens reach the same verdicts.
+Before that, the generation phase alone is timed four ways on the same tables: screen off,
+the screen without tie probes (`probe_ties: false`: every convention variant re-runs the
+program; issue 10's before), the screen without the metamorphic screens (`metamorphic:
+false`; issue 24's before) and the screen as configured. It prints the screen's share of
+generation time, the tie probes' before/after ratio (checking both reach the same
+verdicts), and what the metamorphic screens cost: generation time with them over without,
+per source and in total (issue 24 allows at most 1.25x), and the candidates each turns away.
 
     .venv/bin/python benchmarks/questions.py [--sources template procedural] [--slots N]
     .venv/bin/python benchmarks/questions.py --screen-only   # generation phase only
+    .venv/bin/python benchmarks/questions.py --metamorphic-only   # issue 24's cost only
 """
 
 from __future__ import annotations
@@ -23,9 +27,11 @@ import resource
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 from verilearn_assets.analysis.generate import generate
+from verilearn_assets.analysis.metamorphic import SCREEN_REASONS
 from verilearn_assets.analysis.questions_config import load_questions_config
 from verilearn_assets.analysis.verify import Verifier
 from verilearn_assets.core.ingest.catalog import load_datasets_config
@@ -89,15 +95,36 @@ def _generate_all(tables, sources, cfg) -> tuple[float, dict[tuple[str, str], st
     return time.perf_counter() - t0, verdicts
 
 
+def _screen(cfg, **update):
+    return cfg.model_copy(update={"screen": cfg.screen.model_copy(update=update)})
+
+
+def bench_metamorphic(tables, sources, cfg) -> None:
+    """Generation time without and with the metamorphic screens, per source, and the
+    candidates each screen turns away (issue 24: at most 1.25x slower)."""
+    without = _screen(cfg, enabled=True, metamorphic=False)
+    with_ = _screen(cfg, enabled=True, metamorphic=True)
+    print(f"\n[metamorphic screens] generation on {len(tables)} tables, without -> with")
+    total = [0.0, 0.0]
+    for source in sources:
+        t_without, v_without = _generate_all(tables, [source], without)
+        t_with, v_with = _generate_all(tables, [source], with_)
+        total[0] += t_without
+        total[1] += t_with
+        passed = [sum(1 for v in vs.values() if v is None) for vs in (v_without, v_with)]
+        turned = Counter(v for v in v_with.values() if v in SCREEN_REASONS)
+        print(
+            f"  {source}: {t_without:.1f}s -> {t_with:.1f}s ({t_with / t_without:.2f}x); "
+            f"candidates passed {passed[0]} -> {passed[1]}; turned away {dict(turned)}"
+        )
+    print(f"  total: {total[0]:.1f}s -> {total[1]:.1f}s ({total[1] / total[0]:.2f}x, limit 1.25x)")
+
+
 def bench_screen(tables, sources, cfg) -> None:
     """Generation time with the screen off, as it was (every variant runs), and as now."""
-    off = cfg.model_copy(update={"screen": cfg.screen.model_copy(update={"enabled": False})})
-    before = cfg.model_copy(
-        update={"screen": cfg.screen.model_copy(update={"enabled": True, "probe_ties": False})}
-    )
-    after = cfg.model_copy(
-        update={"screen": cfg.screen.model_copy(update={"enabled": True, "probe_ties": True})}
-    )
+    off = _screen(cfg, enabled=False)
+    before = _screen(cfg, enabled=True, probe_ties=False)
+    after = _screen(cfg, enabled=True, probe_ties=True)
     t_off, _ = _generate_all(tables, sources, off)
     t_before, v_before = _generate_all(tables, sources, before)
     t_after, v_after = _generate_all(tables, sources, after)
@@ -121,8 +148,10 @@ async def main(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     tables = build_tables(load_datasets_config(), home)
     print(f"built {len(tables)} bundled tables in {time.perf_counter() - t0:.1f}s")
-    bench_screen(tables, args.sources, cfg)
-    if args.screen_only:
+    bench_metamorphic(tables, args.sources, cfg)
+    if not args.metamorphic_only:
+        bench_screen(tables, args.sources, cfg)
+    if args.screen_only or args.metamorphic_only:
         return 0
     results = []
     async with SandboxPool(sandbox_config(args.slots, args.backend)) as pool:
@@ -164,5 +193,8 @@ if __name__ == "__main__":
     )
     parser.add_argument("--slots", type=int, default=None)
     parser.add_argument("--screen-only", action="store_true", help="time generation only")
+    parser.add_argument(
+        "--metamorphic-only", action="store_true", help="time the metamorphic screens only"
+    )
     parser.add_argument("--backend", choices=["auto", "docker", "bwrap"], default=None)
     sys.exit(asyncio.run(main(parser.parse_args())))

@@ -5,7 +5,8 @@
 Builds the catalog's tables under `--home`, generates template and procedural candidates
 for each, and prints counts per class: alternatives gaps of template variants, tie and
 convention rejections, meaningless chains, degenerate answers, candidates passing the
-screen per partition and per dataset, and the readability distribution. With `--audit`
+screen per partition and per dataset, the readability distribution, and the tables the
+procedural search left short of `generation.target_per_table` (with why). With `--audit`
 nothing is rejected: every class is counted on what the generator proposes, which is
 the "before" column of issue 10. Passing the screen is not yet acceptance: the sandbox
 verification (`question_build.build_generated`) may still reject a candidate.
@@ -20,6 +21,7 @@ from pathlib import Path
 
 from verilearn_assets.analysis.candidate import Candidate
 from verilearn_assets.analysis.generate import generate
+from verilearn_assets.analysis.generation_stats import SHORT
 from verilearn_assets.analysis.programs.dryrun import load_table
 from verilearn_assets.analysis.questions_config import QuestionsConfig, load_questions_config
 from verilearn_assets.analysis.readability import distribution, readability
@@ -64,6 +66,7 @@ def measure(home: Path, cfg: QuestionsConfig, audit: bool) -> dict:
     per_family: Counter[str] = Counter()
     scores: dict[str, list[float]] = {"template": [], "procedural": []}
     gaps = 0
+    short: list[str] = []
     for table in tables:
         split = splits.get(table.dataset, table.split)
         for source in ("template", "procedural"):
@@ -72,6 +75,8 @@ def measure(home: Path, cfg: QuestionsConfig, audit: bool) -> dict:
             for key, n in gen.search_rejected.items():
                 if key.startswith("would_"):  # audit: counted, not rejected (no record)
                     classes[key.removeprefix("would_")] += n
+                elif key.startswith(SHORT):  # below generation.target_per_table, and why
+                    short.append(key)
             for c in gen.rejected:
                 classes[(c.rejection_reason or "").split(":", 1)[0]] += 1
             if audit and passed:
@@ -104,6 +109,7 @@ def measure(home: Path, cfg: QuestionsConfig, audit: bool) -> dict:
         "passing_per_dataset": dict(sorted(per_dataset.items())),
         "passing_per_family_split": dict(sorted(per_family.items())),
         "readability": {s: distribution(v) for s, v in scores.items()},
+        "short_of_target": short,
     }
 
 

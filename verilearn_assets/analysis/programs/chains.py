@@ -9,7 +9,9 @@ reason `meaningless_chain`, so it never becomes a question:
 - an order-dependent step (table-order differences, running totals) after an
   order-destroying one (a sort).
 Data-dependent no-ops (a clip that clips nothing, a filter that keeps every row) are found
-by the dry run on the table (`programs.dryrun.noop_steps`).
+by the dry run on the table (`programs.dryrun.noop_steps`). When the metamorphic screen runs
+(`analysis.metamorphic`, the default), its step ablation replaces the absorbed-neighbour
+rule: it drops each step in turn and finds redundant steps wherever they sit in the chain.
 """
 
 from __future__ import annotations
