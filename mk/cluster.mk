@@ -7,6 +7,7 @@
 #
 #   make cluster-up     start what is not running yet (and write the generated dagster.yaml)
 #   make cluster-down   stop the workers, Redis and Postgres (the data stays until `clean`)
+#   make cluster-clean  cluster-down, then remove Postgres data kept outside the home (part of `clean`)
 #   make cluster-deps   apt redis-server + postgresql when missing (part of `make test`)
 
 CLUSTER_APT := redis-server postgresql
@@ -18,8 +19,14 @@ PG_RUN_USER ?= postgres
 # or minutes; `kill -0` succeeds on a zombie.
 running = [ -n "$$(ps -o stat= -p $(1) 2>/dev/null | grep -v '^Z')" ]
 CLUSTER_ENV = eval "$$($(VPY) -m verilearn_assets.core.deploy "$(VERILEARN_HOME)" "$(DAGSTER_HOME)")"
+# As root, Postgres runs as $(PG_RUN_USER), which must enter its data directory. A home it
+# cannot reach (a clone under /root: a 0700 parent) keeps the data and the server log in
+# $(PG_RUN_USER)'s own home instead, one directory per cluster dir, linked from
+# <home>/cluster/pg and <home>/logs/cluster/postgres.log; `make cluster-clean` removes it.
+# (`$(call pg_outside,DIR)`: that directory for cluster dir DIR, in shell syntax.)
+pg_outside = $$(getent passwd $(PG_RUN_USER) | cut -d: -f6)/verilearn/$$(printf %s "$(1)" | sha256sum | cut -c1-16)
 
-.PHONY: cluster-deps cluster-up cluster-down
+.PHONY: cluster-deps cluster-up cluster-down cluster-clean
 
 cluster-deps:
 	@$(call apt_install,$(CLUSTER_APT))
@@ -41,12 +48,17 @@ cluster-up: install cluster-deps
 	  echo "redis: started on 127.0.0.1:$$REDIS_PORT"; \
 	fi; \
 	PG="$$CLUSTER_DIR/pg"; PGLOG="$$CLUSTER_LOGS/postgres.log"; AS=""; \
-	mkdir -p "$$PG"; touch "$$PGLOG"; \
 	if [ "$$(id -u)" = 0 ]; then \
-	  AS="runuser -u $(PG_RUN_USER) --"; chown $(PG_RUN_USER) "$$PG" "$$PGLOG"; chmod 700 "$$PG"; \
-	  d="$$PG"; while [ "$$d" != / ]; do d=$$(dirname "$$d"); \
-	    $$AS test -x "$$d" || { echo "postgres: $(PG_RUN_USER) cannot enter $$d (make it o+x, or use another VERILEARN_HOME)"; exit 1; }; done; \
-	fi; \
+	  AS="runuser -u $(PG_RUN_USER) --"; \
+	  if [ -L "$$PG" ] || { [ ! -e "$$PG" ] && ! $$AS test -x "$$CLUSTER_DIR"; }; then \
+	    OUT="$(call pg_outside,$$CLUSTER_DIR)"; mkdir -p "$$OUT/pg"; touch "$$OUT/postgres.log"; \
+	    ln -sfn "$$OUT/pg" "$$PG"; ln -sfn "$$OUT/postgres.log" "$$PGLOG"; \
+	    PG="$$OUT/pg"; PGLOG="$$OUT/postgres.log"; \
+	  fi; \
+	  mkdir -p "$$PG"; touch "$$PGLOG"; \
+	  chown $(PG_RUN_USER) "$$PG" "$$PGLOG"; chmod 700 "$$PG"; \
+	  $$AS test -w "$$PG" || { echo "postgres: $(PG_RUN_USER) cannot enter $$PG (make its parents o+x, or use another VERILEARN_HOME)"; exit 1; }; \
+	else mkdir -p "$$PG"; touch "$$PGLOG"; fi; \
 	if [ ! -f "$$PG/PG_VERSION" ]; then \
 	  $$AS $(PG_BIN)/initdb -D "$$PG" -U "$$PG_USER" --auth=trust -E UTF8 >>"$$PGLOG" 2>&1 \
 	    || { tail -5 "$$PGLOG"; exit 1; }; \
@@ -98,9 +110,22 @@ cluster-down:
 	  redis-cli -h 127.0.0.1 -p $$REDIS_PORT shutdown nosave >/dev/null 2>&1 || true; \
 	  echo "redis: stopped (127.0.0.1:$$REDIS_PORT)"; fi; \
 	PG="$$CLUSTER_DIR/pg"; AS=""; [ "$$(id -u)" = 0 ] && AS="runuser -u $(PG_RUN_USER) --"; \
+	[ -L "$$PG" ] && PG=$$(readlink "$$PG"); \
 	if [ -f "$$PG/PG_VERSION" ] && $$AS $(PG_BIN)/pg_ctl -D "$$PG" status >/dev/null 2>&1; then \
 	  $$AS $(PG_BIN)/pg_ctl -D "$$PG" -m fast -w stop >/dev/null; echo "postgres: stopped ($$PG)"; fi; \
 	echo "cluster down"
+
+# `make clean` stops the cluster and drops its data kept outside the home (see pg_outside).
+cluster-clean: cluster-down
+	@$(CLUSTER_ENV); PG="$$CLUSTER_DIR/pg"; \
+	if [ -L "$$PG" ]; then \
+	  OUT=$$(dirname "$$(readlink "$$PG")"); \
+	  [ "$$OUT" = "$(call pg_outside,$$CLUSTER_DIR)" ] \
+	    || { echo "postgres: $$PG links to $$OUT, not this cluster's own directory; left alone"; exit 1; }; \
+	  rm -rf "$$OUT"; rm -f "$$PG" "$$CLUSTER_LOGS/postgres.log"; echo "postgres: removed $$OUT"; \
+	fi
+
+clean: cluster-clean
 
 # A second Docker daemon on this machine, on its own socket, data and exec roots (no
 # bridge, no iptables: sandbox containers have no network anyway), so the container

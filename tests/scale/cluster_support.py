@@ -95,11 +95,12 @@ class Cluster:
 
 
 @contextmanager
-def running_cluster(workers: int = 2) -> Iterator[Cluster]:
-    """A cluster in a fresh home; the home is world-traversable so Postgres (run as the
-    `postgres` user when the tests run as root) can enter its data directory."""
+def running_cluster(workers: int = 2, base_mode: int = 0o755) -> Iterator[Cluster]:
+    """A cluster in a fresh home under a directory of `base_mode`: world-traversable by
+    default; 0o700 is a clone under /root, which Postgres (run as the `postgres` user when
+    the tests run as root) cannot enter. Stopped and cleaned (`make cluster-clean`) after."""
     base = Path(tempfile.mkdtemp(prefix="verilearn-scale-", dir="/tmp"))
-    base.chmod(0o755)
+    base.chmod(base_mode)
     home = base / "home"
     home.mkdir(mode=0o755)
     conf = narrowed_configs(base / "conf")
@@ -120,7 +121,7 @@ def running_cluster(workers: int = 2) -> Iterator[Cluster]:
         yield cluster
     finally:
         try:
-            cluster.make("cluster-down")
+            cluster.make("cluster-clean")
         finally:
             shutil.rmtree(base, ignore_errors=True)
 
