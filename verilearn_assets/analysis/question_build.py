@@ -6,6 +6,7 @@ asset only resolves the partition, hands in a started pool, and writes the resul
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,6 +18,8 @@ from verilearn_assets.analysis.records import QuestionRecord
 from verilearn_assets.analysis.verify import Verifier, screened_out
 from verilearn_assets.core.records import Split, TableRecord
 from verilearn_assets.core.sandbox.pool import SandboxPool
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -93,9 +96,28 @@ def summarize(records: list[QuestionRecord]) -> dict[str, Any]:
         # over scored questions (1..5; a record built without a score carries 0)
         "readability": distribution(scored),
         "readability_histogram": dict(sorted(Counter(scored).items())),
+        "readability_by_template": readability_by_template(accepted),
         "alternatives_rate": round(with_alts / len(accepted), 4) if accepted else 0.0,
         "datasets": len({r.dataset for r in accepted}),
     }
+
+
+def readability_by_template(records: list[QuestionRecord]) -> dict[str, dict[str, float]]:
+    """Readability (count, mean, min) of the scored questions per template; procedural
+    questions under `procedural:<answer operator>`, so a wording that reads badly is
+    traced to the part that assembles it (issue 24)."""
+    groups: dict[str, list[float]] = {}
+    for r in records:
+        if r.readability >= 1:
+            key = r.template or f"{r.source}:{(r.program_ops or ['?'])[-1]}"
+            groups.setdefault(key, []).append(r.readability)
+    out = {
+        k: {"count": len(v), "mean": round(sum(v) / len(v), 3), "min": min(v)}
+        for k, v in sorted(groups.items())
+    }
+    for k, v in out.items():
+        log.info("readability %s: mean %.2f, min %.2f over %d", k, v["mean"], v["min"], v["count"])
+    return out
 
 
 def markdown_counts(counts: dict[str, int], header: str) -> str:
@@ -112,6 +134,14 @@ def readability_markdown(summary: dict[str, Any]) -> str:
         f"mean {dist['mean']}, p25 {dist['p25']}, median {dist['median']}, p75 {dist['p75']}, "
         f"min {dist['min']}, share >= 4: {dist['share_ge_4']}\n\n"
     )
-    return head + markdown_counts(
+    table = markdown_counts(
         {f"{k:.2f}": v for k, v in summary["readability_histogram"].items()}, "readability score"
     )
+    per = summary.get("readability_by_template") or {}
+    rows = "\n".join(
+        f"| {k} | {v['count']} | {v['mean']} | {v['min']} |" for k, v in sorted(per.items())
+    )
+    by_template = (
+        f"\n\n| template | questions | mean | min |\n|---|---|---|---|\n{rows}" if rows else ""
+    )
+    return head + table + by_template

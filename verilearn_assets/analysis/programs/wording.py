@@ -18,8 +18,13 @@ _WHAT_IS_CLAUSE = re.compile(r"\bwhat is (how many|how much|whether|which|what)\
 _DOUBLED = re.compile(r"\b(\w+) \1\b", re.IGNORECASE)
 
 
+_NAMES = re.compile(r"\"[^\"]*\"|(?<!\w)'[^']*'(?!\w)")  # quoted column names and levels
+
+
 def grammar_problems(text: str) -> list[str]:
-    """What reads wrong in `text`: each problem is one short phrase naming the rule."""
+    """What reads wrong in `text`: each problem is one short phrase naming the rule.
+    Quoted names are data, not wording (a column may be called "Survived?")."""
+    text = _NAMES.sub("NAME", text)
     out = []
     if _STACKED.search(text):
         out.append("stacked parentheticals")
