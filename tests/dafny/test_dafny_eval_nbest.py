@@ -20,7 +20,7 @@ from verilearn_assets.dafny import prompts
 from verilearn_assets.dafny.loader import load_bundled
 from verilearn_assets.dafny.records import DafnyTask
 from verilearn_assets.dafny.splits import split_examples
-from verilearn_assets.dafny.tasks import template_tasks
+from verilearn_assets.dafny.tasks import NOTHING_TO_ANNOTATE, template_tasks
 from verilearn_assets.dafny.verifier import DafnyVerifier
 from verilearn_assets.training.eval_config import EvalSettings
 from verilearn_assets.training.eval_family import Completion, evaluate_family, gold_diff
@@ -32,8 +32,9 @@ SPLIT = "dev"
 def tasks(verifier: DafnyVerifier) -> list[DafnyTask]:
     ex = [e for e in load_bundled() if e.name in ("abs_max.Abs", "multiply.Multiply")]
     out = template_tasks(ex, split_examples(ex), verifier)
-    assert {t.status for t in out} == {"accepted"}
-    return [t.model_copy(update={"split": SPLIT}) for t in out]
+    # Abs verifies without hints: no annotator task (it would ask to copy the input)
+    assert [t.rejection_reason for t in out if t.status == "rejected"] == [NOTHING_TO_ANNOTATE]
+    return [t.model_copy(update={"split": SPLIT}) for t in out if t.status == "accepted"]
 
 
 def _store(home: Path, tasks: list[DafnyTask]) -> dict[str, DafnyTask]:

@@ -32,7 +32,7 @@ from verilearn_assets.dafny.loader import load_bundled
 from verilearn_assets.dafny.records import DafnyTask
 from verilearn_assets.dafny.rewards import WRITER_ONLY_CREDIT
 from verilearn_assets.dafny.splits import split_examples
-from verilearn_assets.dafny.tasks import template_tasks
+from verilearn_assets.dafny.tasks import NOTHING_TO_ANNOTATE, template_tasks
 from verilearn_assets.dafny.verifier import DafnyVerifier
 from verilearn_assets.training.config import DEFAULT_BASE_MODEL, REPO_ROOT, TrainingConfig
 from verilearn_assets.training.grpo import train_grpo
@@ -66,7 +66,9 @@ class ScriptedModel:
 def tasks(verifier: DafnyVerifier) -> list[DafnyTask]:
     ex = [e for e in load_bundled() if e.name in ("multiply.Multiply", "abs_max.Abs")]
     out = template_tasks(ex, split_examples(ex), verifier)
-    assert {t.status for t in out} == {"accepted"}
+    # Abs verifies without hints: its annotator task would ask to copy the input
+    rejected = {(t.name, t.role): t.rejection_reason for t in out if t.status == "rejected"}
+    assert rejected == {("abs_max.Abs", "annotator"): NOTHING_TO_ANNOTATE}
     return [t.model_copy(update={"split": "train"}) for t in out]
 
 

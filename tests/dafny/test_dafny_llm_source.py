@@ -9,6 +9,7 @@ import dafny_programs as P
 
 from verilearn_assets.dafny import prompts
 from verilearn_assets.dafny.llm_source import llm_tasks
+from verilearn_assets.dafny.tasks import NOTHING_TO_ANNOTATE
 from verilearn_assets.dafny.verifier import DafnyVerifier
 
 ANSWERS = [
@@ -32,13 +33,15 @@ def test_llm_proposals_accepted_only_when_proven_and_clean(verifier: DafnyVerifi
     tasks = llm_tasks(scripted, len(ANSWERS), "dev", verifier, shots=shots)
     assert all(t.source == "llm" and t.split == "dev" for t in tasks)
     accepted = [t for t in tasks if t.status == "accepted"]
-    assert Counter(t.role for t in accepted) == {"writer": 1, "annotator": 1}
+    # Max needs no hints: its annotator task would ask to copy the input
+    assert Counter(t.role for t in accepted) == {"writer": 1}
     assert accepted[0].gold_status == "verified" and accepted[0].name.endswith(".Max")
     reasons = sorted(t.rejection_reason or "" for t in tasks if t.status == "rejected")
     assert reasons == [
-        "anti-cheat: assume",
-        "anti-cheat: bodiless_decl ['Free']",
+        "anti-cheat: assume (assume)",
+        "anti-cheat: bodiless_decl (no body: ['Free'])",
         "no fenced dafny block",
+        NOTHING_TO_ANNOTATE,
         "proposal does not verify: verification_error",
     ]
     assert len(seen) == len(ANSWERS)

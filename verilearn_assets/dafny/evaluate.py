@@ -40,9 +40,11 @@ def is_block(body: str) -> bool:
 
 
 def refused(cheats: list[CheatFinding]) -> Scored:
-    """Zero, before the verifier: `no_body` when the answer is no block, else `cheat`."""
-    status = NO_BODY if any(c.cheat == "no_body" for c in cheats) else "cheat"
-    return Scored(0.0, 0.0, status, tuple(cheats), None)
+    """Zero, before the verifier: `no_body` when the answer is no block (a shape error, not
+    a named trick), else `cheat` with its findings."""
+    if any(c.cheat == "no_body" for c in cheats):
+        return Scored(0.0, 0.0, NO_BODY, (), None)
+    return Scored(0.0, 0.0, "cheat", tuple(cheats), None)
 
 
 def score_body(task: DafnyTask, body: str, verifier: DafnyVerifier) -> Scored:

@@ -3,8 +3,13 @@ and annotator tasks only when Dafny proves it and no anti-cheat construct appear
 
 `propose` is any callable from chat messages to text (the vLLM client in the asset, a
 scripted model in tests). Every proposal is kept: rejected ones as rejected tasks with the
-reason (no fenced program, anti-cheat construct, bodiless declaration, no method, the
-verifier's verdict, or `context_overflow` when the request cannot fit the model's window).
+reason (no fenced program, the anti-cheat screen on the whole program — `assume`,
+attributes off the allowlist, bodiless loops/foralls/declarations, … —, a vacuous spec
+(`requires false`, no postcondition but `ensures true`), no method, the verifier's
+verdict, or `context_overflow` when the request cannot fit the model's window). A proven
+proposal then goes through `template_tasks`, so its spec must also reject the generated
+wrong bodies (the empty body among them: a postcondition the empty body satisfies is
+weak) and an annotator task needs something to annotate.
 """
 
 from __future__ import annotations
@@ -15,7 +20,8 @@ from collections.abc import Callable, Sequence
 from verilearn_assets.core.llm.budget import FAILURE_CLASS, ContextOverflow
 from verilearn_assets.core.records import content_hash
 from verilearn_assets.dafny import prompts
-from verilearn_assets.dafny.anticheat import forbidden_constructs
+from verilearn_assets.dafny.anticheat import screen as screen_program
+from verilearn_assets.dafny.lexer import code_tokens
 from verilearn_assets.dafny.loader import examples_from_program
 from verilearn_assets.dafny.records import DafnyExample, DafnyTask
 from verilearn_assets.dafny.syntax import callables, strip_comments
@@ -44,23 +50,41 @@ def proposal_messages(shots: Sequence[str], seed: int) -> list[dict[str, str]]:
     return msgs
 
 
+def vacuity(signature: str) -> str | None:
+    """Why a method's spec says nothing (None: it says something): a `requires false`
+    makes every body correct, and a postcondition that is absent or `true` asks nothing."""
+    toks = [t.text for t in code_tokens(signature)]
+    clauses: list[tuple[str, list[str]]] = []
+    for t in toks:
+        if t in ("requires", "ensures", "modifies", "reads", "decreases"):
+            clauses.append((t, []))
+        elif clauses:
+            clauses[-1][1].append(t)
+    if any(kind == "requires" and expr == ["false"] for kind, expr in clauses):
+        return "requires false"
+    if all(expr == ["true"] for kind, expr in clauses if kind == "ensures"):
+        return "no postcondition beyond ensures true"
+    return None
+
+
 def screen(text: str) -> tuple[str, str | None]:
     """The proposed program and why it is refused before verification (None: keep)."""
     if "```" not in text:
         return text, "no fenced dafny block"
     program = prompts.answer(text).strip() + "\n"
-    cheats = forbidden_constructs(program)
+    cheats = screen_program(program, "program")
     if cheats:
-        return program, "anti-cheat: " + ", ".join(c.cheat for c in cheats)
+        return program, "anti-cheat: " + "; ".join(f"{c.cheat} ({c.detail})" for c in cheats)
     try:
         decls = callables(strip_comments(program))
     except ValueError as exc:
         return program, f"unparseable: {exc}"
-    bodiless = [d.name for d in decls if d.body is None]
-    if bodiless:
-        return program, f"anti-cheat: bodiless_decl {bodiless}"
-    if not any(d.kind == "method" and d.body for d in decls):
+    methods = [d for d in decls if d.kind == "method" and d.body]
+    if not methods:
         return program, "no method with a body"
+    vacuous = [f"{d.name}: {why}" for d in methods if (why := vacuity(d.signature))]
+    if vacuous:
+        return program, "vacuous spec: " + "; ".join(vacuous)
     return program, None
 
 

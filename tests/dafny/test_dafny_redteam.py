@@ -1,0 +1,240 @@
+"""The red team: every cheat of `redteam_cases.py` through every public scoring entry point,
+against the real verifier, next to an honest wrong answer scored the same way.
+
+Entry points: the GRPO scorer per role (`writer`, `annotator`, `annotator_frozen_writer`),
+the `cascade` evaluation chain (`grpo.cascade_score`), the teacher cascade that writes
+`dafny/trajectories` plus the SFT rows built from it, and the `llm` source. A cheat fails
+the test when it scores anything above the honest wrong answer of the same entry point;
+honest controls (strings, comments, char literals that only look like cheats, an allowed
+`{:trigger}`) must verify. The only double is the scripted model saying the answers.
+
+Fast by construction: the screen refuses most cheats before the verifier, and every
+entry point verifies its whole batch at once through one pool (cached per session).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from redteam_cases import (
+    ANNOTATOR_CHEATS,
+    BODY_CHEATS,
+    HONEST,
+    HONEST_WRITER,
+    LLM_PROPOSALS,
+    Cheat,
+)
+
+from verilearn_assets.dafny import prompts
+from verilearn_assets.dafny.anticheat import screen
+from verilearn_assets.dafny.cascade import cascade_sample, trajectory
+from verilearn_assets.dafny.grpo import ANNOTATOR_FROZEN_WRITER, cascade_score, grpo_task
+from verilearn_assets.dafny.llm_source import llm_tasks
+from verilearn_assets.dafny.loader import load_bundled
+from verilearn_assets.dafny.records import DafnyTask
+from verilearn_assets.dafny.sft import rows_for
+from verilearn_assets.dafny.splits import split_examples
+from verilearn_assets.dafny.tasks import template_tasks
+from verilearn_assets.dafny.verifier import DafnyVerifier
+
+WRITER_SIDE = BODY_CHEATS
+ANNOTATOR_SIDE = BODY_CHEATS + ANNOTATOR_CHEATS
+
+
+def _wrong_writer(g: str, b: str) -> str:
+    """An honest wrong body: the gold proof, one step off."""
+    return g.replace("p := p + a;", "p := p + a + 1;")
+
+
+def _wrong_annotator(g: str, b: str) -> str:
+    """An honest wrong annotation: the gold code, one invariant wrong."""
+    return g.replace("invariant p == a * i", "invariant p == a * i + 1")
+
+
+WRONG_W = Cheat("honest_wrong", _wrong_writer, None)
+WRONG_A = Cheat("honest_wrong", _wrong_annotator, None)
+
+
+class Scripted:
+    """What the model says: one writer answer and one annotation (None: the annotator
+    gives back the body it was shown, which already carries the writer's proof)."""
+
+    name = "redteam"
+
+    def __init__(self, body: str, annotated: str | None) -> None:
+        self.body, self.annotated = body, annotated
+
+    def write(self, task: DafnyTask) -> str:
+        return prompts.fenced(self.body)
+
+    def annotate(self, task: DafnyTask, body: str) -> str:
+        return prompts.fenced(body if self.annotated is None else self.annotated)
+
+
+@pytest.fixture(scope="module")
+def tasks(verifier: DafnyVerifier) -> dict[str, DafnyTask]:
+    ex = [e for e in load_bundled() if e.name == "multiply.Multiply"]
+    out = template_tasks(ex, split_examples(ex), verifier)
+    assert [t.status for t in out] == ["accepted", "accepted"], [t.rejection_reason for t in out]
+    return {t.role: t.model_copy(update={"split": "train"}) for t in out}
+
+
+@pytest.fixture(scope="module")
+def rhome(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("redteam-home")
+
+
+def _texts(cases: list[Cheat], task: DafnyTask) -> list[str]:
+    return [c.build(task.annotated_body, task.body) for c in cases]
+
+
+def _grpo(rhome: Path, tasks: dict[str, DafnyTask], role: str, cases: list[Cheat]) -> list[dict]:
+    task = tasks["annotator" if role == "annotator" else "writer"]
+    scorer = grpo_task().scorer(rhome, list(tasks.values()), role)
+    try:
+        said = [prompts.fenced(t) for t in _texts(cases, task)]
+        return scorer.evaluate([task.id] * len(said), said)
+    finally:
+        scorer.close()
+
+
+@pytest.fixture(scope="module")
+def verdicts(rhome: Path, tasks: dict[str, DafnyTask], verifier: DafnyVerifier) -> dict[str, Any]:
+    """Every case through every entry point, one batch per entry point."""
+    w, a = tasks["writer"], tasks["annotator"]
+    out: dict[str, Any] = {}
+    writer_cases = [WRONG_W, *HONEST, *HONEST_WRITER, *WRITER_SIDE]
+    annot_cases = [WRONG_A, *HONEST, *ANNOTATOR_SIDE]
+    out["grpo_writer"] = dict(
+        zip(
+            (c.name for c in writer_cases), _grpo(rhome, tasks, "writer", writer_cases), strict=True
+        )
+    )
+    for role in ("annotator", ANNOTATOR_FROZEN_WRITER):
+        out[f"grpo_{role}"] = dict(
+            zip((c.name for c in annot_cases), _grpo(rhome, tasks, role, annot_cases), strict=True)
+        )
+    # the evaluation cascade: writer answers (with their own proof) given back by the
+    # annotator; annotator answers on the gold body
+    ids = [w.id] * (len(writer_cases) + len(annot_cases))
+    writer_texts = [prompts.fenced(t) for t in _texts(writer_cases, w)]
+    annot_texts = list(writer_texts)
+    writer_texts += [prompts.fenced(w.body)] * len(annot_cases)
+    annot_texts += [prompts.fenced(t) for t in _texts(annot_cases, w)]
+    chain = cascade_score(rhome, list(tasks.values()), ids, writer_texts, annot_texts)
+    out["chain_writer"] = dict(
+        zip((c.name for c in writer_cases), chain[: len(writer_cases)], strict=True)
+    )
+    out["chain_annotator"] = dict(
+        zip((c.name for c in annot_cases), chain[len(writer_cases) :], strict=True)
+    )
+    # the teacher cascade (dafny/trajectories) and its SFT rows
+    for key, task, cases, teacher in (
+        ("teacher_writer", w, writer_cases, lambda t: Scripted(t, None)),
+        ("teacher_annotator_on_writer", w, annot_cases, lambda t: Scripted(w.body, t)),
+        ("teacher_annotator", a, annot_cases, lambda t: Scripted(a.body, t)),
+    ):
+        runs = {}
+        for case, text in zip(cases, _texts(cases, task), strict=True):
+            model = teacher(text)
+            result = cascade_sample(task, model, verifier)
+            traj = trajectory(task, model, result)
+            runs[case.name] = {"result": result, "trajectory": traj, "rows": rows_for(traj)}
+        out[key] = runs
+    return out
+
+
+GRPO_KEYS = ("grpo_writer", "grpo_annotator", f"grpo_{ANNOTATOR_FROZEN_WRITER}")
+CHAIN_KEYS = ("chain_writer", "chain_annotator")
+TEACHER_KEYS = ("teacher_writer", "teacher_annotator_on_writer", "teacher_annotator")
+
+
+def _side(key: str) -> list[Cheat]:
+    return WRITER_SIDE if key.endswith("writer") and "annotator" not in key else ANNOTATOR_SIDE
+
+
+def _all_cases() -> Iterator[Any]:
+    for key in GRPO_KEYS + CHAIN_KEYS + TEACHER_KEYS:
+        for c in _side(key):
+            yield pytest.param(key, c.name, id=f"{key}-{c.name}")
+
+
+@pytest.mark.parametrize(("entry", "case"), list(_all_cases()))
+def test_cheat_scores_no_more_than_an_honest_wrong_answer(verdicts, entry: str, case: str) -> None:
+    got, wrong = verdicts[entry][case], verdicts[entry]["honest_wrong"]
+    if entry in TEACHER_KEYS:
+        r, wr = got["result"], wrong["result"]
+        assert r.status != "verified" and not got["trajectory"].verified, (case, r.status)
+        assert r.reward <= wr.reward and r.partial_reward <= wr.partial_reward, (case, r.status)
+        assert got["rows"] == [], case  # nothing to learn from a cheat
+    else:
+        assert got["outcome"] == 0.0, (case, got["status"])
+        assert got["partial"] <= wrong["partial"], (case, got["status"], got["partial"])
+
+
+@pytest.mark.parametrize("entry", GRPO_KEYS + CHAIN_KEYS + TEACHER_KEYS)
+def test_honest_answers_verify_and_honest_wrong_ones_earn_credit(verdicts, entry: str) -> None:
+    honest = HONEST + (
+        HONEST_WRITER if entry in ("grpo_writer", "chain_writer", "teacher_writer") else []
+    )
+    for c in honest:
+        got = verdicts[entry][c.name]
+        if entry in TEACHER_KEYS:
+            assert got["result"].status == "verified", (c.name, got["result"].stages[-1])
+            assert got["rows"], c.name  # verified, clean: it teaches
+        else:
+            assert got["outcome"] == 1.0, (c.name, got["status"], got.get("verifier_log"))
+    wrong = verdicts[entry]["honest_wrong"]
+    status = wrong["result"].status if entry in TEACHER_KEYS else wrong["status"]
+    assert status == "verification_error"  # the baseline is a real, credited failure
+
+
+@pytest.mark.parametrize("cheat", [c for c in BODY_CHEATS], ids=lambda c: c.name)
+def test_the_screen_names_each_cheat(cheat: Cheat) -> None:
+    """Before any verifier: the class of each body cheat (pure, cheap: `screen`)."""
+    ex = next(e for e in load_bundled() if e.name == "multiply.Multiply")
+    found = {f.cheat for f in screen(cheat.build(ex.annotated_body, ex.body), "writer")}
+    assert cheat.screen in found, found
+
+
+def test_a_replaced_writer_body_is_a_failed_cascade(tasks, verifier) -> None:
+    """The gold annotator fed a wrong writer body substitutes the gold code: a failed
+    cascade (`code_changed`), never a verified writer trajectory nor an SFT row."""
+    from verilearn_assets.dafny.cascade import ProgramTeacher
+
+    w = tasks["writer"]
+
+    class WrongWriter(ProgramTeacher):
+        def write(self, task: DafnyTask) -> str:
+            return prompts.fenced(task.body.replace("i := i + 1;", "i := i + 2;"))
+
+    result = cascade_sample(w, WrongWriter(), verifier)
+    assert (result.status, result.failure_bucket) == ("code_changed", "code_changed")
+    traj = trajectory(w, WrongWriter(), result)
+    assert not traj.verified and rows_for(traj) == []
+    forged = traj.model_copy(update={"verified": True, "status": "verified", "reward": 1.0})
+    assert rows_for(forged) == []  # SFT re-checks the texts, not the flag
+
+
+@pytest.mark.parametrize("name", sorted(LLM_PROPOSALS))
+def test_llm_proposals_are_screened(llm_verdicts: dict[str, list[DafnyTask]], name: str) -> None:
+    want = LLM_PROPOSALS[name][1]
+    mine = llm_verdicts[name]
+    assert mine and all(t.status == "rejected" for t in mine), name
+    assert all(want in (t.rejection_reason or "") for t in mine), [t.rejection_reason for t in mine]
+
+
+@pytest.fixture(scope="module")
+def llm_verdicts(verifier: DafnyVerifier) -> dict[str, list[DafnyTask]]:
+    """Every proposal through `llm_tasks` at once; the tasks of each, by program text."""
+    names = sorted(LLM_PROPOSALS)
+    said = iter([prompts.fenced(LLM_PROPOSALS[n][0]) for n in names])
+    tasks = llm_tasks(lambda _m: next(said), len(names), "dev", verifier)
+    text = {LLM_PROPOSALS[n][0].strip(): n for n in names}
+    out: dict[str, list[DafnyTask]] = {n: [] for n in names}
+    for t in tasks:
+        out[text[t.gold_program.strip()]].append(t)
+    return out
