@@ -94,3 +94,30 @@ def test_real_server_proposals_become_records(tmp_path: Path, vllm_server) -> No
     for task in tasks:
         assert task.source == "llm" and task.repo == "pathconf"
         assert task.status == "accepted" or task.reason
+
+
+def test_a_second_proposal_with_the_same_target_and_a_tests_only_one_are_rejected(
+    tmp_path: Path,
+) -> None:
+    config = refactor_config("bwrap", tmp_path)
+    asserts = {
+        "id": "t",
+        "language": "python",
+        "rule": {"pattern": "self.assertEqual($A, $B)"},
+        "fix": "assert $A == $B",
+    }
+    script = ScriptedProposer(
+        [
+            proposal("Compare to None with is.", EQ_NONE), proposal(None, EQ_NONE),
+            proposal("Use `is None`, never `== None`.", EQ_NONE_OTHER),
+            proposal(None, EQ_NONE_OTHER),  # the same target in other words
+            proposal("Write assertEqual calls as asserts.", asserts), proposal(None, asserts),
+        ]
+    )  # fmt: skip
+    tasks = asyncio.run(generate_llm_tasks(PATHCONF, script, load_prompts(), config, per_repo=3))
+    first, second, tests_only = tasks
+    assert first.status == "accepted" and second.target_tree == first.target_tree
+    assert (second.status, second.reason) == ("rejected", f"duplicate target of task {first.id}")
+    assert tests_only.status == "rejected" and tests_only.reason.startswith(
+        "target only touches tests (tests/"
+    )

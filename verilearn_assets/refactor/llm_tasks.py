@@ -3,7 +3,9 @@
 A proposal becomes an accepted task only when (1) the rule is valid and applies cleanly in
 the jail, (2) the repository's tests still pass, and (3) triangulation holds: a second,
 independent request that sees only the words writes a rule producing the very same tree.
-Everything else is kept as a rejected task naming why.
+Everything else is kept as a rejected task naming why; so is a target that only touches
+tests, contradicts its words, or is the target of an earlier accepted proposal
+(`tasks.finalize`, as for the generated sources).
 
 With the vLLM proposer every request is fitted to the served window (the code excerpt is
 middle-truncated; the instructions and the task words are kept); one that cannot fit is a
@@ -36,7 +38,7 @@ from verilearn_assets.refactor.catalog import CatalogRule, Repo, RuleExamples
 from verilearn_assets.refactor.config import RefactorConfig
 from verilearn_assets.refactor.prompts import PromptConfig
 from verilearn_assets.refactor.records import Difficulty, RefactorTask
-from verilearn_assets.refactor.tasks import TEST_COMMAND, Candidate, run_candidate
+from verilearn_assets.refactor.tasks import TEST_COMMAND, Candidate, finalize, run_candidate
 
 Proposer = Callable[[list[dict[str, Any]], int], Awaitable[str]]
 
@@ -203,12 +205,14 @@ async def generate_llm_tasks(
     code_chars: int = 2000,
     seed: int = 0,
 ) -> list[RefactorTask]:
+    """Every proposal as a task, checked like the generated ones (`tasks.finalize`): one
+    per id, tests-only or contradicting targets rejected, one accepted task per target."""
     out: dict[str, RefactorTask] = {}
     for repo in repos:
         for i in range(per_repo):
             task = await propose_task(repo, i, propose, prompts, config, code_chars, seed)
             out.setdefault(task.id, task)  # the same proposal twice is one task
-    return list(out.values())
+    return finalize(list(out.values()), {r.name: r.path for r in repos})
 
 
 class VllmProposer:

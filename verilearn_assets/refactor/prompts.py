@@ -164,29 +164,32 @@ def _windows(lines: list[str], focus: set[str]) -> list[int]:
 def code_view(texts: Mapping[str, str | None], target_diff: str, budget: int) -> str:
     """The code block of the user message: every file in scope with line numbers, whole
     when all fit `budget`, else windows around its lines still to change (elided runs
-    marked `...`); never longer than `budget` (the context budget's middle cut)."""
+    marked `...`), each file then cut to an equal share of `budget` (the context budget's
+    middle cut, so every file keeps its header and first lines)."""
     if not texts:
         return NOT_SHOWN
     whole: list[str] = []
-    excerpt: list[str] = []
+    excerpts: list[str] = []
     todo = removed_lines(target_diff)
     for rel, text in sorted(texts.items()):
         if text is None:
             note = f"### {rel} (not shown: missing, not a regular file or too large)"
             whole.append(note)
-            excerpt.append(note)
+            excerpts.append(note)
             continue
         lines = text.splitlines()
         whole += [f"### {rel} ({len(lines)} lines)", *_numbered(lines, range(1, len(lines) + 1))]
         keep = _windows(lines, todo.get(rel, set()))
-        excerpt.append(f"### {rel} ({len(lines)} lines, excerpt)")
+        part = [f"### {rel} ({len(lines)} lines, excerpt)"]
         for i, n in enumerate(keep):
             if i and n != keep[i - 1] + 1:
-                excerpt.append("...")
-            excerpt += _numbered(lines, [n])
+                part.append("...")
+            part += _numbered(lines, [n])
+        excerpts.append("\n".join(part))
     body = "\n".join(whole)
     if len(body) > budget:
-        body = cap_text("\n".join(excerpt), budget)
+        share = max(budget // len(excerpts) - 1, 1)
+        body = "\n".join(cap_text(part, share) for part in excerpts)
     return f"{CODE_OPEN}{body}\n{CODE_CLOSE}"
 
 

@@ -2,7 +2,8 @@
 
 - `template`: one catalog rule over a whole repository, where it matches.
 - `procedural`: compositions and parameterizations — two rules in sequence, one rule
-  restricted to one file or to one function, and renames of a repository's top-level
+  restricted to one file (of several it changes) or to one function (of several it changes
+  in that file), and renames of a repository's top-level
   functions and classes (a rule written for the name).
 Every candidate runs in a fresh workspace; it is accepted when each step changes the code,
 the result parses and the repository's tests still pass. Failed candidates are kept as
@@ -38,7 +39,6 @@ from verilearn_assets.refactor.catalog import (
     RuleExamples,
     load_corpus,
     load_rules,
-    scoped_function,
 )
 from verilearn_assets.refactor.config import RefactorConfig
 from verilearn_assets.refactor.records import Difficulty, RefactorTask
@@ -352,16 +352,16 @@ def candidates(
                 for path in scan.files:
                     if not is_test_path(path):
                         yield Candidate(repo, "procedural", ((by_id[rule_id], (path,)),))
-        # … one rule restricted to one function (where it touches several functions) …
+        # … one rule restricted to one function (where it touches several functions of
+        # that file: with one, the target is the file-scoped or the template one) …
         per_rule = [
             [
                 (rule_id, path, f)
                 for path, functions in scan.functions.items()
                 for f in functions
-                if not is_test_path(path)
+                if len(functions) > 1 and not is_test_path(path)
             ]
             for rule_id, scan in package.items()
-            if sum(len(f) for f in scan.functions.values()) > 1
         ]  # taken one per rule in turn, so the cap keeps every rule
         scoped = [c for row in itertools.zip_longest(*per_rule) for c in row if c is not None]
         for rule_id, path, function in scoped[: gen.max_function_scoped_per_repo]:
@@ -476,49 +476,52 @@ def other_bindings(root: Path, name: str) -> list[str]:
     return found
 
 
+_ONLY_FILES = re.compile(r"\(only in ([^)]+)\)")
+_ONLY_FUNCTION = re.compile(r"only in the function (\w+) of (\S+?)\.?(?:\s|$)")
+_RENAME = re.compile(r"Rename the (?:function|class) (\w+) to (\w+)")
+
+
 def task_problems(task: RefactorTask, root: Path | None = None) -> list[str]:
     """Why an accepted task is unfit, empty when it is fit: its target only touches tests,
-    or contradicts its instruction (a scoped task changing files or lines outside its file
-    or function, a rename that misses the definition or renames other bindings of the
-    name). `root` is the repository the task was made from (the line-level checks)."""
+    or contradicts what its instruction promises: "(only in F)" or "only in the function
+    N of F" while the target changes other files or lines outside N; "Rename the function
+    A to B" while the definition is not renamed, or other bindings of A (a parameter, a
+    variable, a method) would be renamed with it. `root` is the repository the task was
+    made from (the line-level and binding checks read it)."""
     if task.status != "accepted":
         return []
     problems = []
     if only_tests(task.files):
         problems.append(f"target only touches tests ({', '.join(task.files)})")
     changed = diff_lines(task.target_diff)
-    scopes = [a.get("paths") or [] for a in task.reference_actions if a.get("kind") == "rule"]
-    if scopes and all(scopes):
-        allowed = {p for paths in scopes for p in paths}
+    text = task.instruction
+    files = [f.strip() for m in _ONLY_FILES.finditer(text) for f in m.group(1).split(",")]
+    functions = _ONLY_FUNCTION.findall(text)
+    if len(_ONLY_FILES.findall(text)) + len(functions) >= len(task.reference_actions):
+        allowed = set(files) | {path for _, path in functions}
         outside = sorted(f for f in changed if f not in allowed)
         if outside:
-            problems.append(f"scoped to {', '.join(sorted(allowed))} but changes {outside}")
-    for action in task.reference_actions:
-        function = scoped_function(action.get("rule") or {})
-        if function is None or root is None:
+            problems.append(f"says only in {', '.join(sorted(allowed))} but changes {outside}")
+    for function, rel in functions:
+        if root is None or not (root / rel).is_file():
             continue
-        for rel in action.get("paths") or []:
-            spans = _function_spans((root / rel).read_bytes(), function)
-            stray = sorted(
-                n for n in changed.get(rel, set()) if not any(a <= n <= b for a, b in spans)
+        spans = _function_spans((root / rel).read_bytes(), function)
+        stray = sorted(n for n in changed.get(rel, set()) if not any(a <= n <= b for a, b in spans))
+        if stray:
+            problems.append(
+                f"says only in the function {function} of {rel} but changes lines {stray}"
             )
-            if stray:
-                problems.append(
-                    f"scoped to the function {function} of {rel} but changes lines {stray}"
-                )
-    for rule_id in task.rules:
-        if not rule_id.startswith("rename-"):
-            continue
-        old = rule_id.removeprefix("rename-")
-        new = next((w for w in task.instruction.split() if w.startswith(old) and w != old), "")
-        new = new.rstrip(".,:")
+    for old, new in _RENAME.findall(text):
         removed = re.compile(rf"^-\s*(?:async\s+)?(?:def|class)\s+{re.escape(old)}\b", re.M)
         added = re.compile(rf"^\+\s*(?:async\s+)?(?:def|class)\s+{re.escape(new)}\b", re.M)
-        if not new or not removed.search(task.target_diff) or not added.search(task.target_diff):
-            problems.append(f"asks to rename {old} to {new or '?'} but its definition is not")
+        if not removed.search(task.target_diff) or not added.search(task.target_diff):
+            problems.append(f"asks to rename {old} to {new} but the definition is not renamed")
         others = other_bindings(root, old) if root is not None else []
         if others:
-            problems.append(f"renames {old}, but the name also binds: {', '.join(others[:5])}")
+            problems.append(
+                f"renames {old}, but the name also binds: {', '.join(others[:5])}"
+                + (f" and {len(others) - 5} more" if len(others) > 5 else "")
+            )
     return problems
 
 
