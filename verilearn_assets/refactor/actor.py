@@ -198,7 +198,9 @@ class Actor:
         tests, reward, commit. Public because GRPO's refactor environment drives it too."""
         settings = self.config.state
         state, _ = self.store.load(key)
-        messages = render_messages(self.prompts, task, render(state), step, max_steps, last)
+        messages = render_messages(
+            self.prompts, task, render(state), step, max_steps, last, ws.tree
+        )  # the prompt shows the code of this workspace
         seed = self.seed + step
         start = time.perf_counter()
         overflow = ""
