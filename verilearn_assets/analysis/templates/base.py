@@ -211,9 +211,21 @@ class TableView:
     def per_template(self, choices: Sequence[Any]) -> list[Any]:
         return list(choices)[: self.cfg.template.questions_per_template]
 
+    def listed_ties(self, scores: pd.Series, largest: bool = True) -> list[Any]:
+        """`ties`, when every tied label fits in the alternatives (`max_column_choices`);
+        otherwise the question has more right answers than its record can accept, so it
+        is not asked (a silent cap would reject right answers: issue 24)."""
+        tied = self.ties(scores, largest)
+        self.require(
+            len(tied) <= self.cfg.template.max_column_choices,
+            f"{len(tied)} labels tie for the top, more than the "
+            f"{self.cfg.template.max_column_choices} a record accepts",
+        )
+        return tied
+
     def other_ties(self, scores: pd.Series) -> list[Any]:
         """Labels tied with the best one, which the reference picks: each is an alternative."""
-        return self.limit(self.ties(scores))[1:]
+        return self.listed_ties(scores)[1:]
 
     def reading_ties(
         self, readings: Sequence[tuple[ReadingKey, str, pd.Series]]
@@ -225,7 +237,7 @@ class TableView:
         reading is the reference's own, so its top label is the reference, not an alternative.
         """
         for i, (key, desc, scores) in enumerate(readings):
-            labels = self.other_ties(scores) if i == 0 else self.limit(self.ties(scores))
+            labels = self.other_ties(scores) if i == 0 else self.listed_ties(scores)
             for label in labels:
                 yield key, f"{desc}: '{label}'", label
 

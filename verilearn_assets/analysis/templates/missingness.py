@@ -52,17 +52,23 @@ def most_missing_column(v: TableView) -> list[Candidate]:
 
 
 def duplicate_rows(v: TableView) -> list[Candidate]:
-    """Whole-row duplicates where the table has some; otherwise duplicates over its first
-    (up to two) categorical columns. Most tables repeat no whole row, and a question whose
-    answer is 0 on nearly every table teaches nothing (issue 24: 26 of 32 were 0)."""
+    """Whole-row duplicates where the table has some; otherwise duplicates over its two
+    least varied columns (named in the question). Most tables repeat no whole row, and a
+    question whose answer is 0 on nearly every table teaches nothing (issue 24: 26 of 32
+    were 0)."""
     df = v.frame()
     if bool(df.duplicated().any()):
         cols: list[str] = []
-    else:
-        cols = v.categorical[:2]
+    else:  # the two columns with the fewest distinct values (identifiers never repeat)
+        kept = [
+            c
+            for c in v.columns
+            if c.kind != "empty" and not c.id_like and c.name not in v.id_columns
+        ]
+        cols = [c.name for c in sorted(kept, key=lambda c: (c.n_unique, c.name))[:2]]
         v.require(
             bool(cols) and bool(df.duplicated(subset=cols).any()),
-            "no row repeats an earlier one, nor in its categorical columns",
+            "no row repeats an earlier one, nor in its two least varied columns",
         )
     subset = f"subset={cols!r}, " if cols else ""
     p = ReferenceCode().comment(

@@ -170,9 +170,12 @@ def multiple_regression_top_predictors(v: TableView) -> list[Candidate]:
         pairs = [(a, b) for i, a in enumerate(tied_second) for b in tied_second[i + 1 :]]
     else:
         pairs = [(first, b) for b in tied_second]
+    v.require(
+        len(pairs) <= v.cfg.template.max_column_choices,
+        f"{len(pairs)} predictor pairs tie, more than a record accepts",
+    )
     alts = [
-        (f"tie: predictors {sorted(pr)}", _multi_program(target, cols, pr)[1])
-        for pr in v.limit(pairs)[1:]
+        (f"tie: predictors {sorted(pr)}", _multi_program(target, cols, pr)[1]) for pr in pairs[1:]
     ]
     listed = quoted_list(cols)
     return [

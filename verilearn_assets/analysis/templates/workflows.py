@@ -186,7 +186,9 @@ def segment_then_correlate(v: TableView) -> list[Candidate]:
     df = v.frame()
     for cat in cats:
         sizes = df[cat].dropna().astype(str).value_counts()
-        ties = v.limit(v.ties(sizes.astype(float)))
+        ties = v.ties(sizes.astype(float))
+        if len(ties) > v.cfg.template.max_column_choices:
+            continue  # more equally common values than a record accepts as answers
         ok = []
         for t in ties:
             part = df[df[cat].astype(str).where(df[cat].notna()) == t]

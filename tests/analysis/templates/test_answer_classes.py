@@ -1,0 +1,67 @@
+"""Answers that are nearly always the same, or more right answers than a record accepts,
+are not asked (issue 24): duplicate rows asked where something repeats, ties beyond
+`max_column_choices` and unusable two-valued columns turn the question away."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from faithful import unfaithful
+from known_answer import answers, build
+from question_helpers import make_table, small_cfg
+
+from verilearn_assets.analysis.templates import REGISTRY, NotApplicable, TableView
+
+RNG = np.random.default_rng(4)
+DISTINCT = pd.DataFrame(
+    {"x": RNG.normal(0, 1, 30), "y": RNG.normal(0, 1, 30), "k": ["a", "b", "c"] * 10}
+)
+
+
+def _view(frame: pd.DataFrame, tmp, **template) -> TableView:
+    t = make_table(frame, tmp)
+    return TableView(t.columns, t.n_rows, t.path, small_cfg(**template))
+
+
+def test_no_repeated_row_asks_about_the_least_varied_columns(tmp_path):
+    c = build("duplicate_rows", DISTINCT.assign(m=[0, 1] * 15), tmp_path)
+    assert c.question.startswith("Looking only at 'm' and 'k'"), c.question
+    ref, _ = answers(c, DISTINCT.assign(m=[0, 1] * 15))
+    assert ref == {"duplicates": 24, "unique_rows": 6}  # 2 x 3 combinations of 30 rows
+    assert not unfaithful(c, DISTINCT.assign(m=[0, 1] * 15))
+
+
+def test_a_repeated_row_keeps_the_whole_row_question(tmp_path):
+    frame = pd.concat([DISTINCT, DISTINCT.iloc[:3]], ignore_index=True)
+    c = build("duplicate_rows", frame, tmp_path)
+    assert c.question.startswith("How many rows are exact duplicates")
+    assert answers(c, frame)[0] == {"duplicates": 3, "unique_rows": 30}
+
+
+def test_nothing_repeats_anywhere_is_not_asked(tmp_path):
+    frame = pd.DataFrame({"x": np.arange(30) * 1.5, "y": np.arange(30) ** 2.0})
+    with pytest.raises(NotApplicable, match="no row repeats"):
+        REGISTRY["duplicate_rows"].build(_view(frame, tmp_path))
+
+
+@pytest.mark.parametrize("name", ["top_category_share", "segment_then_correlate"])
+def test_more_tied_tops_than_a_record_accepts_are_not_asked(tmp_path, name):
+    """Five equally common levels, four accepted answers: 'the most common' is not asked
+    (the old code listed four and rejected the fifth right answer)."""
+    frame = DISTINCT.assign(k=list("abcde") * 6)
+    view = _view(frame, tmp_path, max_column_choices=4)
+    with pytest.raises(NotApplicable):
+        REGISTRY[name].build(view)
+    found = REGISTRY[name].build(_view(frame, tmp_path, max_column_choices=5))
+    assert len(found[0].alternatives) == 4 and not unfaithful(found[0], frame)
+
+
+def test_the_column_is_not_asked_when_a_two_valued_column_cannot_be_tested(tmp_path):
+    """'the column that splits the rows into two groups': a second two-valued column
+    with a one-row group is a reading the record cannot accept, so nothing is asked."""
+    frame = DISTINCT.assign(h=["p", "q"] * 15)
+    assert REGISTRY["ttest_discovered_groups"].build(_view(frame, tmp_path))
+    odd = frame.assign(rare=["u"] + ["v"] * 29)
+    with pytest.raises(NotApplicable):
+        REGISTRY["ttest_discovered_groups"].build(_view(odd, tmp_path))
