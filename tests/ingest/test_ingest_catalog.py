@@ -144,3 +144,58 @@ def test_corpora_are_not_table_partitions_nor_drawn_into_splits(tmp_path: Path) 
     assert dataset_partition_keys(tmp_path) == ["remote"]
     assert [d.name for d in cfg.enabled()] == ["remote"]
     assert set(catalog_splits(cfg, tmp_path / "home")) == {"remote"}
+
+
+@pytest.mark.parametrize(
+    ("programs", "field"),
+    [
+        ("  mine: {licence: MIT, path: x}\n", r"programs\.mine\.family"),
+        ("  mine: {family: dafny, licence: MIT}\n", r"programs\.mine"),
+        ("  mine: {family: dafny, licence: MIT, path: x, bundled: y}\n", r"programs\.mine\.path"),
+        (
+            "  mine: {family: dafny, licence: MIT, path: x, split: train}\n",
+            r"programs\.mine\.split",
+        ),
+    ],
+)
+def test_program_corpora_are_checked_and_carry_no_split(
+    tmp_path: Path, programs: str, field: str
+) -> None:
+    """`programs:` (a family's program collections) share the origins of `corpora:` but
+    have no split of their own: the family splits per program."""
+    _write(tmp_path, "datasets:\n" + GOOD_ENTRY + "programs:\n" + programs)
+    with pytest.raises(ConfigError, match=rf"datasets\.yaml: field '{field}"):
+        load_datasets_config(tmp_path)
+
+
+def test_program_corpora_join_from_an_untracked_local_catalog(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from verilearn_assets.core.ingest.corpora import program_corpora
+
+    _write(
+        tmp_path,
+        "datasets:\n" + GOOD_ENTRY + "programs:\n"
+        "  shipped: {family: dafny, licence: MIT, bundled: corpus}\n"
+        "  disabled: {family: dafny, licence: MIT, path: gone, enabled: false}\n",
+    )
+    local = tmp_path / "local" / "mine.yaml"
+    local.parent.mkdir()
+    local.write_text("programs:\n  mine: {family: dafny, licence: MIT, path: ../code}\n")
+    monkeypatch.setenv("VERILEARN_LOCAL_CATALOG", str(local))
+    found = program_corpora("dafny", tmp_path)
+    assert {n: f for n, (_, f) in found.items()} == {
+        "shipped": tmp_path / "datasets.yaml",
+        "mine": local,
+    }
+    assert program_corpora("lean", tmp_path) == {}
+    # the same folder under two names would load its programs twice
+    local.write_text(
+        "programs:\n  mine: {family: dafny, licence: MIT, path: ../code}\n"
+        f"  again: {{family: dafny, licence: MIT, path: {tmp_path / 'code'}}}\n"
+    )
+    with pytest.raises(ConfigError, match=r"programs\.again: the same corpus as programs\.mine"):
+        program_corpora("dafny", tmp_path)
+    local.write_text("programs:\n  mine: {family: dafny, licence: MIT, pth: x}\n")
+    with pytest.raises(ConfigError, match=r"mine\.yaml: field 'programs\.mine\.pth'"):
+        program_corpora("dafny", tmp_path)
