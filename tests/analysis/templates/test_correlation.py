@@ -20,13 +20,15 @@ def test_pearson_strongest_pair(tmp_path):
 
 
 # --- through the real sandbox -------------------------------------------------------------
-# target a (six distinct values, first by name); c = -a exactly (rho -1); b rises with a
-# but for one swap (rho 1 - 6 * 2 / (6 * 35) = 0.943); d is scattered
+# target a (six distinct values, first by name); c falls with a but for one swap (rho
+# -(1 - 6 * 2 / (6 * 35)) = -0.943); b rises with a but for two swaps (rho 1 - 6 * 4 /
+# (6 * 35) = 0.886); d is scattered. (An exact -a would be a monotone function of the
+# target, rho -1 by construction: not asked, see test_monotone_partner_is_not_asked.)
 RANKS = pd.DataFrame(
     {
         "a": [1.0, 2, 3, 4, 5, 6],
-        "b": [10.0, 30, 20, 40, 50, 60],
-        "c": [-1.0, -2, -3, -4, -5, -6],
+        "b": [10.0, 30, 20, 40, 60, 50],
+        "c": [-1.0, -2, -3, -5, -4, -6],
         "d": [4.0, 1, 6, 2, 5, 3],
     }
 )
@@ -43,13 +45,24 @@ POSITIVE_READING = "strongest read as the largest positive rho: 'b'"
 )
 def test_spearman_strongest_with_signed_reading(pool_runner, tmp_path, name):
     _, ref, alts = verified(pool_runner, name, RANKS, tmp_path)
-    assert ref == {"column": "c", "rho": pytest.approx(-1.0)}
+    assert ref == {"column": "c", "rho": pytest.approx(-(1 - 6 * 2 / (6 * 35)))}
     rho_b = stats.spearmanr(RANKS["a"], RANKS["b"]).statistic
-    assert rho_b == pytest.approx(1 - 6 * 2 / (6 * 35))
+    assert rho_b == pytest.approx(1 - 6 * 4 / (6 * 35))
     if name.endswith("method_explicit"):  # 'largest absolute rho' leaves no signed reading
         assert alts == {}
     else:
         assert alts == {POSITIVE_READING: {"column": "b", "rho": pytest.approx(rho_b)}}
+
+
+def test_monotone_partner_is_not_asked(tmp_path):
+    """anes96 asked the rank correlation of 'logpopul' and 'popul' (exactly 1, by
+    construction): a target with a monotone partner is skipped for the next one."""
+    frame = RANKS.assign(a_log=np.log(RANKS["a"]))  # 'a' is the first target
+    c = build("spearman_rank_correlation", frame, tmp_path)
+    # 'a' and 'a_log' are each other's monotone partner: the next target, 'b', is asked
+    assert "correlation with 'b'," in c.question, c.question
+    ref, _ = answers(c, frame)
+    assert abs(ref["rho"]) < 1
 
 
 def test_correlation_after_outlier_removal(pool_runner, tmp_path):

@@ -103,12 +103,16 @@ def _spearman(variant: str) -> Template:
     def build(v: TableView) -> list[Candidate]:
         nums = v.need_numeric(3)
         out = []
-        for target in v.per_template(nums):
+        for target in nums:
+            if len(out) >= v.cfg.template.questions_per_template:
+                break
             # every other numeric column, as the wording says: no cap, no cardinality floor
             cols = [c for c in v.numeric_any if c != target]
             rho = _spearman_scores(v, target, cols)
             if rho.dropna().empty:
                 continue
+            if (v.rounded(rho.abs().dropna()) >= 1).any():
+                continue  # a monotone function of the target (its log): rho is 1 by construction
             readings = [(False, "strongest by absolute rho", rho.abs())]
             if variant != "method_explicit":  # explicit wording: largest absolute rho
                 readings.append((True, "strongest read as the largest positive rho", rho))
