@@ -228,7 +228,11 @@ def test_prompts_show_the_code_to_change(small_tasks, pathconf: Repo) -> None:  
                 assert todo <= shown, (task.id, todo - shown)
             else:  # a tight budget may cut the middle, never every line to change
                 assert todo & shown, task.id
-    assert "<code>" not in render_messages(prompts, task, "", 1, 2, "")[1]["content"]
+    # no workspace: step 1 shows the catalogued repository (a fresh workspace is a copy of
+    # it: GRPO's step-1 prompts); a later step shows nothing rather than stale code
+    with_tree = render_messages(prompts, task, "", 1, 2, "", pathconf.path)
+    assert render_messages(prompts, task, "", 1, 2, "") == with_tree
+    assert "<code>" not in render_messages(prompts, task, "", 2, 2, "")[1]["content"]
 
 
 def test_the_teacher_reasons_about_the_code_it_sees(small_tasks, tmp_path: Path) -> None:  # noqa: ANN001

@@ -17,6 +17,7 @@ and the update are then validated against their schemas by the actor loop.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import stat
@@ -212,6 +213,23 @@ def parse_code_view(text: str) -> dict[str, dict[int, str]]:
     return out
 
 
+def catalogued_repos() -> dict[str, Path]:
+    """Repository name → its tree, from the corpus catalog of this config dir and home
+    (read once per pair; entries that fail are left out, as the task generator does)."""
+    from verilearn_assets.core import lake
+    from verilearn_assets.core.config import config_dir
+
+    return dict(_catalogued(str(config_dir()), str(lake.home())))
+
+
+@functools.lru_cache(maxsize=8)
+def _catalogued(directory: str, home: str) -> tuple[tuple[str, Path], ...]:
+    from verilearn_assets.refactor.catalog import load_corpus
+
+    repos = load_corpus(Path(directory), Path(home), strict=False)
+    return tuple((r.name, r.path) for r in repos)
+
+
 def render_messages(
     prompts: PromptConfig,
     task: RefactorTask,
@@ -222,7 +240,11 @@ def render_messages(
     tree: Path | None = None,
 ) -> list[dict[str, Any]]:
     """The actor's chat for one step; `tree` is the workspace the action will run in (its
-    files in scope are shown as they are now), None when there is none (no code shown)."""
+    files in scope are shown as they are now). Without one, step 1 shows the repository as
+    catalogued (what a fresh workspace holds: GRPO's step-1 prompts); a later step shows
+    no code rather than code that may be stale."""
+    if tree is None and step == 1:
+        tree = catalogued_repos().get(task.repo)
     code = NOT_SHOWN
     if tree is not None:
         code = code_view(read_scope(tree, task.files), task.target_diff, prompts.code_chars)
