@@ -194,3 +194,14 @@ def check_allowed(argv: list[str], allowed: list[str]) -> None:
         raise ActionRejected(
             "disallowed", f"binary {binary!r} is not allowed (allowed: {', '.join(allowed)})"
         )
+
+
+def check_test_command(argv: list[str], allowed: list[str]) -> None:
+    """Refuse a test command as an action would be refused: its binary on the allowlist,
+    no argument naming a place outside the workspace. ActionRejected('disallowed') says
+    why (`verilearn refactor apply --test "curl …"` prints it and exits 1)."""
+    check_allowed(argv, allowed)
+    try:
+        CommandAction(argv=argv)
+    except ValidationError as exc:
+        raise ActionRejected("disallowed", "test command: " + describe_errors(exc)) from exc

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from verilearn_assets.refactor.actions import (
     ActionRejected,
     PatternAction,
     RuleAction,
+    check_test_command,
     describe_errors,
 )
 from verilearn_assets.refactor.config import load_refactor_config
@@ -82,6 +84,16 @@ def _action(args: argparse.Namespace) -> RuleAction | PatternAction:
         raise _Bad(f"--pattern/--rewrite/--lang: {describe_errors(exc)}") from exc
 
 
+# A step the jail or the host refused (not a failure of the code): `apply` exits 1.
+REFUSED = ("disallowed", "limit")
+
+
+def _refusal(what: str, reason: str) -> dict[str, str]:
+    """Said twice: in the JSON (`refused`) and as one line on stderr."""
+    print(f"verilearn refactor apply: {what} refused: {reason}", file=sys.stderr)
+    return {"what": what, "reason": reason}
+
+
 def _apply(args: argparse.Namespace) -> int:
     action = _action(args)
     if not args.workspace.is_dir():
@@ -89,7 +101,22 @@ def _apply(args: argparse.Namespace) -> int:
     config = load_refactor_config()
     if args.backend:
         config = config.with_backend(args.backend)
-    spec = TestSpec(argv=shlex.split(args.test)) if args.test else None
+    spec = None
+    if args.test:
+        try:
+            argv = shlex.split(args.test)
+        except ValueError as exc:
+            raise _Bad(f"--test {args.test!r}: {exc}") from exc
+        if not argv:
+            raise _Bad("--test is empty")
+        try:  # refused before anything is copied or run
+            check_test_command(argv, list(config.allowed_binaries))
+        except ActionRejected as exc:
+            refused = _refusal("tests", f"--test {args.test!r}: {exc}")
+            print(json.dumps({"status": "disallowed", "message": refused["reason"],
+                              "refused": refused, "backend": config.backend}))  # fmt: skip
+            return 1
+        spec = TestSpec(argv=argv)
     start = time.perf_counter()
     ws = prepare_workspace(f"cli-{args.workspace.name}", args.workspace, config)
     try:
@@ -99,6 +126,11 @@ def _apply(args: argparse.Namespace) -> int:
         raise _Bad(str(exc)) from exc
     finally:
         cleanup(ws)
+    refused = None
+    if result.status in REFUSED:
+        refused = _refusal("action", result.message or result.status)
+    elif tests is not None and tests.status == "disallowed":
+        refused = _refusal("tests", tests.stderr or "disallowed")
     out = {
         "status": result.status,
         "message": result.message,
@@ -112,9 +144,10 @@ def _apply(args: argparse.Namespace) -> int:
         "stderr": result.stderr,
         "duration_ms": round((time.perf_counter() - start) * 1000, 3),
         "backend": config.backend,
+        "refused": refused,
     }
     print(json.dumps(out))
-    return 0
+    return 1 if refused else 0
 
 
 def _dump(args: argparse.Namespace) -> int:

@@ -32,12 +32,27 @@ class Limits(StrictConfig):
     action_timeout_s: float = Field(default=20.0, gt=0)
     test_timeout_s: float = Field(default=60.0, gt=0)
     cpu_s: int = Field(default=30, ge=1)  # RLIMIT_CPU per process
-    memory_mb: int = Field(default=2048, ge=64)  # RLIMIT_AS (bwrap/none), mem limit (docker)
+    # RLIMIT_AS per process (bwrap/none), and the whole jail's memory cgroup (bwrap) or
+    # container (docker) limit: tmpfs pages included
+    memory_mb: int = Field(default=2048, ge=64)
     pids: int = Field(default=64, ge=8)  # cgroup pids.max / docker pids_limit
     file_size_mb: int = Field(default=16, ge=1)  # RLIMIT_FSIZE: one file's size
-    max_files: int = Field(default=2000, ge=1)  # files a workspace may hold after a step
     open_files: int = Field(default=256, ge=16)  # RLIMIT_NOFILE
     output_cap_bytes: int = Field(default=20_000, ge=256)  # per stream, cut in the middle
+    # What the HOST reads of a workspace (workspace.Budget), checked by lstat before any
+    # byte is read: paths of every kind, skipped directories (.git, __pycache__, ...)
+    # included; bytes of all files (apparent size: sparse files count in full); depth.
+    max_files: int = Field(default=2000, ge=1)
+    max_tree_mb: int = Field(default=64, ge=1)
+    max_depth: int = Field(default=64, ge=2)
+    # a .py file the host compiles (syntax check) or diffs line by line: at most this big
+    max_text_kb: int = Field(default=512, ge=16)
+    # bwrap: size of each tmpfs the jail can write (its root, /tmp, /dev/shm); all of it
+    # is charged to the jail's memory cgroup (memory.max = memory_mb) with its processes
+    tmpfs_mb: int = Field(default=64, ge=1)
+    # bwrap: without a usable memory + pids cgroup (not root, no cgroup delegation), true
+    # refuses to run a command; false runs it with the rlimits alone and logs a warning
+    require_cgroup: bool = False
 
 
 class DockerSettings(StrictConfig):

@@ -45,6 +45,8 @@ from typing import Any
 from verilearn_assets.core.procs import running
 from verilearn_assets.core.sandbox.jail import SANDBOX_UID
 from verilearn_assets.refactor.config import RefactorConfig
+from verilearn_assets.refactor.jail_exec import remove_tree
+from verilearn_assets.refactor.seccomp import docker_profile
 
 log = logging.getLogger("verilearn.refactor.docker")
 
@@ -75,10 +77,18 @@ def cgroup_parent(client: Any, setting: str | None) -> str | None:
     return "verilearn-refactor.slice" if _DRIVER[0] == "systemd" else "/verilearn-refactor"
 
 
+# PID 1 (`jail_exec.py serve`) runs as the container's root with these capabilities only:
+# to drop each command to uid 65534 and to sweep what commands leave. A command (another
+# uid, no capabilities, the seccomp profile) can neither signal nor trace it.
+SUPERVISOR_CAPS = ["SETUID", "SETGID", "KILL"]
+
+
 def container_kwargs(
-    client: Any, config: RefactorConfig, workspace: Path, control: Path
+    client: Any, config: RefactorConfig, workspace: Path, control: Path, supervised: bool = True
 ) -> dict[str, Any]:
-    """The isolation every refactor container gets, whatever its lifetime."""
+    """The isolation every refactor container gets, whatever its lifetime. `supervised`:
+    PID 1 is `jail_exec.py serve` (root, `SUPERVISOR_CAPS`), else the command itself
+    (`lifetime: command`: uid 65534, no capability)."""
     from docker.types import Ulimit
 
     from verilearn_assets.refactor.jail import (
@@ -103,7 +113,7 @@ def container_kwargs(
         "detach": True,
         "network_mode": "none",
         "read_only": True,
-        "user": f"{SANDBOX_UID}:{SANDBOX_UID}",
+        "user": "0:0" if supervised else f"{SANDBOX_UID}:{SANDBOX_UID}",
         "working_dir": WORKSPACE_IN_JAIL,
         "environment": jail_env("docker"),
         "volumes": volumes,
@@ -113,7 +123,9 @@ def container_kwargs(
         "memswap_limit": f"{limits.memory_mb}m",
         "pids_limit": limits.pids,
         "cap_drop": ["ALL"],
-        "security_opt": ["no-new-privileges"],
+        **({"cap_add": SUPERVISOR_CAPS} if supervised else {}),
+        # no ptrace / process_vm_* (and Docker's documented denials): see seccomp.py
+        "security_opt": ["no-new-privileges", f"seccomp={docker_profile()}"],
         "ulimits": [
             Ulimit(name="cpu", soft=limits.cpu_s, hard=limits.cpu_s),
             Ulimit(name="fsize", soft=size, hard=size),
@@ -225,11 +237,16 @@ class DockerSession:
             listener.close()
             shutil.rmtree(rendezvous, ignore_errors=True)
         creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-        _, uid, _ = struct.unpack("3i", creds)
-        if uid != SANDBOX_UID:  # only the container's init (uid 65534) may hold the line
+        pid, uid, _ = struct.unpack("3i", creds)
+        container.reload()
+        init = container.attrs["State"]["Pid"]
+        if uid != 0 or pid != init:  # only the container's PID 1 may hold the line
             conn.close()
             self._kill_container()
-            raise RuntimeError(f"refactor container socket: a peer with uid {uid} connected")
+            raise RuntimeError(
+                f"refactor container socket: pid {pid} uid {uid} connected, "
+                f"not the container's PID 1 ({init}, uid 0)"
+            )
         self._conn = conn
         self._reader = conn.makefile("rb")
 
@@ -363,7 +380,7 @@ def _new_session(config: RefactorConfig, root: Path) -> DockerSession:
     try:
         return DockerSession(config, root / "tree", root / "control")
     except BaseException:
-        shutil.rmtree(root, ignore_errors=True)
+        _remove_root(root)
         raise
 
 
@@ -436,7 +453,7 @@ def _moved(
     except OSError as exc:
         log.warning("refactor: %s %s not movable to %s (%s)", what, src, root, exc)
         session.close(wait=wait)
-        shutil.rmtree(src, ignore_errors=True)
+        _remove_root(src)
         return None
     session.rebind(root / "tree", root / "control")
     return session
@@ -450,7 +467,7 @@ def _discard(future: Future) -> None:
     try:
         session.close()
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        _remove_root(root)
 
 
 # --- lifetime: pool: containers kept between workspaces ---
@@ -472,13 +489,19 @@ def _take_idle(signature: str) -> tuple[DockerSession, Path] | None:
     return None
 
 
+def _remove_root(root: Path) -> None:
+    """Remove a workspace root (iteratively: whatever a command built); a failure is
+    logged, as the caller is already on its way out."""
+    try:
+        remove_tree(root)
+    except OSError as exc:
+        log.warning("refactor: could not remove %s: %s", root, exc)
+
+
 def _empty_dir(directory: Path) -> None:
-    """Remove what `directory` holds, keeping the directory itself (its inode is mounted)."""
-    for entry in os.scandir(directory):
-        if entry.is_dir(follow_symlinks=False):
-            shutil.rmtree(entry.path)
-        else:
-            os.unlink(entry.path)
+    """Remove what `directory` holds, keeping the directory itself (its inode is mounted);
+    iteratively, whatever depth a command built."""
+    remove_tree(directory, keep_root=True)
 
 
 def release_session(session: DockerSession, root: Path) -> bool:
@@ -514,7 +537,7 @@ def release_session(session: DockerSession, root: Path) -> bool:
             _IDLE.append((_signature(config), session, idle_root))
     if not kept:
         session.close(wait=False)
-        shutil.rmtree(idle_root, ignore_errors=True)
+        _remove_root(idle_root)
     return True
 
 
@@ -527,7 +550,7 @@ def reap_idle_dirs(workspace_root: Path) -> list[str]:
     for entry in workspace_root.iterdir():
         pid = entry.name[len(POOL_PREFIX) :].partition("-")[0]
         if entry.name.startswith(POOL_PREFIX) and pid.isdigit() and not running(int(pid)):
-            shutil.rmtree(entry, ignore_errors=True)
+            remove_tree(entry)
             removed.append(entry.name)
     return removed
 
@@ -546,7 +569,7 @@ def drain() -> None:
         try:
             session.close()  # here and now: at exit the background executor is gone
         finally:
-            shutil.rmtree(root, ignore_errors=True)
+            _remove_root(root)
     wait_removals()
 
 
@@ -597,7 +620,7 @@ def run_once(
             image,
             command=argv,
             labels={LABEL: "step"},
-            **container_kwargs(client, config, workspace, control),
+            **container_kwargs(client, config, workspace, control, supervised=False),
         )
         timed_out = False
         try:

@@ -18,6 +18,7 @@ import resource
 import select
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -95,63 +96,118 @@ def _cap(text: str, cap: int) -> str:
     return f"{text[:half]}\n…[{len(text) - cap} characters cut]…\n{text[-half:]}"
 
 
-class PidsCgroup:
-    """A throwaway pids cgroup (v1 or v2) that a jail joins before exec; None if unusable."""
+class JailUnavailable(RuntimeError):
+    """The jail cannot be built as configured here (e.g. `require_cgroup` without cgroups)."""
 
-    def __init__(self, limit: int) -> None:
-        self.path: Path | None = None
+
+_WARNED: set[str] = set()
+
+
+class JailCgroup:
+    """A throwaway cgroup a bwrap jail joins before exec: `pids.max` against fork bombs and
+    a memory limit over ALL of the jail's memory (its processes and the pages of its tmpfs
+    mounts, charged to the cgroup of the process that writes them), beside the per-process
+    RLIMIT_AS. cgroup v2: one group with `memory.max`, `memory.swap.max` 0 and `pids.max`;
+    v1: one group in each of the `memory` and `pids` hierarchies. Without them (not root,
+    no delegation) `paths` is empty: `require_cgroup` makes that an error, else a warning
+    is logged once and the rlimits are all the jail has."""
+
+    def __init__(self, pids: int, memory_mb: int, required: bool = False) -> None:
+        self.paths: list[Path] = []
+        memory = str(memory_mb * 1024 * 1024)
         v2 = (CGROUP_ROOT / "cgroup.controllers").exists()
-        parent = CGROUP_ROOT if v2 else CGROUP_ROOT / "pids"
-        if os.geteuid() != 0 or not os.access(parent, os.W_OK):
-            return
-        path = parent / f"verilearn-refactor-{uuid.uuid4().hex[:10]}"
-        try:
-            path.mkdir()
-            (path / "pids.max").write_text(str(limit))
-        except OSError as exc:
-            log.warning("refactor jail: no pids cgroup (%s); fork bombs end at the timeout", exc)
-            if path.exists():
-                path.rmdir()
-            return
-        self.path = path
+        name = f"verilearn-refactor-{uuid.uuid4().hex[:10]}"
+        if v2:
+            plan = [(CGROUP_ROOT / name, {"memory.max": memory, "memory.swap.max": "0",
+                                          "pids.max": str(pids)})]  # fmt: skip
+        else:
+            swap = CGROUP_ROOT / "memory" / "memory.memsw.limit_in_bytes"
+            mem = {"memory.limit_in_bytes": memory}
+            if swap.exists():  # set after the limit: memsw may never be under it
+                mem["memory.memsw.limit_in_bytes"] = memory
+            plan = [
+                (CGROUP_ROOT / "pids" / name, {"pids.max": str(pids)}),
+                (CGROUP_ROOT / "memory" / name, mem),
+            ]
+        why = ""
+        if os.geteuid() != 0:
+            why = "not root"
+        else:
+            try:
+                if v2:
+                    _enable_controllers(CGROUP_ROOT, ("memory", "pids"))
+                for path, settings in plan:
+                    path.mkdir()
+                    self.paths.append(path)
+                    for key, value in settings.items():
+                        (path / key).write_text(value)
+            except OSError as exc:
+                why = f"{type(exc).__name__}: {exc}"
+                self.remove()
+                self.paths = []
+        if why:
+            message = (
+                f"refactor jail: no memory/pids cgroup ({why}; cgroup "
+                f"{'v2' if v2 else 'v1'} under {CGROUP_ROOT}): a jail's memory is bounded "
+                "per process only (RLIMIT_AS) and fork bombs end at the timeout"
+            )
+            if required:
+                raise JailUnavailable(message + " (limits.require_cgroup is true)")
+            if message not in _WARNED:
+                _WARNED.add(message)
+                log.warning(message)
 
-    def procs_file(self) -> str | None:
-        return str(self.path / "cgroup.procs") if self.path else None
+    def procs_files(self) -> list[str]:
+        return [str(path / "cgroup.procs") for path in self.paths]
 
     def remove(self) -> None:
-        if self.path is None:
-            return
+        for path in self.paths:
+            self._remove_one(path)
+
+    def _remove_one(self, path: Path) -> None:
         # The jail's processes are usually still exiting when bwrap returns: poll finely
         # first (a fixed 20 ms nap here once cost more than the bwrap jail itself).
         pause, deadline = 0.0005, time.monotonic() + 2.0
         while True:
             try:
-                self.path.rmdir()
+                path.rmdir()
                 return
             except FileNotFoundError:
                 return
             except OSError:
                 if time.monotonic() > deadline:
                     break
-                self._kill_members()
+                _kill_members(path)
                 time.sleep(pause)
                 pause = min(pause * 2, 0.02)
-        raise OSError(f"pids cgroup {self.path} still busy after its jail ended")
-
-    def _kill_members(self) -> None:
-        assert self.path is not None
-        for line in (self.path / "cgroup.procs").read_text().split():
-            try:
-                os.kill(int(line), signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        raise OSError(f"cgroup {path} still busy after its jail ended")
 
 
-def _limiter(config: RefactorConfig, procs_file: str | None):  # noqa: ANN202
+def _enable_controllers(parent: Path, controllers: tuple[str, ...]) -> None:
+    """cgroup v2: the controllers must be enabled in the parent for a child to use them."""
+    enabled = (parent / "cgroup.subtree_control").read_text().split()
+    missing = [c for c in controllers if c not in enabled]
+    if missing:
+        (parent / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in missing))
+
+
+def _kill_members(path: Path) -> None:
+    try:
+        members = (path / "cgroup.procs").read_text().split()
+    except FileNotFoundError:
+        return
+    for line in members:
+        try:
+            os.kill(int(line), signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def _limiter(config: RefactorConfig, procs_files: list[str]):  # noqa: ANN202
     limits = config.limits
 
     def apply() -> None:  # runs in the child between fork and exec
-        if procs_file:
+        for procs_file in procs_files:
             with open(procs_file, "w") as fh:
                 fh.write(str(os.getpid()))
         mem = limits.memory_mb * 1024 * 1024
@@ -167,12 +223,26 @@ def _limiter(config: RefactorConfig, procs_file: str | None):  # noqa: ANN202
     return apply
 
 
-def bwrap_command(config: RefactorConfig, workspace: Path, control: Path, argv: list[str]):  # noqa: ANN201
+def bwrap_command(
+    config: RefactorConfig,
+    workspace: Path,
+    control: Path,
+    argv: list[str],
+    seccomp_fd: int | None = None,
+) -> list[str]:
+    """The bwrap command line: every tmpfs the jail can write (its root, /tmp, /dev/shm)
+    sized (`--size`, bwrap >= 0.5) and the seccomp filter of `seccomp.py` read from
+    `seccomp_fd` (inherited by bwrap) and loaded just before `argv` runs."""
     binary = shutil.which("bwrap")
     if binary is None:
         raise RuntimeError("bubblewrap (`bwrap`) is not installed: apt-get install bubblewrap")
+    size = str(config.limits.tmpfs_mb * 1024 * 1024)
     args = [
         binary,
+        "--size",
+        size,
+        "--tmpfs",
+        "/",
         "--unshare-all",
         "--unshare-user",
         "--disable-userns",  # no nested user namespaces from inside the jail
@@ -189,9 +259,17 @@ def bwrap_command(config: RefactorConfig, workspace: Path, control: Path, argv: 
         "/proc",
         "--dev",
         "/dev",
+        "--size",
+        size,
+        "--tmpfs",
+        "/dev/shm",
+        "--size",
+        size,
         "--tmpfs",
         "/tmp",
     ]
+    if seccomp_fd is not None:
+        args += ["--seccomp", str(seccomp_fd)]
     for key, value in jail_env("bwrap").items():
         args += ["--setenv", key, value]
     for path in _ro_paths(config):
@@ -233,15 +311,20 @@ def run_in_jail(
             return session.run(resolved, timeout_s)
         return run_once(config, workspace, control, resolved, timeout_s)
     if backend == "bwrap":
-        command = bwrap_command(config, workspace, control, resolved)
-        cwd, env = None, {"PATH": "/usr/bin:/bin"}
-    else:  # none: local debugging only; the rule path is rewritten to the host control dir
-        command = [
-            str(control) + a[len(CONTROL_IN_JAIL) :] if a.startswith(CONTROL_IN_JAIL) else a
-            for a in resolved
-        ]
-        cwd, env = str(workspace), jail_env("none")
-    return _run_local(config, command, cwd, env, timeout_s)
+        from verilearn_assets.refactor.seccomp import bpf_fd
+
+        fd = bpf_fd()
+        try:
+            command = bwrap_command(config, workspace, control, resolved, seccomp_fd=fd)
+            return _run_local(config, command, None, {"PATH": "/usr/bin:/bin"}, timeout_s, (fd,))
+        finally:
+            os.close(fd)
+    # none: local debugging only; the rule path is rewritten to the host control dir
+    command = [
+        str(control) + a[len(CONTROL_IN_JAIL) :] if a.startswith(CONTROL_IN_JAIL) else a
+        for a in resolved
+    ]
+    return _run_local(config, command, str(workspace), jail_env("none"), timeout_s)
 
 
 def _run_local(
@@ -250,8 +333,10 @@ def _run_local(
     cwd: str | None,
     env: dict[str, str],
     timeout_s: float,
+    pass_fds: tuple[int, ...] = (),
 ) -> Completed:
-    cgroup = PidsCgroup(config.limits.pids)
+    limits = config.limits
+    cgroup = JailCgroup(limits.pids, limits.memory_mb, limits.require_cgroup)
     start = time.perf_counter()
     timed_out = False
     # Output goes to files: a forked child holding a pipe open cannot stall the reader.
@@ -265,7 +350,8 @@ def _run_local(
                 stdout=out,
                 stderr=err,
                 start_new_session=True,
-                preexec_fn=_limiter(config, cgroup.procs_file()),  # noqa: PLW1509
+                pass_fds=pass_fds,
+                preexec_fn=_limiter(config, cgroup.procs_files()),  # noqa: PLW1509
             )
             try:
                 code = _wait_exit(process, timeout_s)
@@ -315,16 +401,26 @@ def _is_timeout(exc: Exception) -> bool:
 
 
 def give_to_sandbox_user(workspace: Path) -> None:
-    """The container runs as uid 65534: hand it the workspace (we own it, it is a copy)."""
+    """The commands run as uid 65534: hand them the workspace (we own it, it is a copy).
+    Walked iteratively by descriptors (`walk_dirs`): a tree a command built any deep."""
+    from verilearn_assets.refactor.jail_exec import walk_dirs
+
     if os.geteuid() != 0:
-        for root, dirs, files in os.walk(workspace):
-            for name in dirs + files:
-                p = os.path.join(root, name)
-                if not os.path.islink(p):
-                    os.chmod(p, 0o777 if os.path.isdir(p) else 0o666)
+
+        def share(fd: int, names: list[str]) -> None:
+            for name in names:
+                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                if not stat.S_ISLNK(st.st_mode):
+                    mode = 0o777 if stat.S_ISDIR(st.st_mode) else 0o666
+                    os.chmod(name, mode, dir_fd=fd, follow_symlinks=False)
+
+        walk_dirs(workspace, share)
         os.chmod(workspace, 0o777)
         return
+
+    def give(fd: int, names: list[str]) -> None:
+        for name in names:
+            os.chown(name, SANDBOX_UID, SANDBOX_UID, dir_fd=fd, follow_symlinks=False)
+
     os.chown(workspace, SANDBOX_UID, SANDBOX_UID)
-    for root, dirs, files in os.walk(workspace):
-        for name in dirs + files:
-            os.lchown(os.path.join(root, name), SANDBOX_UID, SANDBOX_UID)
+    walk_dirs(workspace, give)

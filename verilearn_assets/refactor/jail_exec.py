@@ -13,6 +13,14 @@ connection and is then removed, so a command cannot reach the host. A `reset` li
 before a pooled container serves its next workspace) also empties `/dev/shm` and removes
 the System V IPC objects of the container's private IPC namespace: the only places besides
 `/tmp` and the workspace where one workspace's commands could leave data for another's.
+
+PID 1 cannot be touched by what it runs (issue 25: a command once attached to it with
+`ptrace` and wrote forged replies into its socket): it runs as root of the container with
+only CAP_SETUID, CAP_SETGID and CAP_KILL, is not dumpable (`PR_SET_DUMPABLE 0`) and
+ignores SIGINT; every command, and the wipes of what commands wrote, run as uid 65534
+(`drop`), and the container's seccomp profile denies `ptrace` and `process_vm_*`.
+`remove_tree` (also the host's, through `workspace.py`) removes any tree one level at a
+time by descriptors: no recursion limit, no PATH_MAX.
 """
 
 from __future__ import annotations
@@ -21,16 +29,135 @@ import json
 import os
 import re
 import resource
-import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 SCRATCH = "/tmp"  # the container's only writable place besides /workspace (a tmpfs)
 SHM = "/dev/shm"  # Docker's per-container tmpfs (private IPC namespace)
 IPC_RMID = 0
+SANDBOX_UID = 65534  # the commands' uid (core.sandbox.jail.SANDBOX_UID; stdlib only here)
+PR_SET_DUMPABLE = 4
+
+
+def drop() -> None:
+    """Become the sandbox user for good (in a child of PID 1, before exec): no groups, no
+    capabilities left (a setuid from 0 clears them), SIGINT back to its default."""
+    if os.getuid() == 0:
+        os.setgroups([])
+        os.setgid(SANDBOX_UID)
+        os.setuid(SANDBOX_UID)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def harden_self() -> None:
+    """PID 1: not dumpable (no ptrace, no /proc/1/mem for anyone else of its uid), and
+    deaf to SIGINT (the kernel already drops unhandled signals to an init; Python handles
+    SIGINT, so it is ignored explicitly)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0)")
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def remove_tree(path: str | os.PathLike, keep_root: bool = False) -> None:
+    """Remove `path` (or only what it holds, with `keep_root`) without recursion and
+    without ever building a long path: one open directory at a time, descending by name
+    and climbing back by `..`. A directory without search permission is given it first
+    (the owner may always do that). Links are removed, never followed."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    top = os.fspath(path)
+    try:
+        fd = os.open(top, flags)
+    except FileNotFoundError:
+        return
+    names: list[str] = []  # the way down from `top`
+    try:
+        while True:
+            child = None
+            with os.scandir(fd) as it:
+                for item in it:
+                    if item.is_dir(follow_symlinks=False):
+                        child = item.name
+                        break
+                    try:
+                        os.unlink(item.name, dir_fd=fd)
+                    except FileNotFoundError:
+                        pass
+            if child is not None:
+                try:
+                    sub = os.open(child, flags, dir_fd=fd)
+                except PermissionError:
+                    os.chmod(child, 0o700, dir_fd=fd, follow_symlinks=False)
+                    sub = os.open(child, flags, dir_fd=fd)
+                os.close(fd)
+                fd, names = sub, [*names, child]
+                continue
+            if not names:
+                break
+            parent = os.open("..", flags, dir_fd=fd)
+            os.close(fd)
+            fd = parent
+            os.rmdir(names.pop(), dir_fd=fd)
+    finally:
+        os.close(fd)
+    if not keep_root:
+        os.rmdir(top)
+
+
+def walk_dirs(top: str | os.PathLike, visit) -> None:  # noqa: ANN001
+    """Call `visit(dir_fd, names)` for `top` and every directory under it (links never
+    followed), without recursion and with one directory open at a time (as
+    `remove_tree`): any depth, any path length."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    fd = os.open(os.fspath(top), flags)
+    todo: list[list[str]] = []  # per level of the way down: subdirectories not yet visited
+    try:
+        while True:
+            with os.scandir(fd) as it:
+                items = [(item.name, item.is_dir(follow_symlinks=False)) for item in it]
+            visit(fd, [name for name, _ in items])
+            todo.append(sorted(name for name, is_dir in items if is_dir))
+            while todo and not todo[-1]:
+                todo.pop()
+                if not todo:
+                    return
+                parent = os.open("..", flags, dir_fd=fd)
+                os.close(fd)
+                fd = parent
+            sub = os.open(todo[-1].pop(), flags, dir_fd=fd)
+            os.close(fd)
+            fd = sub
+    finally:
+        os.close(fd)
+
+
+def as_sandbox_user(work, *args) -> None:  # noqa: ANN001
+    """Run `work(*args)` in a child that dropped to the sandbox uid (PID 1 keeps root and
+    so cannot enter what a command made private); waits for it."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            drop()
+            work(*args)
+            code = 0
+        except BaseException as exc:  # noqa: BLE001 - reported through the exit code
+            print(f"jail_exec: {work.__name__}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        finally:
+            os._exit(code)
+    code = wait(pid, 60.0)
+    if code is None:
+        os.kill(pid, signal.SIGKILL)
+        wait(pid, 5.0)
+        raise OSError(f"{work.__name__} as uid {SANDBOX_UID} did not end in 60 s")
+    if code != 0:
+        raise OSError(f"{work.__name__} as uid {SANDBOX_UID} failed (exit {code})")
 
 
 def _reap(main: int) -> int | None:
@@ -112,7 +239,7 @@ def _wipe(directory: str, mounts: list[str]) -> None:
         if any(m.startswith(path + "/") for m in mounts):
             _wipe(path, mounts)  # a folder on the way to a mount: empty the rest of it
         elif os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path, ignore_errors=True)
+            remove_tree(path)
         else:
             try:
                 os.unlink(path)
@@ -128,19 +255,25 @@ def cap(data: bytes, limit: int) -> str:
     return f"{text[:half]}\n…[{len(text) - limit} characters cut]…\n{text[-half:]}"
 
 
+def wipe() -> None:
+    """Empty /tmp as the sandbox user (who wrote what is there)."""
+    as_sandbox_user(wipe_scratch, SCRATCH)
+
+
 def run(spec: dict) -> dict:
     swept = sweep()
-    wipe_scratch()
+    wipe()
     memory = spec["memory_bytes"]
 
     def limit() -> None:  # the command's own address-space cap, as in the bwrap jail
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})  # init blocks it
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+        drop()
 
     start = time.monotonic()
     timed_out = False
-    out_path, err_path = f"{SCRATCH}/.step-{os.getpid()}.out", f"{SCRATCH}/.step-{os.getpid()}.err"
-    with open(out_path, "w+b") as out, open(err_path, "w+b") as err:
+    # anonymous files (O_TMPFILE): no name in /tmp a command could pre-create or link
+    with tempfile.TemporaryFile(dir=SCRATCH) as out, tempfile.TemporaryFile(dir=SCRATCH) as err:
         try:
             process = subprocess.Popen(
                 spec["argv"],
@@ -175,7 +308,7 @@ def run(spec: dict) -> dict:
         err.seek(0)
         stdout = cap(out.read(), spec["cap"])
         stderr = cap(err.read(), spec["cap"])
-    wipe_scratch()
+    wipe()
     return {
         "exit_code": code,
         "timed_out": timed_out,
@@ -216,12 +349,15 @@ def remove_sysv_ipc() -> int:
 def reset() -> dict:
     """Make the container as fresh for the next workspace as a new one would be."""
     swept = sweep()
-    wipe_scratch(SCRATCH)
-    wipe_scratch(SHM)
-    return {"reset": True, "swept": swept, "ipc_removed": remove_sysv_ipc()}
+    as_sandbox_user(wipe_scratch, SCRATCH)
+    as_sandbox_user(wipe_scratch, SHM)
+    # the commands' objects: removable by their owner, not by a root without CAP_SYS_ADMIN
+    as_sandbox_user(remove_sysv_ipc)
+    return {"reset": True, "swept": swept}
 
 
 def serve(path: str) -> None:
+    harden_self()
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect(path)

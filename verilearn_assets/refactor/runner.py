@@ -9,6 +9,7 @@ line in `<log_dir>/<task_id>.jsonl` (rotated).
 from __future__ import annotations
 
 import json
+import logging
 import re
 import shutil
 import sqlite3
@@ -29,19 +30,23 @@ from verilearn_assets.refactor.actions import (
     parse_action,
 )
 from verilearn_assets.refactor.config import RefactorConfig, expand_home, load_refactor_config
-from verilearn_assets.refactor.jail import Completed, run_in_jail
+from verilearn_assets.refactor.jail import Completed, JailUnavailable, run_in_jail
 from verilearn_assets.refactor.sqlite_wal import connect_wal
 from verilearn_assets.refactor.workspace import (
+    HostBudgetExceeded,
     Workspace,
     changed_files,
     copy_tree,
     new_workspace_root,
+    remove_tree,
     syntax_errors,
     tree_hash,
     unified_diff,
     workspace_root_path,
     write_files,
 )
+
+log = logging.getLogger("verilearn.refactor.runner")
 
 AnyAction = RuleAction | PatternAction | CommandAction
 StepStatus = Literal[
@@ -143,6 +148,25 @@ def apply_action(workspace: Workspace, action: AnyAction | str | dict[str, Any])
             result,
         )
         return result
+    try:
+        result = _run_action(workspace, parsed, argv)
+    except JailUnavailable:
+        raise  # the machine, not the action: a configuration error
+    except HostBudgetExceeded as exc:  # before the command: the tree was already too big
+        message = f"workspace: {exc}"[:500]
+        result = StepResult(status="limit", message=message, backend=config.backend)
+    except Exception as exc:  # noqa: BLE001 - the action's failure (crash), never the caller's
+        log.warning("refactor %s: host error on an action", workspace.task_id, exc_info=True)
+        message = f"host error: {type(exc).__name__}: {exc}"[:500]
+        result = StepResult(status="failed", message=message, backend=config.backend)
+    _log(workspace, "apply", action_to_dict(parsed), result)
+    return result
+
+
+def _run_action(workspace: Workspace, parsed: AnyAction, argv: list[str]) -> StepResult:
+    """Run a validated action; every host-side look at the tree within the workspace's
+    `Budget` (`HostBudgetExceeded` past it)."""
+    config = workspace.config
     if isinstance(parsed, RuleAction):
         (workspace.control / "rule.yml").write_text(parsed.rule_yaml())
     before = workspace.snapshot()
@@ -154,9 +178,20 @@ def apply_action(workspace: Workspace, action: AnyAction | str | dict[str, Any])
         config.limits.action_timeout_s,
         session=workspace.jail,
     )
-    after = workspace.snapshot()
+    try:
+        after = workspace.snapshot()
+    except HostBudgetExceeded as exc:  # refused before reading what the command left
+        return StepResult(
+            status="limit",
+            message=f"workspace: {exc}"[:500],
+            exit_code=done.exit_code,
+            stdout=done.stdout,
+            stderr=done.stderr,
+            duration_ms=round(done.duration_ms, 3),
+            backend=config.backend,
+        )
     changed = changed_files(before, after)
-    errors = syntax_errors(workspace.tree, changed)
+    errors = syntax_errors(workspace.tree, changed, workspace.budget.max_text_bytes)
     status: StepStatus
     message = ""
     if done.timed_out:
@@ -171,20 +206,18 @@ def apply_action(workspace: Workspace, action: AnyAction | str | dict[str, Any])
         status = "no_change"
     else:
         status = "ok"
-    result = StepResult(
+    return StepResult(
         status=status,
         message=message,
         exit_code=done.exit_code,
         stdout=done.stdout,
         stderr=done.stderr,
         files_changed=changed,
-        diff=unified_diff(before, after),
+        diff=unified_diff(before, after, workspace.budget.max_text_bytes),
         syntax_errors=errors,
         duration_ms=round(done.duration_ms, 3),
         backend=config.backend,
     )
-    _log(workspace, "apply", action_to_dict(parsed), result)
-    return result
 
 
 def _ast_grep_no_match(argv: list[str], done: Completed) -> bool:
@@ -288,10 +321,9 @@ def cleanup(workspace: Workspace) -> None:
                 return  # the emptied directories went with the pooled container
         elif session is not None:
             session.close(wait=not _background_close(config))
-    except BaseException:
-        shutil.rmtree(workspace.root, ignore_errors=True)
-        raise
-    shutil.rmtree(workspace.root, ignore_errors=False)
+    finally:  # whatever happened above, and whatever depth a command built
+        if workspace.root.exists():
+            remove_tree(workspace.root)
 
 
 def _background_close(config: RefactorConfig) -> bool:

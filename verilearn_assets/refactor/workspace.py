@@ -3,6 +3,14 @@
 A workspace is a host directory the jail binds read-write; the source it was copied from is
 never touched. Copying refuses a symlink whose target leaves the source tree (naming the
 file), so a hostile corpus cannot smuggle a host path into the jail.
+
+Whatever a jailed command leaves, the host must survive looking at it (issue 25): every
+walk here is iterative (a 1,100-deep directory chain once broke `os.walk`'s recursion),
+every path is counted and sized by `lstat` against a `Budget` before one byte is read
+(120 MB of sparse files once cost the runner +482 MB), files are compiled and diffed on
+the host only under a size cap, and `remove_tree` removes any tree by descriptors, one
+level at a time. A refusal is a `HostBudgetExceeded`, which the runner turns into the
+step's failure, never the caller's.
 """
 
 from __future__ import annotations
@@ -11,20 +19,120 @@ import difflib
 import hashlib
 import os
 import shutil
+import stat
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from verilearn_assets.refactor.config import RefactorConfig, expand_home
+from verilearn_assets.refactor.config import Limits, RefactorConfig, expand_home
+from verilearn_assets.refactor.jail_exec import remove_tree
+
+__all__ = ["remove_tree"]  # re-exported: stdlib-only in jail_exec, which runs in containers
 
 SKIP_DIRS = {"__pycache__", ".pytest_cache", ".git", ".mypy_cache", ".ruff_cache"}
 Snapshot = dict[str, bytes]
 
 
+MAX_PATH_CHARS = 3800  # below PATH_MAX (4096) with room for the workspace root's prefix
+
+
 class UnsafeCorpusError(ValueError):
     """The source of a workspace holds something the jail must not see."""
+
+
+class HostBudgetExceeded(ValueError):
+    """A tree is too big, too deep or too many paths for the host to look at; raised
+    before anything over the budget is read (the actor and the scorer catch it: the
+    step fails, not the loop)."""
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What the host reads of one tree: paths (every one: directories, links, the skipped
+    directories' contents), bytes of regular files (apparent size: a sparse file costs
+    what reading it costs), depth, and the size of a file it compiles or diffs."""
+
+    max_files: int = Limits().max_files
+    max_bytes: int = Limits().max_tree_mb * 1024 * 1024
+    max_depth: int = Limits().max_depth
+    max_text_bytes: int = Limits().max_text_kb * 1024
+
+    @classmethod
+    def of(cls, limits: Limits) -> Budget:
+        return cls(
+            limits.max_files,
+            limits.max_tree_mb * 1024 * 1024,
+            limits.max_depth,
+            limits.max_text_kb * 1024,
+        )
+
+
+@dataclass(frozen=True)
+class Entry:
+    rel: str  # posix path relative to the tree
+    path: str  # absolute host path
+    kind: str  # dir | file | link | other (FIFO, socket, device: counted, never read)
+    size: int  # lstat size
+    skipped: bool  # inside (or is) one of SKIP_DIRS
+
+
+def scan(
+    tree: Path,
+    budget: Budget,
+    prune: Callable[[str], bool] = lambda path: False,
+    count_skipped: bool = True,
+) -> list[Entry]:
+    """Every path under `tree` by `lstat` (sorted; links never followed), iteratively,
+    raising `HostBudgetExceeded` the moment the count, bytes, depth or a path's length
+    passes `budget`: a million-entry directory costs one budget's worth of entries.
+    Directories for which `prune(abs path)` holds are left out entirely; the skipped
+    directories (SKIP_DIRS) are walked and counted unless `count_skipped` is False."""
+    out: list[Entry] = []
+    count = total = 0
+    stack: list[tuple[str, str, int, bool]] = [(str(tree), "", 0, False)]
+    while stack:
+        dirpath, rel_dir, depth, skipped = stack.pop()
+        with os.scandir(dirpath) as it:
+            for item in it:
+                rel = f"{rel_dir}/{item.name}" if rel_dir else item.name
+                st = item.stat(follow_symlinks=False)
+                if stat.S_ISDIR(st.st_mode):
+                    kind = "dir"
+                elif stat.S_ISREG(st.st_mode):
+                    kind = "file"
+                elif stat.S_ISLNK(st.st_mode):
+                    kind = "link"
+                else:
+                    kind = "other"
+                inside = skipped or (kind == "dir" and item.name in SKIP_DIRS)
+                if (inside and not count_skipped) or (kind == "dir" and prune(item.path)):
+                    continue
+                count += 1
+                total += st.st_size if kind == "file" else 0
+                if count > budget.max_files:
+                    raise HostBudgetExceeded(
+                        f"more than {budget.max_files} paths (max_files {budget.max_files}; "
+                        "every path counts, skipped directories included)"
+                    )
+                if total > budget.max_bytes:
+                    raise HostBudgetExceeded(
+                        f"more than {budget.max_bytes} bytes of files (max_tree_mb "
+                        f"{budget.max_bytes >> 20}; sizes by lstat, sparse files in full)"
+                    )
+                if len(item.path) > MAX_PATH_CHARS:
+                    raise HostBudgetExceeded(f"a path longer than {MAX_PATH_CHARS} characters")
+                if kind == "dir":
+                    if depth + 1 > budget.max_depth:
+                        raise HostBudgetExceeded(
+                            f"directories nested deeper than {budget.max_depth} "
+                            f"(max_depth {budget.max_depth}) at {rel[:120]}…"
+                        )
+                    stack.append((item.path, rel, depth + 1, inside))
+                out.append(Entry(rel, item.path, kind, st.st_size, inside))
+    out.sort(key=lambda e: e.rel)
+    return out
 
 
 @dataclass
@@ -43,11 +151,15 @@ class Workspace:
     def control(self) -> Path:
         return self.root / "control"
 
+    @property
+    def budget(self) -> Budget:
+        return Budget.of(self.config.limits)
+
     def snapshot(self) -> Snapshot:
-        return snapshot(self.tree)
+        return snapshot(self.tree, self.budget)
 
     def diff_from_start(self) -> str:
-        return unified_diff(self.baseline, self.snapshot())
+        return unified_diff(self.baseline, self.snapshot(), self.budget.max_text_bytes)
 
 
 def workspace_root_path(config: RefactorConfig, task_id: str) -> Path:
@@ -63,38 +175,35 @@ def new_workspace_root(config: RefactorConfig, task_id: str) -> Path:
     return root
 
 
-def copy_tree(source: Path, dest: Path, exclude: Iterable[Path] = ()) -> None:
+def copy_tree(
+    source: Path, dest: Path, exclude: Iterable[Path] = (), budget: Budget | None = None
+) -> None:
     """Copy `source` into `dest` without following a symlink out of `source`.
 
     Directories in `exclude` are not copied when they lie inside `source`: a user who runs
     `verilearn refactor apply --workspace .` in a repository has the default home
     (`./.verilearn`), and the workspace being written, inside the tree being copied.
+    What is copied (every path, bytes by `lstat`) must fit `budget` before one byte is
+    read; the skipped directories are neither copied nor counted.
     """
     source = source.resolve()
     if not source.is_dir():
         raise UnsafeCorpusError(f"{source}: not a directory")
-    skip = {Path(p).resolve() for p in exclude}
-    for dirpath, dirnames, filenames in os.walk(source):
-        dirnames[:] = sorted(
-            d for d in dirnames if d not in SKIP_DIRS and Path(dirpath, d) not in skip
-        )
-        rel_dir = Path(dirpath).relative_to(source)
-        for name in list(dirnames):
-            entry = Path(dirpath) / name
-            if entry.is_symlink():
-                _check_link(source, entry)
-                dirnames.remove(name)  # linked directories are not copied (no loops)
-                continue
-            (dest / rel_dir / name).mkdir(parents=True, exist_ok=True)
-        for name in sorted(filenames):
-            entry = Path(dirpath) / name
-            if entry.is_symlink():
-                target = _check_link(source, entry)
-                if not target.is_file():
-                    continue
-                shutil.copyfile(target, dest / rel_dir / name)
-            elif entry.is_file():
-                shutil.copyfile(entry, dest / rel_dir / name)
+    skip = {str(Path(p).resolve()) for p in exclude}
+    try:
+        entries = scan(source, budget or Budget(), prune=skip.__contains__, count_skipped=False)
+    except HostBudgetExceeded as exc:
+        raise HostBudgetExceeded(f"{source}: too big to copy: {exc}") from exc
+    for entry in entries:
+        target = dest / entry.rel
+        if entry.kind == "dir":
+            target.mkdir(parents=True, exist_ok=True)
+        elif entry.kind == "link":
+            linked = _check_link(source, Path(entry.path))
+            if linked.is_file():  # linked directories are not copied (no loops)
+                shutil.copyfile(linked, target)
+        elif entry.kind == "file":
+            shutil.copyfile(entry.path, target)
 
 
 def _check_link(source: Path, entry: Path) -> Path:
@@ -116,36 +225,68 @@ def write_files(files: Mapping[str, str], dest: Path) -> None:
         path.write_text(text)
 
 
-def snapshot(tree: Path) -> Snapshot:
-    """Every regular file's bytes, symlinks as their target text (never followed)."""
+def snapshot(tree: Path, budget: Budget | None = None) -> Snapshot:
+    """Every regular file's bytes, symlinks as their target text (never followed), outside
+    the skipped directories. Nothing is read until every path of the tree (skipped
+    directories included) has fit `budget` by `lstat`: `HostBudgetExceeded` otherwise."""
+    entries = scan(tree, budget or Budget())
     out: Snapshot = {}
-    for dirpath, dirnames, filenames in os.walk(tree):
-        dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS]
-        for name in dirnames + filenames:
-            path = Path(dirpath) / name
-            rel = path.relative_to(tree).as_posix()
-            if path.is_symlink():
-                out[rel] = b"symlink -> " + os.readlink(path).encode()
-            elif name in filenames and path.is_file():
-                out[rel] = path.read_bytes()
+    for entry in entries:
+        if entry.skipped:
+            continue
+        if entry.kind == "link":
+            out[entry.rel] = b"symlink -> " + os.readlink(entry.path).encode()
+        elif entry.kind == "file":
+            out[entry.rel] = _read_at_most(entry.path, entry.size)
     return out
+
+
+def _read_at_most(path: str, size: int) -> bytes:
+    """The file's bytes, refusing one that grew past its `lstat` size since (never a FIFO:
+    only regular files get here, opened without following a link)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        chunks, left = [], size + 1
+        while left > 0 and (chunk := os.read(fd, min(left, 1 << 20))):
+            chunks.append(chunk)
+            left -= len(chunk)
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if len(data) > size:
+        raise HostBudgetExceeded(f"{path}: grew past its {size} bytes while being read")
+    return data
 
 
 def changed_files(before: Snapshot, after: Snapshot) -> list[str]:
     return sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
 
 
-def unified_diff(before: Snapshot, after: Snapshot) -> str:
+def unified_diff(
+    before: Snapshot, after: Snapshot, max_text_bytes: int = Budget.max_text_bytes
+) -> str:
+    """Line diffs of the changed files; a side over `max_text_bytes` is not diffed line by
+    line on the host (a marker hunk says so: difflib is quadratic on a hostile file)."""
     chunks: list[str] = []
     for rel in changed_files(before, after):
         old = before.get(rel)
         new = after.get(rel)
+        fromfile = "/dev/null" if old is None else f"a/{rel}"
+        tofile = "/dev/null" if new is None else f"b/{rel}"
+        sizes = (len(old or b""), len(new or b""))
+        if max(sizes) > max_text_bytes:
+            chunks += [
+                f"--- {fromfile}\n",
+                f"+++ {tofile}\n",
+                f"@@ not diffed: {sizes[0]} -> {sizes[1]} bytes (over {max_text_bytes}) @@\n",
+            ]
+            continue
         chunks.extend(
             difflib.unified_diff(
                 (old or b"").decode(errors="replace").splitlines(keepends=True),
                 (new or b"").decode(errors="replace").splitlines(keepends=True),
-                fromfile="/dev/null" if old is None else f"a/{rel}",
-                tofile="/dev/null" if new is None else f"b/{rel}",
+                fromfile=fromfile,
+                tofile=tofile,
             )
         )
     return "".join(
@@ -153,16 +294,33 @@ def unified_diff(before: Snapshot, after: Snapshot) -> str:
     )
 
 
-def syntax_errors(tree: Path, files: list[str]) -> list[str]:
-    """Python files among `files` that no longer parse (compiled, never run)."""
+def syntax_errors(
+    tree: Path, files: list[str], max_text_bytes: int = Budget.max_text_bytes
+) -> list[str]:
+    """Python files among `files` that no longer parse (compiled, never run). A file over
+    `max_text_bytes` is not compiled on the host and counts as an error, and so does one
+    whose compilation exhausts the recursion limit or memory (`1 + 1 + …` nested
+    100,000 deep): the host's answer is a refusal, not a crash."""
     errors = []
     for rel in files:
         path = tree / rel
-        if rel.endswith(".py") and path.is_file() and not path.is_symlink():
-            try:
-                compile(path.read_bytes(), rel, "exec", dont_inherit=True)
-            except (SyntaxError, ValueError) as exc:
-                errors.append(f"{rel}: {exc}")
+        if not rel.endswith(".py"):
+            continue
+        try:
+            st = path.lstat()
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            continue
+        if st.st_size > max_text_bytes:
+            errors.append(f"{rel}: {st.st_size} bytes, over the {max_text_bytes} checked")
+            continue
+        try:
+            compile(_read_at_most(str(path), st.st_size), rel, "exec", dont_inherit=True)
+        except (SyntaxError, ValueError) as exc:
+            errors.append(f"{rel}: {exc}")
+        except (RecursionError, MemoryError) as exc:
+            errors.append(f"{rel}: too deeply nested or too big to compile ({type(exc).__name__})")
     return errors
 
 
