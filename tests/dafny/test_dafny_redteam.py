@@ -238,3 +238,31 @@ def llm_verdicts(verifier: DafnyVerifier) -> dict[str, list[DafnyTask]]:
     for t in tasks:
         out[text[t.gold_program.strip()]].append(t)
     return out
+
+
+DEFENCE = {
+    # Dafny 2.3 verifies these as written; our verifier (/noCheating:1 and the classifier
+    # treating its "has no body" warnings as failures) does not, screen or no screen
+    "bodiless_while": (
+        "method M() returns (r: int)\n  ensures r == 5\n{\n  r := 0;\n  while true\n}\n"
+    ),
+    "bodiless_forall": (
+        "method M(a: array<int>)\n  ensures forall i :: 0 <= i < a.Length ==> a[i] == 7\n"
+        "{\n  forall i | 0 <= i < a.Length ensures false\n}\n"
+    ),
+    "assume": "method M() returns (r: int)\n  ensures r == 5\n{\n  r := 0;\n  assume false;\n}\n",
+    "bodiless_method": "method M() returns (r: int)\n  ensures r == 5\n",
+}
+
+
+def test_the_verifier_itself_refuses_what_the_screen_refuses(verifier: DafnyVerifier) -> None:
+    names = sorted(DEFENCE)
+    got = dict(zip(names, verifier.verify_many([DEFENCE[n] for n in names]), strict=True))
+    assert {n: r.status for n, r in got.items()} == {
+        "assume": "verification_error",  # /noCheating:1: the assume is asserted
+        "bodiless_forall": "parse_error",  # /noCheating:1: an ensures forall needs a body
+        "bodiless_method": "parse_error",  # /noCheating:1: an ensures method needs a body
+        "bodiless_while": "resolution_error",  # the warning, refused by the classifier
+    }
+    assert "unsound: " in got["bodiless_while"].errors[0].message
+    assert got["bodiless_while"].errors[0].code == "unsound"

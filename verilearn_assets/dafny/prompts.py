@@ -50,15 +50,19 @@ def load_prompt_config(directory: str | Path | None = None) -> PromptConfig:
 STOP = ["\n```\n", "\nmethod ", "\nlemma ", "\nfunction "]
 SYSTEM: dict[Role, str] = {
     "writer": (
-        "You write Dafny 2.3 method bodies. Keep the given signature and specification "
-        "exactly; answer with the body only, from its opening '{' to its closing '}', in "
-        "one ```dafny block."
+        "You write Dafny 2.3 method bodies that verify against the given specification. "
+        "Keep the given signature and specification exactly; include the loop invariants, "
+        "decreases clauses and assert statements your body needs. Never use assume, a loop "
+        "or forall statement without a body, or attributes other than {:trigger} and "
+        "{:induction}. Answer with the body only, from its opening '{' to its closing '}', "
+        "in one ```dafny block."
     ),
     "annotator": (
         "You add the proof hints (loop invariants, decreases clauses, assert statements) "
         "that make a Dafny 2.3 method body verify. Do not change the code, the signature or "
-        "the specification, and never use assume, {:axiom}, {:verify false} or {:extern}. "
-        "Answer with the annotated body only, in one ```dafny block."
+        "the specification, and never use assume, a loop or forall statement without a "
+        "body, or attributes other than {:trigger} and {:induction}. Answer with the "
+        "annotated body only, in one ```dafny block."
     ),
 }
 
