@@ -70,11 +70,20 @@ def one_split(ctx: RuleContext) -> RuleOutcome:
     return RuleOutcome(rule="dafny_one_split", checked=len(here) + len(failures), failures=failures)
 
 
+# In a gold program's header (which no candidate may change) an attribute such as
+# `{:opaque}` is the program's own; these classes taint a proof wherever they appear.
+_NEVER_IN_GOLD = {"assume", "axiom", "verify", "extern", "bodiless_loop", "bodiless_forall"}
+
+
 def no_cheat_in_targets(ctx: RuleContext) -> RuleOutcome:
+    """No accepted target holds anything the anti-cheat screen refuses, and no gold program
+    rests on an assumption (`assume`, an axiom, an unverified or external declaration, a
+    bodiless loop or forall)."""
     tasks = _accepted(ctx)
     failures = []
     for task in tasks:
-        found = forbidden_constructs(task.target) + forbidden_constructs(task.gold_program)
+        gold = [f for f in forbidden_constructs(task.gold_program) if f.cheat in _NEVER_IN_GOLD]
+        found = forbidden_constructs(task.target) + gold
         if found:
             names = sorted({f.cheat for f in found})
             failures.append(f"task {task.id} ({task.name}): {', '.join(names)} in the target")
