@@ -60,10 +60,17 @@ _OPERATORS = sorted(
     key=len,
     reverse=True,
 )
-_WS = re.compile(r"\s+")
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_'?]*")
-_NUMBER = re.compile(r"0x[0-9A-Fa-f_]+|[0-9][0-9_]*(?:\.[0-9][0-9_]*)?")
-_CHAR = re.compile(r"'(?:\\u[0-9A-Fa-f]{4}|\\U\{[0-9A-Fa-f_]{1,8}\}|\\.|[^'\\\r\n])'")
+# Every token but block comments and strings (which nest or escape) in one regex; the
+# alternatives are tried in order, operators longest first.
+_SIMPLE = re.compile(
+    r"(?P<ws>\s+)"
+    r"|(?P<line_comment>//[^\n]*)"
+    r"|(?P<ident>[A-Za-z_][A-Za-z0-9_'?]*)"
+    r"|(?P<number>0x[0-9A-Fa-f_]+|[0-9][0-9_]*(?:\.[0-9][0-9_]*)?)"
+    r"|(?P<char>'(?:\\u[0-9A-Fa-f]{4}|\\U\{[0-9A-Fa-f_]{1,8}\}|\\.|[^'\\\r\n])')"
+    r"|(?P<attr>\{:)"
+    r"|(?P<punct>" + "|".join(map(re.escape, _OPERATORS)) + ")"
+)
 
 
 def _string_end(text: str, i: int) -> tuple[int, bool]:
@@ -117,39 +124,21 @@ def iter_tokens(text: str, pos: int = 0) -> Iterator[Token]:
     while i < n:
         c = text[i]
         kind: Kind
-        if c.isspace():
-            m = _WS.match(text, i)
-            assert m is not None
-            kind, j = "ws", m.end()
-        elif text.startswith("//", i):
-            j = text.find("\n", i)
-            kind, j = "line_comment", (n if j < 0 else j)
-        elif text.startswith("/*", i):
+        if c == "/" and text.startswith("/*", i):
             j, closed = _block_comment_end(text, i)
             kind = "block_comment" if closed else "error"
         elif c == '"':
             j, closed = _string_end(text, i)
             kind = "string" if closed else "error"
-        elif text.startswith('@"', i):
+        elif c == "@" and text.startswith('@"', i):
             j, closed = _verbatim_end(text, i)
             kind = "verbatim" if closed else "error"
-        elif c == "'":
-            m = _CHAR.match(text, i)
-            kind, j = ("char", m.end()) if m else ("error", i + 1)
-        elif c.isascii() and (c.isalpha() or c == "_"):
-            m = _IDENT.match(text, i)
-            assert m is not None
-            kind, j = "ident", m.end()
-        elif c.isascii() and c.isdigit():
-            m = _NUMBER.match(text, i)
-            assert m is not None
-            kind, j = "number", m.end()
-        elif text.startswith("{:", i):
-            kind, j = "attr", i + 2
         else:
-            op = next((o for o in _OPERATORS if text.startswith(o, i)), None)
-            # a non-ASCII letter (a Cyrillic `а` in `аssume`) is no Dafny token: error
-            kind, j = ("punct", i + len(op)) if op else ("error", i + 1)
+            m = _SIMPLE.match(text, i)
+            if m is None:  # a lone `'`, or a character Dafny does not lex (a Cyrillic `а`)
+                kind, j = "error", i + 1
+            else:
+                kind, j = m.lastgroup, m.end()  # type: ignore[assignment]
         yield Token(kind, text[i:j], i)
         i = j
 
