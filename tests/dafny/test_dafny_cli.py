@@ -101,10 +101,12 @@ def test_verify_rewrites_dafny4_as_the_loader_does(
     line; one with no sound rewrite is `dialect_error` with the reason; `--dialect as-is`
     hands the files to 2.3 untouched."""
     four, by_method, two = tmp_path / "four.dfy", tmp_path / "by.dfy", tmp_path / "two.dfy"
+    wrong = tmp_path / "wrong.dfy"
     four.write_text(DAFNY4)
     by_method.write_text(BY_METHOD)
     two.write_text(P.VERIFIED)
-    files = [str(four), str(by_method), str(two)]
+    wrong.write_text(DAFNY4.replace("s := s + (j + 1);", "s := s + j;"))
+    files = [str(four), str(by_method), str(two), str(wrong)]
     code, stdout, err = in_process(["dafny", "verify", *files], capsys)
     assert code == 0, err
     lines = {Path(x["file"]).name: x for x in map(json.loads, stdout.splitlines())}
@@ -117,6 +119,11 @@ def test_verify_rewrites_dafny4_as_the_loader_does(
     assert lines["by.dfy"]["status"] == "dialect_error"
     assert "by method has no mechanical rewrite" in lines["by.dfy"]["reason"]
     assert (lines["two.dfy"]["status"], lines["two.dfy"]["rewrites"]) == ("verified", [])
+    # the wrong body's error points at the invariant in the file as written
+    assert lines["wrong.dfy"]["status"] == "verification_error"
+    written = DAFNY4.split("\n").index("    invariant s == Acc(j)") + 1
+    err = next(e for e in lines["wrong.dfy"]["errors"] if "invariant" in e["message"])
+    assert err["line"] == written and err["rewritten_line"] > written
     code, stdout, err = in_process(["dafny", "verify", "--dialect", "as-is", *files], capsys)
     assert code == 0, err
     as_is = {Path(x["file"]).name: x for x in map(json.loads, stdout.splitlines())}

@@ -152,3 +152,19 @@ def test_comments_never_trigger_a_rewrite() -> None:
     assert dialect.detect(text) == "2" and dialect.to_dafny2(text) == (text, [])
     with pytest.raises(ValueError, match="unknown dialect mode"):
         dialect.apply(text, "dafny5")
+
+
+def test_line_map_points_rewritten_lines_back_to_the_file_as_written() -> None:
+    out, _ = dialect.to_dafny2(FOR_SUM)
+    lines, rewritten = dialect.line_map(FOR_SUM, out), out.split("\n")
+    original = FOR_SUM.split("\n")
+    for j, text in enumerate(rewritten):
+        if text.strip() in (
+            "invariant s == Acc(j)",
+            "s := s + 3 * (j + 1);",
+            "ensures s == Acc(n)",
+        ):
+            assert original[lines[j] - 1].strip() == text.strip()
+    header = original.index("  for j := 0 to n") + 1
+    assert lines[rewritten.index("  var j := 0;")] == header
+    assert lines[rewritten.index("  while j < (n)")] == header

@@ -4,7 +4,8 @@
 cached, dialect, rewrites) and exits 0 whenever the verifier itself worked, whatever the
 verdicts; 1 when a verification crashed; 2 on bad input. It applies the loader's dialect
 handling (`dialect.apply`): a Dafny 4 file is rewritten to the installed 2.3 dialect and
-every rewrite is named in its line (`errors` then give lines of the rewritten text);
+every rewrite is named in its line (an error's `line` is mapped back to the file as
+written, `rewritten_line` is the verifier's own);
 a Dafny 4 construct with no sound rewrite is status `dialect_error` with the reason, not
 verified; `--dialect as-is` verifies the files exactly as written. `load` reads a directory
 or catalog corpora (`--corpus NAME`, repeatable). `load` prints the examples loaded, rewritten and
@@ -76,6 +77,7 @@ def _verify(args: argparse.Namespace) -> int:
         except dialect.DialectError as exc:
             prepared.append(str(exc))
     sources = [p[0] for p in prepared if isinstance(p, tuple)]
+    text_of = {str(f): t for f, t in zip(args.files, texts, strict=True)}
     base = load_dafny_config().verifier
     update: dict[str, Any] = {}
     if args.mode:
@@ -100,12 +102,16 @@ def _verify(args: argparse.Namespace) -> int:
                 continue
             r = next(results)
             crashed |= r.status == "crash"
+            errors = [{"line": e.line, "column": e.column, "message": e.message} for e in r.errors]
+            if prep[2]:  # rewritten: point into the file as written, keep the rewritten line
+                lines = dialect.line_map(text_of[str(f)], prep[0])
+                for e in errors:
+                    if e["line"] is not None and 1 <= e["line"] <= len(lines):
+                        e["rewritten_line"], e["line"] = e["line"], lines[e["line"] - 1]
             line = {
                 "file": str(f),
                 "status": r.status,
-                "errors": [
-                    {"line": e.line, "column": e.column, "message": e.message} for e in r.errors
-                ],
+                "errors": errors,
                 "verifier": r.verifier,
                 "mode": r.mode,
                 "duration_ms": r.duration_ms,

@@ -22,6 +22,7 @@ that verifies still rejects a wrong body.
 
 from __future__ import annotations
 
+import difflib
 import re
 
 from verilearn_assets.dafny.syntax import declarations, match_brace, remove_hints, strip_comments
@@ -214,3 +215,19 @@ def apply(text: str, mode: str) -> tuple[str, str, list[str]]:
         raise ValueError(f"unknown dialect mode {mode!r} (auto or as-is)")
     out, applied = to_dafny2(text)
     return out, "4" if applied else "2", applied
+
+
+def line_map(original: str, rewritten: str) -> list[int]:
+    """For each line of `rewritten` (index 0 = line 1), the line of `original` (1-based) it
+    stands for, so the verifier's errors on a rewritten file point into the file the user
+    wrote: kept lines map to themselves, the lines a `for` header became map to the header,
+    the added increment to the loop's closing brace. (Comments are stripped before
+    rewriting but line structure is kept, so lines are matched on the comment-free text.)"""
+    a = [ln.strip() for ln in strip_comments(original).split("\n")]
+    b = [ln.strip() for ln in rewritten.split("\n")]
+    out = [1] * len(b)
+    for tag, i1, _i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        for k, j in enumerate(range(j1, j2)):
+            i = i1 + k if tag == "equal" else min(i1, len(a) - 1)
+            out[j] = i + 1
+    return out
