@@ -130,3 +130,18 @@ def test_verify_rewrites_dafny4_as_the_loader_does(
     assert as_is["four.dfy"]["status"] in ("parse_error", "resolution_error")
     assert as_is["by.dfy"]["status"] == "parse_error" and as_is["four.dfy"]["rewrites"] == []
     assert as_is["two.dfy"]["status"] == "verified"
+
+
+def test_load_a_catalog_corpus(home: Path, capsys: pytest.CaptureFixture) -> None:
+    code, stdout, err = in_process(["dafny", "load", "--corpus", "dafny-bundled"], capsys)
+    assert code == 0, err
+    summary = json.loads(stdout.splitlines()[0])
+    (bundled,) = summary["corpora"]
+    assert bundled["corpus"] == "dafny-bundled" and bundled["files"] == len(
+        list(BUNDLED.glob("*.dfy"))
+    )
+    assert summary["examples"] == bundled["examples"] and summary["skipped"] == {}
+    code, _, err = in_process(["dafny", "load", "--corpus", "nope"], capsys)
+    assert code == 2 and "'nope' is not an enabled dafny entry" in err
+    code, _, err = in_process(["dafny", "load"], capsys)
+    assert code == 2 and "give a directory or --corpus NAME" in err

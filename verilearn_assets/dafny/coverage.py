@@ -5,7 +5,8 @@ The reference of a program is its whole comment-free text after the dialect rewr
 `gold_program` every one of its examples reassembles to): one verification per program,
 through the pool and the verdict cache, so a second partition's build pays cache hits only.
 Rows go to the lake (`dafny/coverage/source=/split=/`, written by the partition that loaded
-the corpora) and `mart_dafny_coverage` shows the latest load of each corpus.
+the corpora) and `mart_dafny_coverage` shows the latest load of each corpus. With
+`corpus.limit` (smoke runs) `loaded` and the reference counts are of the programs kept.
 """
 
 from __future__ import annotations
