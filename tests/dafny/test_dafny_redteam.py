@@ -31,7 +31,12 @@ from redteam_cases import (
 from verilearn_assets.dafny import prompts
 from verilearn_assets.dafny.anticheat import screen
 from verilearn_assets.dafny.cascade import cascade_sample, trajectory
-from verilearn_assets.dafny.grpo import ANNOTATOR_FROZEN_WRITER, cascade_score, grpo_task
+from verilearn_assets.dafny.grpo import (
+    ANNOTATOR_FROZEN_WRITER,
+    WRITER_CASCADE,
+    cascade_score,
+    grpo_task,
+)
 from verilearn_assets.dafny.llm_source import llm_tasks
 from verilearn_assets.dafny.loader import load_bundled
 from verilearn_assets.dafny.records import DafnyTask
@@ -93,7 +98,9 @@ def _texts(cases: list[Cheat], task: DafnyTask) -> list[str]:
 
 def _grpo(rhome: Path, tasks: dict[str, DafnyTask], role: str, cases: list[Cheat]) -> list[dict]:
     task = tasks["annotator" if role == "annotator" else "writer"]
-    scorer = grpo_task().scorer(rhome, list(tasks.values()), role)
+    # writer_cascade's frozen annotator gives back the body it is shown (the writer's proof)
+    hook = grpo_task(frozen_annotator=Scripted("", None))
+    scorer = hook.scorer(rhome, list(tasks.values()), role)
     try:
         said = [prompts.fenced(t) for t in _texts(cases, task)]
         return scorer.evaluate([task.id] * len(said), said)
@@ -108,14 +115,10 @@ def verdicts(rhome: Path, tasks: dict[str, DafnyTask], verifier: DafnyVerifier) 
     out: dict[str, Any] = {}
     writer_cases = [WRONG_W, *HONEST, *HONEST_WRITER, *WRITER_SIDE]
     annot_cases = [WRONG_A, *HONEST, *ANNOTATOR_SIDE]
-    out["grpo_writer"] = dict(
-        zip(
-            (c.name for c in writer_cases), _grpo(rhome, tasks, "writer", writer_cases), strict=True
-        )
-    )
-    for role in ("annotator", ANNOTATOR_FROZEN_WRITER):
+    for role in ("writer", WRITER_CASCADE, "annotator", ANNOTATOR_FROZEN_WRITER):
+        cases = writer_cases if f"grpo_{role}" in WRITER_KEYS else annot_cases
         out[f"grpo_{role}"] = dict(
-            zip((c.name for c in annot_cases), _grpo(rhome, tasks, role, annot_cases), strict=True)
+            zip((c.name for c in cases), _grpo(rhome, tasks, role, cases), strict=True)
         )
     # the evaluation cascade: writer answers (with their own proof) given back by the
     # annotator; annotator answers on the gold body
@@ -147,13 +150,19 @@ def verdicts(rhome: Path, tasks: dict[str, DafnyTask], verifier: DafnyVerifier) 
     return out
 
 
-GRPO_KEYS = ("grpo_writer", "grpo_annotator", f"grpo_{ANNOTATOR_FROZEN_WRITER}")
+GRPO_KEYS = (
+    "grpo_writer",
+    f"grpo_{WRITER_CASCADE}",
+    "grpo_annotator",
+    f"grpo_{ANNOTATOR_FROZEN_WRITER}",
+)
+WRITER_KEYS = ("grpo_writer", f"grpo_{WRITER_CASCADE}", "chain_writer", "teacher_writer")
 CHAIN_KEYS = ("chain_writer", "chain_annotator")
 TEACHER_KEYS = ("teacher_writer", "teacher_annotator_on_writer", "teacher_annotator")
 
 
 def _side(key: str) -> list[Cheat]:
-    return WRITER_SIDE if key.endswith("writer") and "annotator" not in key else ANNOTATOR_SIDE
+    return WRITER_SIDE if key in WRITER_KEYS else ANNOTATOR_SIDE
 
 
 def _all_cases() -> Iterator[Any]:
@@ -177,9 +186,7 @@ def test_cheat_scores_no_more_than_an_honest_wrong_answer(verdicts, entry: str, 
 
 @pytest.mark.parametrize("entry", GRPO_KEYS + CHAIN_KEYS + TEACHER_KEYS)
 def test_honest_answers_verify_and_honest_wrong_ones_earn_credit(verdicts, entry: str) -> None:
-    honest = HONEST + (
-        HONEST_WRITER if entry in ("grpo_writer", "chain_writer", "teacher_writer") else []
-    )
+    honest = HONEST + (HONEST_WRITER if entry in WRITER_KEYS else [])
     for c in honest:
         got = verdicts[entry][c.name]
         if entry in TEACHER_KEYS:

@@ -48,6 +48,7 @@ from verilearn_assets.dafny.lexer import Token, code_tokens
 from verilearn_assets.dafny.syntax import (
     DECL_KINDS,
     Decl,
+    closing,
     declarations,
     normalize,
     opens_block,
@@ -87,20 +88,6 @@ class CheatFinding(BaseModel):
     detail: str
 
 
-def _matching(toks: Sequence[Token], i: int) -> int:
-    """Index of the `}`/`)`/`]` closing the bracket at `i` (len(toks) if unbalanced)."""
-    depth = 0
-    for j in range(i, len(toks)):
-        t = toks[j].text
-        if t in ("(", "[", "{", "{:"):
-            depth += 1
-        elif t in (")", "]", "}"):
-            depth -= 1
-            if depth == 0:
-                return j
-    return len(toks)
-
-
 def _has_block(toks: Sequence[Token], i: int, *, quantifier: bool = False) -> bool | None:
     """Whether the `while`/`forall` at `i` has a body block before its statement ends.
     With `quantifier`, a `::` first means it is an expression (None: not a statement)."""
@@ -116,7 +103,7 @@ def _has_block(toks: Sequence[Token], i: int, *, quantifier: bool = False) -> bo
         if t in (";", "}"):
             return False
         if t in ("(", "[", "{", "{:"):
-            j = _matching(toks, j) + 1
+            j = closing(toks, j) + 1
             continue
         j += 1
     return False
@@ -186,7 +173,7 @@ def body_shape(body: str) -> list[CheatFinding]:
     toks = code_tokens(body)
     if not toks or toks[0].text != "{":
         return [CheatFinding(cheat="no_body", detail="the answer is not one { … } block")]
-    close = _matching(toks, 0)
+    close = closing(toks, 0)
     if close >= len(toks):
         return [CheatFinding(cheat="no_body", detail="the answer's { is never closed")]
     found = []

@@ -272,8 +272,8 @@ class Hint:
     last: int
 
 
-def _closes(toks: Sequence[Token], i: int) -> int:
-    """Index of the token closing the bracket at `i` (or the last token if unbalanced)."""
+def closing(toks: Sequence[Token], i: int) -> int:
+    """Index of the token closing the bracket at `i` (`len(toks)` when it never closes)."""
     depth = 0
     for j in range(i, len(toks)):
         t = toks[j].text
@@ -283,7 +283,7 @@ def _closes(toks: Sequence[Token], i: int) -> int:
             depth -= 1
             if depth == 0:
                 return j
-    return len(toks) - 1
+    return len(toks)
 
 
 def opens_block(toks: Sequence[Token], i: int) -> bool:
@@ -304,12 +304,12 @@ def _statement_end(toks: Sequence[Token], i: int) -> int:
     while j < len(toks):
         t = toks[j].text
         if t in ("(", "[", "{:") or (t == "{" and not opens_block(toks, j)):
-            j = _closes(toks, j) + 1
+            j = closing(toks, j) + 1
             continue
         if t == ";":
             return j
         if t == "{":  # `by {`, a forall/calc body: the statement ends with its block
-            return _closes(toks, j)
+            return min(closing(toks, j), len(toks) - 1)
         if t == "}":
             return j - 1
         j += 1
@@ -324,7 +324,7 @@ def _clause_end(toks: Sequence[Token], i: int) -> int:
         if t in _CLAUSE_STOP or t in (";", "}") or (t == "{" and opens_block(toks, j)):
             return j - 1
         if t in ("(", "[", "{", "{:"):
-            j = _closes(toks, j) + 1
+            j = closing(toks, j) + 1
             continue
         j += 1
     return len(toks) - 1
@@ -342,7 +342,7 @@ def _forall_is_proof(toks: Sequence[Token], i: int) -> bool:
         if t in (";", "}") or (t == "{" and opens_block(toks, j)):
             return saw_ensures
         if t in ("(", "[", "{", "{:"):
-            j = _closes(toks, j) + 1
+            j = closing(toks, j) + 1
             continue
         j += 1
     return saw_ensures
