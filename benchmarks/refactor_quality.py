@@ -5,8 +5,9 @@ Per home: accepted tasks, accepted tasks whose target another accepted task alre
 (same repository and tree), accepted tasks that only touch tests, accepted tasks with a
 contradiction (`tasks.task_problems` minus the tests-only class), the two-rule pairs
 (distinct pairs, how often each rule appears in them, max/min), steps, steps whose prompt
-shows code (a `<code>` block with numbered lines), distinct `<think>` texts, thinks naming
-a rule id of their task, verified steps.
+shows code (a `<code>` block with numbered lines), distinct `<think>` texts and templates
+(rule ids, paths, quoted code, cited places and numbers masked), thinks naming a rule id of
+their task, verified steps.
 
     VERILEARN_HOME=/tmp/rq/home DAGSTER_HOME=/tmp/rq/home/dagster \\
         .venv/bin/verilearn demo --families refactor          # once per tree
@@ -44,6 +45,18 @@ def _read(home: Path, asset: str, model: type) -> list[Any]:
     return out
 
 
+def _template(step: TrajectoryStep, rule_ids: dict[str, set[str]]) -> str:
+    """A think with its task's rule ids, paths, quoted code and numbers masked: what is
+    left is the wording the teacher would repeat whatever the code."""
+    text = step.model_output.think
+    for rule in sorted(rule_ids.get(step.task_id, ()), key=len, reverse=True):
+        text = text.replace(rule, "<rule>")
+    text = re.sub(r"`[^`]*`", "<code>", text)
+    text = re.sub(r"\S+\.py", "<path>", text)
+    text = re.sub(r"^- .*$", "<place>", text, flags=re.MULTILINE)
+    return re.sub(r"\d+", "<n>", text)
+
+
 def measure(home: Path) -> dict[str, Any]:
     """The quality counts of one home's refactor lake."""
     tasks = cast(list[RefactorTask], _read(home, "refactor/tasks", RefactorTask))
@@ -64,7 +77,8 @@ def measure(home: Path) -> dict[str, Any]:
     return {
         "tasks (accepted)": len(accepted),
         "tasks (rejected)": len(tasks) - len(accepted),
-        "duplicate targets": sum(n - 1 for n in targets.values()),
+        "duplicate targets (extra)": sum(n - 1 for n in targets.values()),
+        "tasks sharing a target": sum(n for n in targets.values() if n > 1),
         "tests-only tasks": sum(only_tests(t.files) for t in accepted),
         "contradicting tasks": len(contradictions),
         "rule pairs": len(pairs),
@@ -76,6 +90,7 @@ def measure(home: Path) -> dict[str, Any]:
         "steps": len(steps),
         "prompts with code": sum(bool(NUMBERED.search(s.prompt)) for s in steps),
         "distinct <think>": len(set(thinks)),
+        "distinct <think> templates": len({_template(s, rule_ids) for s in steps}),
         "thinks naming a rule id": named,
         "verified steps": sum(s.verified for s in steps),
         "_pair_distribution": dict(sorted(in_pairs.items())),

@@ -42,7 +42,7 @@ from verilearn_assets.refactor.tasks import (
 )
 from verilearn_assets.refactor.teachers import ProgramTeacher
 
-CITED = re.compile(r"^- (\S+):(\d+) `(.+?)`", re.MULTILINE)  # the teacher's cited places
+CITED = re.compile(r"([\w/]+\.py):(\d+) `([^`]+)`")  # a place the teacher cites
 
 
 @pytest.fixture(scope="module")
@@ -260,6 +260,8 @@ def test_the_teacher_reasons_about_the_code_it_sees(small_tasks, tmp_path: Path)
         for path, line, text in cited:  # every cited line is the prompt's, at that number
             shown = view[path][int(line)]
             assert " ".join(shown.split()).startswith(text.rstrip("…")), (path, line, text)
+        if step.task_id == scoped.id:  # the same shape elsewhere in the file is spared
+            assert "must stay as it is" in think, think
     assert len({s.model_output.think for s in steps}) == len(steps)
     rows = FAMILY.sft_rows(steps)
     assert len(rows) == len(steps)

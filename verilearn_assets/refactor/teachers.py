@@ -173,6 +173,19 @@ def _scope(action: dict[str, Any]) -> tuple[str, str]:
     return "the whole repository", "the task asks for every such place, so no path limit"
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _unscoped(action: dict[str, Any]) -> dict[str, Any] | None:
+    """A function-scoped rule action without its `inside` (same paths): where the shape
+    is that the scope leaves alone. None for any other action."""
+    rule = action.get("rule") or {}
+    if scoped_function(rule) is None:
+        return None
+    return {**action, "rule": {**rule, "rule": rule["rule"]["all"][0]}}
+
+
 def program_answer(
     messages: list[dict[str, Any]], task: RefactorTask, step: int
 ) -> tuple[str, dict[str, Any], dict[str, Any]]:
@@ -189,24 +202,30 @@ def program_answer(
         update: dict[str, Any] = {"history": [f"step {step}: re-ran the tests"]}
         return think, {"kind": "command", "argv": list(task.test_command)}, update
     action = actions[step - 1]
-    places = shown_places(view, actions[step - 1 :])
+    unscoped = _unscoped(action)
+    places = shown_places(view, [*actions[step - 1 :], *([unscoped] if unscoped else [])])
+    if unscoped:
+        here_lines = {(p.path, p.line) for p in places[0]}
+        spared = [p for p in places.pop() if (p.path, p.line) not in here_lines]
+    else:
+        spared = []
     here, later = places[0], [p for rest in places[1:] for p in rest]
     where, why_scope = _scope(action)
     shape = _shape(action)
     shown = ", ".join(sorted(view)) or "no file"
     lines = [f"Step {step} of {len(actions)}. The code shows {shown}."]
     if here:
-        files = sorted({p.path for p in here})
+        files = ", ".join(sorted({p.path for p in here}))
         lines.append(
-            f"{len(here)} place(s) in {', '.join(files)} still have the shape this part of "
-            "the task is about:"
+            f"{_count(len(here), 'place')} in {files} still "
+            f"{'has' if len(here) == 1 else 'have'} the shape this part of the task is about:"
         )
         lines += [f"- {p.cite()} -> `{_short(p.after, 90)}`" for p in here[:6]]
         if len(here) > 6:
             lines.append(f"- and {len(here) - 6} more of the same shape")
         lines.append(
-            f"They share one structure ({shape}), so a single ast-grep rule with a fix "
-            "rewrites them all and leaves every other line alone."
+            f"{'Its' if len(here) == 1 else 'They share one'} structure ({shape}) is what a "
+            "single ast-grep rule with a fix rewrites, leaving every other line alone."
         )
     else:
         lines.append(
@@ -214,9 +233,15 @@ def program_answer(
             f"the rewrite ({shape}) runs where the task points."
         )
     lines.append(f"Scope: {where}; {why_scope}.")
+    if spared:
+        cites = ", ".join(p.cite(50) for p in spared[:3])
+        lines.append(
+            f"The same shape outside that function ({cites}) must stay as it is, so a rule "
+            "without the `inside` would do too much."
+        )
     if step < len(actions):
         rest = (
-            f"{len(later)} more place(s) shown ({', '.join(p.cite(40) for p in later[:3])})"
+            f"{_count(len(later), 'more place')} shown ({', '.join(p.cite(40) for p in later[:3])})"
             if later
             else "the places it changes"
         )
@@ -224,7 +249,7 @@ def program_answer(
     else:
         lines.append("What is left: nothing after this; the tests must still pass.")
     think = "\n".join(lines)
-    summary = f"{len(here)} place(s) in {where}" if here else where
+    summary = f"{_count(len(here), 'place')} in {where}" if here else where
     update = {"history": [f"step {step}: rewrote {summary}"[:256]]}
     if step == 1:
         update["goals"] = [task.instruction[:256]]
