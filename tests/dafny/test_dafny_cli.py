@@ -11,6 +11,7 @@ from pathlib import Path
 import dafny_programs as P
 import polars as pl
 import pytest
+from dafny4_programs import acc_for
 
 from verilearn_assets.cli import main
 from verilearn_assets.dafny.loader import BUNDLED
@@ -75,22 +76,7 @@ def test_load_counts_and_writes(home: Path, tmp_path: Path, capsys) -> None:
     assert code == 2 and "not a directory" in err
 
 
-DAFNY4 = """ghost function Acc(n: nat): int
-{
-  if n == 0 then 0 else Acc(n - 1) + n
-}
-
-method ComputeAcc(n: nat) returns (s: int)
-  ensures s == Acc(n)
-{
-  s := 0;
-  for j := 0 to n
-    invariant s == Acc(j)
-  {
-    s := s + (j + 1);
-  }
-}
-"""
+DAFNY4 = acc_for(1)
 BY_METHOD = "function Sq(x: int): int\n{\n  x * x\n} by method {\n  return x * x;\n}\n"
 
 
@@ -105,7 +91,7 @@ def test_verify_rewrites_dafny4_as_the_loader_does(
     four.write_text(DAFNY4)
     by_method.write_text(BY_METHOD)
     two.write_text(P.VERIFIED)
-    wrong.write_text(DAFNY4.replace("s := s + (j + 1);", "s := s + j;"))
+    wrong.write_text(DAFNY4.replace("s := s + 1 * (j + 1);", "s := s + j;"))
     files = [str(four), str(by_method), str(two), str(wrong)]
     code, stdout, err = in_process(["dafny", "verify", *files], capsys)
     assert code == 0, err

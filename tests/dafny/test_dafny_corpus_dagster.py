@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from dafny4_programs import acc_for
 from dagster import MultiPartitionKey, materialize
 
 from resources.dafny import DafnyVerifierResource
@@ -26,22 +27,7 @@ from verilearn_assets.dafny.settings import load_dafny_config
 from verilearn_assets.dafny.splits import split_examples
 
 REPO = Path(__file__).resolve().parents[2]
-SUM4 = """ghost function Acc(n: nat): int
-{
-  if n == 0 then 0 else Acc(n - 1) + 2 * n
-}
-
-method ComputeAcc(n: nat) returns (s: int)
-  ensures s == Acc(n)
-{
-  s := 0;
-  for j := 0 to n
-    invariant s == Acc(j)
-  {
-    s := s + 2 * (j + 1);
-  }
-}
-"""
+SUM4 = acc_for(2)
 ABS = """function Abs(x: int): int
 {
   if x < 0 then -x else x

@@ -7,26 +7,12 @@ from __future__ import annotations
 import re
 
 import pytest
+from dafny4_programs import acc_for
 
 from verilearn_assets.dafny import dialect
 from verilearn_assets.dafny.verifier import DafnyVerifier
 
-FOR_SUM = """ghost function Acc(n: nat): int
-{
-  if n == 0 then 0 else Acc(n - 1) + 3 * n
-}
-
-method ComputeAcc(n: nat) returns (s: int)
-  ensures s == Acc(n)
-{
-  s := 0;
-  for j := 0 to n
-    invariant s == Acc(j)
-  {
-    s := s + 3 * (j + 1);
-  }
-}
-"""
+FOR_SUM = acc_for(3)
 LEAST = """least predicate Even(n: nat)
 {
   n == 0 || (n >= 2 && Even(n - 2))
