@@ -65,3 +65,37 @@ def test_the_column_is_not_asked_when_a_two_valued_column_cannot_be_tested(tmp_p
     odd = frame.assign(rare=["u"] + ["v"] * 29)
     with pytest.raises(NotApplicable):
         REGISTRY["ttest_discovered_groups"].build(_view(odd, tmp_path))
+
+
+def test_rationing_keeps_about_one_table_in_four(tmp_path):
+    cfg = small_cfg()
+    kept = [
+        TableView([], 0, str(tmp_path / f"table{i}.parquet"), cfg).rationed("k") for i in range(400)
+    ]
+    assert 0.18 < sum(kept) / len(kept) < 0.32
+    again = [
+        TableView([], 0, str(tmp_path / f"table{i}.parquet"), cfg).rationed("k") for i in range(400)
+    ]
+    assert again == kept  # stable: the same table is always in or out
+
+
+def test_adaptive_prefers_a_split_its_rule_answers_with_a_t_test(tmp_path, monkeypatch):
+    """'y' (first in eligibility order) has an outlier, so the rule picks mann-whitney on
+    it; 'z' is normal in both arms: the question is asked about 'z' whatever the ration,
+    and a table of 'y' alone is not asked when it is not rationed in."""
+    from verilearn_assets.analysis.templates import base
+
+    monkeypatch.setattr(base, "RATION_ONE_IN", 10**6)  # nothing is rationed in
+    rng = np.random.default_rng(1)
+    frame = pd.DataFrame(
+        {
+            "y": np.r_[rng.normal(0, 1, 39), 40.0],
+            "z": rng.normal(0, 1, 40),
+            "arm": ["p", "q"] * 20,
+        }
+    )
+    (c,) = REGISTRY["adaptive_two_sample_test"].build(_view(frame, tmp_path))
+    assert "Compare 'z'" in c.question, c.question
+    assert answers(c, frame)[0]["method"] != "mann-whitney"
+    with pytest.raises(NotApplicable, match="1 table in 4"):
+        REGISTRY["adaptive_two_sample_test"].build(_view(frame.drop(columns="z"), tmp_path))

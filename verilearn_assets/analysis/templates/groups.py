@@ -44,18 +44,27 @@ def binary_columns(v: TableView, num: str) -> list[str]:
     cols = two_valued_columns(v, num)
     if not cols or len(cols) > v.cfg.template.max_column_choices:
         return []
-    if not all(v.viable_groups(c, num, 2, 2) for c in cols):
-        return []
-    return cols
+    viable = viable_two_valued(v, num)
+    return cols if viable == cols else []
+
+
+def viable_two_valued(v: TableView, num: str) -> list[str]:
+    """Two-valued columns (other than `num`) splitting `num` into two groups of enough rows."""
+    return [c for c in two_valued_columns(v, num) if v.viable_groups(c, num, 2, 2)]
+
+
+def binary_splits(v: TableView) -> list[tuple[str, str]]:
+    """Every `(num, cat)`: a numeric column and a two-valued column that splits it in two
+    groups of enough rows, numeric columns in eligibility order. The question names both."""
+    return [(num, cat) for num in v.need_numeric(1) for cat in viable_two_valued(v, num)]
 
 
 def first_binary_split(v: TableView) -> tuple[str, str]:
     """`(num, cat)`: the first numeric column that a two-valued column splits in two."""
-    for num in v.need_numeric(1):
-        cols = binary_columns(v, num)
-        if cols:
-            return num, cols[0]
-    raise NotApplicable("no two-valued column with enough rows per group")
+    splits = binary_splits(v)
+    if not splits:
+        raise NotApplicable("no two-valued column with enough rows per group")
+    return splits[0]
 
 
 def _ttest_program(cat: str, num: str, equal_var: bool) -> tuple[ReferenceCode, str]:
