@@ -3,7 +3,15 @@
 The platform's own definitions (ingestion, training, reports, jobs, resources) merged with
 each family's `defs()` (`verilearn_assets/<family>/defs.py`), found through the family
 registry, so adding a family edits nothing here.
+
+Dagster's beta/preview warnings about APIs used on purpose are kept off the terminal from
+here on (`core/library_warnings.py`): the imports below are where they fire.
 """
+
+from verilearn_assets.core.library_warnings import keep_off_console
+
+# ruff: noqa: E402 - the imports below come after it on purpose
+keep_off_console()
 
 import importlib
 

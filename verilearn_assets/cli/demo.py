@@ -23,10 +23,18 @@ from verilearn_assets.core.records import SPLITS
 DEFAULT_SOURCES = ("template", "procedural")  # `llm` needs a vLLM server
 FIRST_FAMILY = "analysis"
 STAGES = ("ingest", "tasks", "training", "reports")
+EXAMPLES = {"demo": "verilearn demo --families analysis --sources template --splits dev"}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("demo", help="materialize the default graph and print the report")
+    p = sub.add_parser(
+        "demo",
+        help="materialize the default graph and print the report",
+        description="Materialize the default graph on the embedded defaults (no model needed): "
+        "every dataset partition, the sandbox smoke suite, each family's job per source x "
+        "split, the training data, the reports; then print the report. One line per run on "
+        "the console; Dagster's event stream goes to $VERILEARN_HOME/logs/demo-<time>.log.",
+    )
     p.add_argument(
         "--sources",
         nargs="+",

@@ -17,12 +17,16 @@ from pathlib import Path
 
 from verilearn_assets.core.records import SPLITS
 
+EXAMPLES = {"eval": "verilearn eval --model .verilearn/runs/sft-<id>/model --split test --limit 20"}
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "eval",
         help="evaluate a model (dir or served name) as the student on a split's questions",
-        description=__doc__.splitlines()[0],
+        description="Evaluate a model on a split's tasks of one family and role (the "
+        "model_eval asset's code): serve it on vLLM, run each task as the student, and write "
+        "one record per task to the lake (mart_model_pass_rate; `verilearn report --models`).",
     )
     p.add_argument("--model", required=True, help="model or LoRA adapter dir, or a served name")
     p.add_argument("--split", required=True, choices=list(SPLITS), help="split to evaluate on")

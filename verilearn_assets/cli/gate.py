@@ -12,12 +12,17 @@ import argparse
 
 from verilearn_assets.core.records import SOURCES, SPLITS
 
+EXAMPLES = {"gate": "verilearn gate --family analysis --splits dev"}
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "gate",
         help="run the blocking checks of every family on every materialized partition; "
         "exit 1 naming each failure",
+        description="Run every family's blocking checks (the rules the asset checks run) on "
+        "every materialized task and rollout partition, record each verdict in the Dagster "
+        "instance, and exit 1 naming each failing check and partition.",
     )
     p.add_argument("--family", nargs="+", default=None, help="only these families")
     p.add_argument("--sources", nargs="+", default=list(SOURCES), choices=list(SOURCES))

@@ -21,12 +21,17 @@ EXCERPT = 60
 KINDS = ("tasks", "rollouts", "sft")
 
 
+EXAMPLES = {"inspect": "verilearn inspect questions --split dev --template group_mean --limit 5"}
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "inspect",
         help="list or show records of the lake (questions, episodes, trajectories, sft, …)",
-        description="WHAT is `tasks`, `rollouts`, `sft`, or an asset name of a family "
-        "(`questions`, `episodes`, `trajectories`, …).",
+        description="List the lake's records (id, source, split, the family's columns, "
+        "status) or show one whole (--id, or filters that leave one). WHAT is `tasks`, "
+        "`rollouts`, `sft`, or an asset name of a family (`questions`, `episodes`, "
+        "`trajectories`, …). Reads the Parquet lake read-only.",
     )
     p.add_argument("what", help="tasks | rollouts | sft | an asset name (questions, episodes…)")
     p.add_argument("--family", default=None, help="only this family")
@@ -200,11 +205,8 @@ def run(args: argparse.Namespace) -> int:
     if not root.is_dir():
         raise CliError(f"{root}: no lake here (set VERILEARN_HOME or pass --home)")
     chosen = targets(args.what, args.family)
-    con = duckdb.connect()
-    try:
+    with duckdb.connect() as con:
         rows = [r for t in chosen for r in _read(con, t, root, args)]
-    finally:
-        con.close()
     if not rows:
         where = ", ".join(str(root / t.lake_path) for t in chosen)
         print(f"no {args.what} records match (looked in {where})")

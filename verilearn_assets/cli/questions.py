@@ -19,11 +19,28 @@ from verilearn_assets.analysis.records import QuestionRecord
 from verilearn_assets.core.lake import atomic_write_parquet
 from verilearn_assets.core.records import TableRecord, content_hash
 
+EXAMPLES = {
+    "questions generate": "verilearn questions generate --csv iris.csv --source template "
+    "--out q.parquet",
+    "questions verify": "verilearn questions verify q.parquet --timeout 30",
+}
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("questions", help="generate or re-verify analysis questions")
+    parser = subparsers.add_parser(
+        "questions",
+        help="generate or re-verify analysis questions",
+        description="The analysis family's question generator and verifier, outside Dagster: "
+        "on one table, into one Parquet file.",
+    )
     sub = parser.add_subparsers(dest="questions_command", required=True)
-    gen = sub.add_parser("generate", help="generate and verify questions for one table")
+    gen = sub.add_parser(
+        "generate",
+        help="generate and verify questions for one table",
+        description="Generate questions for one table (template library or typed program "
+        "search) and verify each by clean re-execution in the sandbox; accepted and rejected "
+        "records go to --out.",
+    )
     gen.add_argument("--csv", required=True, type=Path, help="CSV/TSV (or Parquet) table")
     gen.add_argument("--source", required=True, choices=["template", "procedural"])
     gen.add_argument("--out", required=True, type=Path, help="output FILE.parquet")
@@ -34,7 +51,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="sandbox backend (default: configs/sandbox.yaml)",
     )
     gen.set_defaults(handler=_generate)
-    ver = sub.add_parser("verify", help="re-execute every accepted question in a clean slot")
+    ver = sub.add_parser(
+        "verify",
+        help="re-execute every accepted question in a clean slot",
+        description="Re-execute every accepted question of FILE in a clean sandbox slot and "
+        "report each whose answer does not reproduce.",
+    )
     ver.add_argument("file", type=Path, help="questions FILE.parquet")
     ver.add_argument(
         "--tables",

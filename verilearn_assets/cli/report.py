@@ -32,13 +32,16 @@ from verilearn_assets.core.warehouse import (
     writer,
 )
 
+EXAMPLES = {"report": "verilearn report --format markdown --table family_counts"}
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "report",
         help="build the DuckDB views and marts over the lake and print the tables",
-        description="Refresh the warehouse (as its one writer) from the lake and print the "
-        "pass-rate and stats tables.",
+        description="Refresh the DuckDB warehouse ($VERILEARN_HOME/warehouse.duckdb, as its "
+        "one writer) from the lake: every staging view and mart of dbt_like_sql/, then print "
+        "the report tables (every family's marts) as tables, markdown, csv or json.",
     )
     parser.add_argument(
         "--home",

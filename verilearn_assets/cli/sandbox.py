@@ -11,11 +11,23 @@ from pathlib import Path
 from verilearn_assets.core.sandbox.config import SandboxConfig, load_sandbox_config
 from verilearn_assets.core.sandbox.pool import SandboxError, SandboxPool, TaskResult
 
+EXAMPLES = {"sandbox exec": "verilearn sandbox exec cell.py --csv table.csv --timeout 10"}
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("sandbox", help="run code in the sandbox")
+    parser = subparsers.add_parser(
+        "sandbox",
+        help="run code in the sandbox",
+        description="Run code in a slot of the container pool (Docker or bubblewrap, "
+        "configs/sandbox.yaml): no network, read-only root, resource limits.",
+    )
     sub = parser.add_subparsers(dest="sandbox_command", required=True)
-    run = sub.add_parser("exec", help="run FILE as one task; print one JSON object")
+    run = sub.add_parser(
+        "exec",
+        help="run FILE as one task; print one JSON object",
+        description="Run FILE as one cell in a fresh sandbox task (with --csv, the table "
+        "loaded as `df`) and print one JSON object: stdout, stderr, the error if any, timing.",
+    )
     run.add_argument("file", help="Python file to run as one cell")
     run.add_argument(
         "--backend",

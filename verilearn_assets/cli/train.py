@@ -15,9 +15,20 @@ from typing import Any
 
 from verilearn_assets.core.records import SPLITS
 
+EXAMPLES = {
+    "train sft": "verilearn train sft --max-steps 20",
+    "train grpo": "verilearn train grpo --family dafny --role writer --max-steps 10",
+}
+
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("train", help="train a model on the gated data (SFT, GRPO)")
+    p = sub.add_parser(
+        "train",
+        help="train a model on the gated data (SFT, GRPO)",
+        description="Train on the gated data (configs/training.yaml): refused, naming the "
+        "reason, unless sft_dataset's blocking checks passed. Each run writes "
+        "$VERILEARN_HOME/runs/<stage>-<time>-<id>/ (config, metrics, plots, model).",
+    )
     stages = p.add_subparsers(dest="stage", required=True)
     for stage, helptext in (
         (
