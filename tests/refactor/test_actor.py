@@ -51,7 +51,8 @@ def test_program_teacher_verifies_every_reference_step(home: Path, small_tasks) 
     finally:
         actor.close()
     steps = read_steps(home, "procedural", tasks[0].split)
-    assert len(steps) == sum(len(t.reference_actions) for t in tasks) == summary.steps
+    accepted = [t for t in tasks if t.status == "accepted"]  # duplicate targets are rejected
+    assert len(steps) == sum(len(t.reference_actions) for t in accepted) == summary.steps
     assert all(s.verified and s.teacher == "program" for s in steps)
     by_task = {t.id: t for t in tasks}
     store = StateStore(db_path(home))
@@ -98,13 +99,15 @@ def answer(action: dict | str, update: dict | str = "{}") -> str:
 def test_failure_classes_and_state_kept_on_bad_update(home: Path, small_tasks) -> None:
     task = next(t for t in small_tasks["template"] if t.rules == ["eq-none-to-is"])
     good = task.reference_actions[0]
+    scope = list(task.files)
     answers = [
         "I will just edit the file by hand.",  # parse
         answer({"kind": "command", "argv": ["sh", "-c", "true"]}),  # disallowed
         answer(good, {"mood": "confident"}),  # schema (unknown state field)
-        answer({"kind": "run", "pattern": "return None", "rewrite": "return 0"}),  # tests_fail
+        # tests_fail (in the task's files: a change outside them is out_of_scope, untested)
+        answer({"kind": "run", "pattern": "return None", "rewrite": "return 0", "paths": scope}),
         # undoing it restores the start tree: tests pass but nothing moved toward the target
-        answer({"kind": "run", "pattern": "return 0", "rewrite": "return None"}),
+        answer({"kind": "run", "pattern": "return 0", "rewrite": "return None", "paths": scope}),
         answer({"kind": "run", "pattern": "nothing_matches_this($A)", "rewrite": "x"}),
         answer(good, {"decisions": ["is None"]}),  # reaches the target -> 1.0
     ]
@@ -235,7 +238,8 @@ def test_killed_run_resumes_without_losing_a_committed_step(
         )
     assert len(before) >= 3 and all(after[k] == v for k, v in before.items())
     steps = read_steps(home, "procedural", split)
-    assert len(steps) == len(after) == sum(len(t.reference_actions) for t in tasks)
+    accepted = [t for t in tasks if t.status == "accepted"]  # duplicate targets are rejected
+    assert len(steps) == len(after) == sum(len(t.reference_actions) for t in accepted)
     assert len({(s.task_id, s.step) for s in steps}) == len(steps)
     assert all(s.verified for s in steps)
 

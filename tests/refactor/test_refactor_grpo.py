@@ -40,7 +40,8 @@ def test_grpo_prompts_and_scores(small_tasks, tmp_path: Path, monkeypatch) -> No
             _answer(single.reference_actions[0]),  # the reference rewrite: solved
             "no blocks at all",  # parse failure
             _answer({"kind": "command", "argv": ["sh", "-c", "true"]}),  # disallowed
-            _answer(pair.reference_actions[0]),  # first of two steps: capped partial credit
+            # first of two steps: capped partial credit, verified (the reference tree reached)
+            _answer(pair.reference_actions[0]),
             _answer({"kind": "run", "pattern": "print($A)", "rewrite": "print($A)"}),  # no-op
         ]
         scores = scorer.score(ids, completions)
@@ -48,7 +49,7 @@ def test_grpo_prompts_and_scores(small_tasks, tmp_path: Path, monkeypatch) -> No
     finally:
         scorer.close()
     assert [d["status"] for d in detail] == [
-        "verified", "parse", "disallowed", "partial", "no_change"
+        "verified", "parse", "disallowed", "verified", "no_change"
     ]  # fmt: skip
     assert [{k: d[k] for k in ("outcome", "partial")} for d in detail] == scores
     assert scores[0] == {"outcome": 1.0, "partial": 1.0}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -40,11 +41,13 @@ from verilearn_assets.refactor.runner import (
     apply_action,
     cleanup,
     prepare_workspace,
-    run_tests,
 )
 from verilearn_assets.refactor.state import StateError, StateStore, merge, parse_update, render
 from verilearn_assets.refactor.teachers import ProgramTeacher, Teacher
+from verilearn_assets.refactor.verdict import verify_step
 from verilearn_assets.refactor.workspace import Workspace, tree_hash, unified_diff
+
+log = logging.getLogger("verilearn.refactor.actor")
 
 TASKS_LAKE = "refactor/tasks"
 TRAJECTORIES_LAKE = "refactor/trajectories"
@@ -149,13 +152,13 @@ class Actor:
     async def run_task(self, run: str, task: RefactorTask, summary: RunSummary) -> None:
         key = state_key(task.id, self.teacher.name)
         done = self.queue.committed(run, task.id)
+        if done and (done[-1].done or _crashed(done[-1])):
+            return  # solved, or ended by a host-side error (its workspace state unknown)
         ws = await asyncio.to_thread(
             prepare_workspace, task.id, self.repos[task.repo].path, self.config
         )
         try:
             await self._replay(ws, done)
-            if done and done[-1].done:
-                return
             max_steps = len(task.reference_actions) + self.extra_steps
             step = len(done) + 1
             last = last_result(done[-1]) if done else ""
@@ -168,10 +171,13 @@ class Actor:
                 summary.latencies_ms.append(record.latency_ms)
                 last = last_result(record)
                 step += 1
-                if record.done:
+                if record.done or _crashed(record):
                     break
         finally:
-            await asyncio.to_thread(cleanup, ws)
+            try:
+                await asyncio.to_thread(cleanup, ws)
+            except Exception:  # noqa: BLE001 - one workspace's leftovers never end the loop
+                log.exception("refactor actor: task %s: cleanup of %s failed", task.id, ws.root)
 
     async def _replay(self, ws: Workspace, done: list[TrajectoryStep]) -> None:
         """Rebuild the workspace of a resumed task from its committed steps."""
@@ -200,7 +206,7 @@ class Actor:
         state, _ = self.store.load(key)
         messages = render_messages(
             self.prompts, task, render(state), step, max_steps, last, ws.tree
-        )  # the prompt shows the code of this workspace
+        )
         seed = self.seed + step
         start = time.perf_counter()
         overflow = ""
@@ -214,6 +220,7 @@ class Actor:
         sandbox: dict[str, Any] = {}
         tests: dict[str, Any] = {}
         new_state = state
+        action: Any = None
         try:
             output = parse_output(text)
             action = parse_action(output.action)
@@ -238,19 +245,26 @@ class Actor:
             new_state, how = await compact_with_model(new_state, settings, self.compactor)
             kind = "fallback" if how.startswith("rules (") else how
             self.compactions[kind] = self.compactions.get(kind, 0) + 1
-        if pre_failure is None:
-            result = await asyncio.to_thread(apply_action, ws, action)
-            sandbox = result.model_dump(mode="json", exclude={"diff"})
-            if result.status == "ok":
-                tests = await self._tests(ws, task)
-        snap = ws.snapshot()
-        th = tree_hash(snap)
-        diff = unified_diff(ws.baseline, snap)
+        try:
+            th, diff = await asyncio.to_thread(
+                run_action, ws, task, pre_failure, action, sandbox, tests
+            )
+        except Exception as exc:  # noqa: BLE001 - any host-side failure is this step's crash
+            log.exception("refactor actor: task %s step %d: host-side error", task.id, step)
+            sandbox, tests, th, diff = host_error(exc), {}, "", ""
         reward = compute_reward(
-            task, pre_failure, sandbox.get("status"), tests.get("status"), th, diff
+            task,
+            pre_failure,
+            sandbox.get("status"),
+            tests.get("status"),
+            th,
+            diff,
+            tests.get("scope"),
         )
         if message:
             sandbox["message"] = message
+        if sandbox.get("status") == "host_error":
+            tests = {}
         record = TrajectoryStep(
             id=content_hash("refactor-step", run, task.id, step),
             task_id=task.id,
@@ -278,10 +292,40 @@ class Actor:
         self.queue.commit_step(run, record, key, new_state)
         return record
 
-    async def _tests(self, ws: Workspace, task: RefactorTask) -> dict[str, Any]:
-        """Tests of this tree (the runner's cache answers for a tree tested before)."""
-        result = await asyncio.to_thread(run_tests, ws, TestSpec(argv=task.test_command))
-        return result.model_dump(mode="json", exclude={"stdout", "stderr"})
+
+def run_action(
+    ws: Workspace,
+    task: RefactorTask,
+    pre_failure: str | None,
+    action: Any,
+    sandbox: dict[str, Any],
+    tests: dict[str, Any],
+) -> tuple[str, str]:
+    """The action in the jail and, when it changed something, the verdict (scope, then the
+    task's original tests on a clean copy: `verdict.verify_step`), filling `sandbox` and
+    `tests`; returns the tree hash and the diff from the start. Shared with GRPO's scorer."""
+    if pre_failure is None:
+        result = apply_action(ws, action)
+        sandbox.update(result.model_dump(mode="json", exclude={"diff"}))
+        if result.status == "ok":
+            verdict = verify_step(ws, task, TestSpec(argv=task.test_command))
+            tests.update(verdict.record())
+            return verdict.tree, verdict.diff
+    snap = ws.snapshot()
+    return tree_hash(snap), unified_diff(ws.baseline, snap, ws.budget.max_text_bytes)
+
+
+def _crashed(record: TrajectoryStep) -> bool:
+    return record.sandbox_result.get("status") == "host_error"
+
+
+def host_error(exc: BaseException) -> dict[str, Any]:
+    """The sandbox result of a step whose host side raised: the class and the message."""
+    return {
+        "status": "host_error",
+        "error_class": type(exc).__name__,
+        "message": f"host error: {type(exc).__name__}: {exc}"[:500],
+    }
 
 
 def last_result(record: TrajectoryStep) -> str:

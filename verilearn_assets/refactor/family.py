@@ -28,7 +28,9 @@ def assistant_turn(step: TrajectoryStep) -> str:
 
 
 def sft_rows(rollouts: Sequence[Record]) -> list[SftRow]:
-    """One row per verified step: the prompt the teacher saw, then its three-block answer."""
+    """One row per verified step (a tree of the task reached with its original tests passing
+    on a clean copy; partial credit alone makes no row): the prompt the teacher saw, then
+    its three-block answer."""
     rows = []
     for step in cast(Sequence[TrajectoryStep], rollouts):
         if not step.verified:
@@ -80,14 +82,15 @@ FAMILY = Family(
             "rollouts",
             gate_rules.trajectory_schema,
             "Every step validates, belongs to a task of its partition, is not duplicated, "
-            "and is verified exactly when its reward is positive.",
+            "and is verified only with a positive reward and its tests passing.",
         ),
         GateRule(
             "refactor_steps_reproduce",
             "rollouts",
             gate_rules.steps_reproduce,
             "Every verified step reproduces: the trajectory's actions re-applied in a "
-            "fresh jailed workspace give the recorded diff.",
+            "fresh jailed workspace give the recorded diff, and for a sample the task's "
+            "original tests pass again on a clean copy of the tree.",
             needs_jail=True,
         ),
         GateRule(

@@ -2,7 +2,8 @@
 
 - task/trajectory schema contract (every record validates, partition columns match);
 - every verified step reproduces: its trajectory's actions re-applied on a fresh workspace
-  give the same diff at that step;
+  give the same diff at that step, and for a sample of them (`TEST_SAMPLE` per partition,
+  chosen by step id) the task's original tests pass again on a clean copy of that tree;
 - state caps hold at every step (texts, history, token budget);
 - rewards recomputed from what each step recorded equal the stored ones;
 - no task and no repository in two splits.
@@ -14,7 +15,7 @@ from collections import defaultdict
 from typing import cast
 
 from verilearn_assets.core.family import RuleContext
-from verilearn_assets.core.records import SOURCES, SPLITS
+from verilearn_assets.core.records import SOURCES, SPLITS, content_hash
 from verilearn_assets.gate.outcome import RuleOutcome
 from verilearn_assets.refactor.actions import ActionRejected, parse_action
 from verilearn_assets.refactor.catalog import load_corpus
@@ -23,7 +24,7 @@ from verilearn_assets.refactor.records import RefactorTask, TrajectoryStep
 from verilearn_assets.refactor.rewards import recompute
 from verilearn_assets.refactor.runner import apply_action, cleanup, prepare_workspace
 from verilearn_assets.refactor.state import State, count_tokens, render
-from verilearn_assets.refactor.workspace import unified_diff
+from verilearn_assets.refactor.verdict import verify_step
 
 RAN = {"ok", "no_change", "failed", "timeout", "limit", "invalid_python"}
 
@@ -66,8 +67,11 @@ def trajectory_schema(ctx: RuleContext) -> RuleOutcome:
         if key in seen:
             failures.append(f"step {s.id}: step {s.step} of task {s.task_id} twice")
         seen.add(key)
-        if s.verified != (s.reward > 0):
-            failures.append(f"step {s.id}: verified={s.verified} but reward={s.reward}")
+        if s.verified and not (s.reward > 0 and s.tests.get("status") == "passed"):
+            failures.append(
+                f"step {s.id}: verified with reward {s.reward} and tests "
+                f"{s.tests.get('status', 'not run')}"
+            )
     return RuleOutcome(rule="refactor_trajectory_schema", checked=len(records), failures=failures)
 
 
@@ -78,13 +82,26 @@ def _trajectories(steps: list[TrajectoryStep]) -> dict[tuple[str, str, str], lis
     return {k: sorted(v, key=lambda s: s.step) for k, v in out.items()}
 
 
+TEST_SAMPLE = 20  # verified steps per partition whose tests the gate runs again
+
+
+def test_sample(steps: list[TrajectoryStep], size: int = TEST_SAMPLE) -> set[str]:
+    """The ids of the verified steps whose tests are re-run: the first `size` by a hash of
+    the id (the same sample on every run, spread over tasks and teachers)."""
+    verified = sorted((content_hash("gate-sample", s.id), s.id) for s in steps if s.verified)
+    return {step_id for _, step_id in verified[:size]}
+
+
 def steps_reproduce(ctx: RuleContext) -> RuleOutcome:
     """Re-apply each trajectory's recorded actions on a fresh workspace, in order; at every
-    verified step the diff from the start must equal the recorded one."""
+    verified step the diff from the start must equal the recorded one, and for a sample of
+    verified steps the task's original tests must pass on a clean copy of the replayed
+    tree (`verdict.verify_step`, no cache): a recorded test status is not taken on trust."""
     steps = cast(list[TrajectoryStep], ctx.rollouts())
     tasks = {t.id: cast(RefactorTask, t) for t in ctx.tasks()}
     config = load_refactor_config().for_home(ctx.home)
     repos = {r.name: r for r in load_corpus(home=ctx.home, strict=False)}
+    sample = test_sample(steps)
     failures: list[str] = []
     checked = 0
     for (task_id, _, _), trajectory in _trajectories(steps).items():
@@ -100,13 +117,19 @@ def steps_reproduce(ctx: RuleContext) -> RuleOutcome:
                     except ActionRejected as exc:
                         failures.append(f"step {s.id}: recorded action no longer valid: {exc}")
                         break
-                if s.verified:
-                    checked += 1
-                    diff = unified_diff(ws.baseline, ws.snapshot())
-                    if diff != s.diff_from_start:
-                        failures.append(
-                            f"step {s.id} (task {task_id} step {s.step}): replay gives another diff"
-                        )
+                if not s.verified:
+                    continue
+                checked += 1
+                where = f"step {s.id} (task {task_id} step {s.step})"
+                diff = ws.diff_from_start()
+                if diff != s.diff_from_start:
+                    failures.append(f"{where}: replay gives another diff")
+                elif s.id in sample:
+                    verdict = verify_step(ws, task, use_cache=False)
+                    if verdict.scope is not None or verdict.status != "passed":
+                        why = verdict.scope or f"tests {verdict.status}"
+                        tail = verdict.tests.stdout.strip()[-300:] if verdict.tests else ""
+                        failures.append(f"{where}: on a clean copy: {why} {tail}".rstrip())
         finally:
             cleanup(ws)
     return RuleOutcome(rule="refactor_steps_reproduce", checked=checked, failures=failures)
@@ -141,10 +164,11 @@ def rewards_recompute(ctx: RuleContext) -> RuleOutcome:
             failures.append(f"step {s.id}: no task {s.task_id} to recompute against")
             continue
         again = recompute(tasks[s.task_id], s)
-        if (again.value, again.failure, again.done) != (s.reward, s.failure, s.done):
+        stored = (s.reward, s.failure, s.done, s.verified)
+        if (again.value, again.failure, again.done, again.verified) != stored:
             failures.append(
-                f"step {s.id}: stored reward {s.reward} ({s.failure}) but recomputed "
-                f"{again.value} ({again.failure})"
+                f"step {s.id}: stored reward {s.reward} ({s.failure}, verified={s.verified}) "
+                f"but recomputed {again.value} ({again.failure}, verified={again.verified})"
             )
     return RuleOutcome(rule="refactor_rewards_recompute", checked=len(steps), failures=failures)
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -36,6 +37,7 @@ from verilearn_assets.core.records import Record
 from verilearn_assets.refactor.records import RefactorTask, TrajectoryStep
 
 ROLE = "default"
+log = logging.getLogger("verilearn.refactor.grpo")
 
 
 def _accepted(tasks: Sequence[Record], role: str) -> list[RefactorTask]:
@@ -111,22 +113,20 @@ class RefactorScorer:
 
     def _detail(self, task_id: str, completion: str) -> dict[str, Any]:
         scores, reward = self._judge(task_id, completion)
-        status = reward.failure or ("verified" if reward.value == 1.0 else "partial")
+        status = reward.failure or ("verified" if reward.verified else "partial")
         return {**scores, "status": status}
 
     def _judge(self, task_id: str, completion: str) -> tuple[dict[str, float], Any]:
+        """Parse, run the action on a fresh workspace, then the verdict (scope and the
+        task's original tests on a clean copy). Any host-side exception on the way is this
+        completion's `crash` (reward 0, logged with its class and message), never the
+        training step's."""
         from verilearn_assets.refactor.actions import ActionRejected, parse_action
+        from verilearn_assets.refactor.actor import host_error, run_action
         from verilearn_assets.refactor.prompts import ParseFailure, parse_output
         from verilearn_assets.refactor.rewards import compute_reward
-        from verilearn_assets.refactor.runner import (
-            TestSpec,
-            apply_action,
-            cleanup,
-            prepare_workspace,
-            run_tests,
-        )
+        from verilearn_assets.refactor.runner import cleanup, prepare_workspace
         from verilearn_assets.refactor.state import StateError, parse_update
-        from verilearn_assets.refactor.workspace import tree_hash, unified_diff
 
         if task_id not in self.tasks:
             raise KeyError(f"refactor rewards: no accepted task {task_id!r}")
@@ -134,6 +134,7 @@ class RefactorScorer:
         if task.repo not in self.repos:
             raise KeyError(f"refactor rewards: task {task_id}: repository {task.repo!r} not loaded")
         pre_failure = None
+        action = None
         try:
             output = parse_output(completion)
             action = parse_action(output.action)
@@ -144,20 +145,32 @@ class RefactorScorer:
             pre_failure = exc.failure
         except StateError:
             pre_failure = "schema"
-        status = tests = None
+        sandbox: dict[str, Any] = {}
+        tests: dict[str, Any] = {}
         th, diff = "", ""
         if pre_failure is None:
-            ws = prepare_workspace(f"grpo-{task_id}", self.repos[task.repo].path, self.config)
+            ws = None
             try:
-                result = apply_action(ws, action)
-                status = result.status
-                if status == "ok":
-                    tests = run_tests(ws, TestSpec(argv=task.test_command)).status
-                snap = ws.snapshot()
-                th, diff = tree_hash(snap), unified_diff(ws.baseline, snap)
+                ws = prepare_workspace(f"grpo-{task_id}", self.repos[task.repo].path, self.config)
+                th, diff = run_action(ws, task, None, action, sandbox, tests)
+            except Exception as exc:  # noqa: BLE001 - a hostile answer fails its own sample
+                log.exception("refactor GRPO: task %s: host-side error", task_id)
+                sandbox, tests = host_error(exc), {}
             finally:
-                cleanup(ws)
-        reward = compute_reward(task, pre_failure, status, tests, th, diff)
+                if ws is not None:
+                    try:
+                        cleanup(ws)
+                    except Exception:  # noqa: BLE001 - leftovers never end a training step
+                        log.exception("refactor GRPO: cleanup of %s failed", ws.root)
+        reward = compute_reward(
+            task,
+            pre_failure,
+            sandbox.get("status"),
+            tests.get("status"),
+            th,
+            diff,
+            tests.get("scope"),
+        )
         return {"outcome": 1.0 if reward.value == 1.0 else 0.0, "partial": reward.value}, reward
 
     def score(self, task_ids: Sequence[str], completions: Sequence[str]) -> list[dict[str, float]]:
@@ -168,7 +181,8 @@ class RefactorScorer:
 
     def evaluate(self, task_ids: Sequence[str], completions: Sequence[str]) -> list[dict[str, Any]]:
         """`score` plus `status`: the step's failure class (parse, disallowed, crash,
-        wrong_change, no_change, tests_fail, ...), `verified`, or `partial`."""
+        wrong_change, no_change, tests_fail, out_of_scope, tests_edited, ...), `verified`
+        (a tree of the task reached, tests passing on the clean copy), or `partial`."""
         if len(task_ids) != len(completions):
             raise ValueError(f"{len(task_ids)} task ids for {len(completions)} completions")
         with ThreadPoolExecutor(self.workers) as pool:

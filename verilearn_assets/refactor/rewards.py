@@ -7,7 +7,14 @@ recompute every stored reward).
   else `PARTIAL_CAP ×` the net share of the target diff's lines now present
   (lines in common minus lines the target does not have, over the target's lines);
 - 0 with a failure class otherwise: parse, schema, disallowed, crash, tests_fail,
-  no_change, wrong_change.
+  no_change, wrong_change, and `out_of_scope` / `tests_edited` (a file outside the task's
+  files changed, a test file the task changes is not in its target form:
+  `verdict.scope_failure`, checked before the tests count).
+
+The tests are the verdict's (`verdict.verify_step`): the task's original tests on a clean
+copy of the visible tree. A step is **verified** only when it *reached* a tree of the
+task, the target or the reference tree after one of its steps, with those tests passing;
+partial credit by diff progress stays a reward, never a verified step.
 """
 
 from __future__ import annotations
@@ -15,10 +22,23 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from verilearn_assets.refactor.records import RefactorTask, TrajectoryStep
+from verilearn_assets.refactor.verdict import scope_failure
 
 PARTIAL_CAP = 0.5
-FAILURES = ("parse", "schema", "disallowed", "crash", "tests_fail", "no_change", "wrong_change")
-CRASH_STATUSES = {"failed", "timeout", "limit"}
+FAILURES = (
+    "parse",
+    "schema",
+    "disallowed",
+    "crash",
+    "tests_fail",
+    "no_change",
+    "wrong_change",
+    "out_of_scope",
+    "tests_edited",
+)
+# `host_error`: the host side raised on this step's answer (the actor and the GRPO scorer
+# record it as a crash and go on)
+CRASH_STATUSES = {"failed", "timeout", "limit", "host_error"}
 
 
 @dataclass(frozen=True)
@@ -26,10 +46,11 @@ class Reward:
     value: float
     failure: str | None
     done: bool
+    reached: bool = False  # the tree is the target or a reference step's, tests passing
 
     @property
     def verified(self) -> bool:
-        return self.value > 0
+        return self.value > 0 and self.reached
 
 
 def _changed_lines(diff: str) -> set[str]:
@@ -59,7 +80,10 @@ def compute_reward(
     tests_status: str | None,
     tree_hash: str,
     diff_from_start: str,
+    scope: str | None = None,
 ) -> Reward:
+    """`scope`: the verdict's scope failure as recorded (`out_of_scope`, `tests_edited`);
+    the recorded diff is checked again here, so a stored step cannot claim less."""
     if pre_failure is not None:
         return Reward(0.0, pre_failure, False)
     if sandbox_status == "disallowed":
@@ -70,14 +94,18 @@ def compute_reward(
         return Reward(0.0, "wrong_change", False)
     if sandbox_status == "no_change":
         return Reward(0.0, "no_change", False)
+    if scope is None:
+        scope, _ = scope_failure(task, diff_from_start, tree_hash)
+    if scope is not None:
+        return Reward(0.0, scope, False)
     if tests_status != "passed":
         return Reward(0.0, "tests_fail", False)
     if tree_hash == task.target_tree:
-        return Reward(1.0, None, True)
+        return Reward(1.0, None, True, reached=True)
     n = len(task.step_trees)
     if tree_hash in task.step_trees[:-1]:
         k = task.step_trees.index(tree_hash) + 1
-        return Reward(round(PARTIAL_CAP * k / n, 6), None, False)
+        return Reward(round(PARTIAL_CAP * k / n, 6), None, False, reached=True)
     progress = diff_progress(task.target_diff, diff_from_start)
     if progress > 0:
         return Reward(round(PARTIAL_CAP * min(progress, 1.0), 6), None, False)
@@ -95,4 +123,5 @@ def recompute(task: RefactorTask, step: TrajectoryStep) -> Reward:
         step.tests.get("status"),
         step.tree_hash,
         step.diff_from_start,
+        step.tests.get("scope"),
     )

@@ -8,13 +8,15 @@ line in `<log_dir>/<task_id>.jsonl` (rotated).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
 import re
 import shutil
 import sqlite3
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -34,6 +36,7 @@ from verilearn_assets.refactor.jail import Completed, JailUnavailable, run_in_ja
 from verilearn_assets.refactor.sqlite_wal import connect_wal
 from verilearn_assets.refactor.workspace import (
     HostBudgetExceeded,
+    Snapshot,
     Workspace,
     changed_files,
     copy_tree,
@@ -231,9 +234,25 @@ _COUNT = re.compile(r"(\d+) (passed|failed|errors?)\b")
 def run_tests(
     workspace: Workspace, test_spec: TestSpec | None = None, use_cache: bool = True
 ) -> TestResult:
-    """Run the test command in the same jail with a timeout; parse pytest's counts.
-    With `config.test_cache` set, a tree tested before (same command) is not re-run."""
-    spec = test_spec or TestSpec()
+    """Run the test command in the jail on a clean copy of the workspace's visible files
+    (`verdict.visible_files`: nothing in hidden or skipped paths, no bytecode); parse
+    pytest's counts. With `config.test_cache` set, files tested before (same command) are
+    not tested again. A task's verdict (the original tests too) is `verdict.verify_step`."""
+    from verilearn_assets.refactor.verdict import visible_files
+
+    files = visible_files(workspace, workspace.snapshot())
+    return run_on_files(workspace, files, test_spec or TestSpec(), use_cache=use_cache)
+
+
+def run_on_files(
+    workspace: Workspace, files: Snapshot, spec: TestSpec, use_cache: bool = True
+) -> TestResult:
+    """Run `spec` in the workspace's jail over exactly `files`: the workspace's own tree is
+    set aside (renamed, never read by the jail) while a fresh copy of `files` stands in its
+    place, and put back after. The cache key is the hash of `files` and the command:
+    everything the tests can read that the model could have touched."""
+    from verilearn_assets.refactor.verdict import jail_test_argv
+
     config = workspace.config
     try:
         check_allowed(spec.argv, list(config.allowed_binaries))
@@ -243,15 +262,17 @@ def run_tests(
         _log(workspace, "tests", spec.model_dump(), result)
         return result
     cache = TestCache(expand_home(config.test_cache)) if use_cache and config.test_cache else None
-    key = tree_hash(workspace.snapshot()) if cache else ""
+    key = tree_hash(files) if cache else ""
     if cache is not None and (hit := cache.get(key, spec.argv)) is not None:
         result = hit.model_copy(update={"cached": True})
         _log(workspace, "tests", spec.model_dump(), result)
         return result
     timeout = spec.timeout_s or config.limits.test_timeout_s
-    done = run_in_jail(
-        config, workspace.tree, workspace.control, spec.argv, timeout, session=workspace.jail
-    )
+    argv = jail_test_argv(spec.argv)
+    with _clean_tree(workspace, files):
+        done = run_in_jail(
+            config, workspace.tree, workspace.control, argv, timeout, session=workspace.jail
+        )
     counts = {"passed": 0, "failed": 0, "errors": 0}
     tail = done.stdout.strip().splitlines()[-3:] if done.stdout.strip() else []
     for line in tail:
@@ -279,9 +300,33 @@ def run_tests(
     return result
 
 
+@contextlib.contextmanager
+def _clean_tree(workspace: Workspace, files: Snapshot) -> Iterator[None]:
+    """`files` alone in the workspace's tree directory (the inode the jail binds, which a
+    Docker container holds for its life) while the body runs; the workspace's own entries
+    wait renamed beside it (same file system: no copy) and come back after."""
+    held = workspace.root / "held"
+    held.mkdir()
+    try:
+        for entry in os.scandir(workspace.tree):
+            os.rename(entry.path, held / entry.name)
+        for rel, data in files.items():
+            path = workspace.tree / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+        yield
+    finally:
+        remove_tree(workspace.tree, keep_root=True)
+        for entry in os.scandir(held):
+            os.rename(entry.path, workspace.tree / entry.name)
+        held.rmdir()
+
+
 class TestCache:
-    """Test results by (tree hash, command) in SQLite: tests are a function of the tree's
-    bytes, so a tree the generator already tested is not tested again by the actor."""
+    """Test results by (hash of the files tested, command) in SQLite: the tests of a clean
+    copy are a function of its files' bytes, so files the generator already tested are not
+    tested again by the actor. The table is `clean_tests`: results keyed by a workspace's
+    tree hash (the old `tests` table, blind to hidden paths) are never read."""
 
     __test__ = False
 
@@ -289,21 +334,22 @@ class TestCache:
         self.path = path
         with connect_wal(path) as conn:
             conn.execute(
-                "CREATE TABLE IF NOT EXISTS tests (tree TEXT, argv TEXT, result JSON, "
+                "CREATE TABLE IF NOT EXISTS clean_tests (tree TEXT, argv TEXT, result JSON, "
                 "PRIMARY KEY (tree, argv))"
             )
 
     def get(self, tree: str, argv: list[str]) -> TestResult | None:
         with sqlite3.connect(self.path, timeout=30) as conn:
             row = conn.execute(
-                "SELECT result FROM tests WHERE tree = ? AND argv = ?", (tree, json.dumps(argv))
+                "SELECT result FROM clean_tests WHERE tree = ? AND argv = ?",
+                (tree, json.dumps(argv)),
             ).fetchone()
         return TestResult.model_validate_json(row[0]) if row else None
 
     def put(self, tree: str, argv: list[str], result: TestResult) -> None:
         with sqlite3.connect(self.path, timeout=30) as conn:
             conn.execute(
-                "INSERT OR REPLACE INTO tests VALUES (?, ?, ?)",
+                "INSERT OR REPLACE INTO clean_tests VALUES (?, ?, ?)",
                 (tree, json.dumps(argv), result.model_dump_json()),
             )
 
