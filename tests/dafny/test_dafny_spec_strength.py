@@ -96,7 +96,9 @@ def corpus_tasks(verifier: DafnyVerifier) -> list[DafnyTask]:
     examples = [e for e in load_bundled() if e.program in SAMPLE]
     assert len({e.program for e in examples}) == len(SAMPLE)
     splits = split_examples(examples)
-    return template_tasks(examples, splits, verifier) + procedural_tasks(examples, splits, verifier)
+    # three mutants each: hint mutants come first, so the third reaches a code mutant
+    procedural = procedural_tasks(examples, splits, verifier, per_example=3)
+    return template_tasks(examples, splits, verifier) + procedural
 
 
 def test_every_bundled_spec_rejects_its_wrong_bodies(corpus_tasks: list[DafnyTask]) -> None:

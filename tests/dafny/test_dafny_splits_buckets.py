@@ -12,7 +12,7 @@ from verilearn_assets.dafny.cascade import cascade_sample
 from verilearn_assets.dafny.loader import load_bundled
 from verilearn_assets.dafny.records import DafnyTask
 from verilearn_assets.dafny.splits import program_features, split_examples
-from verilearn_assets.dafny.tasks import template_tasks
+from verilearn_assets.dafny.tasks import NOTHING_TO_ANNOTATE, template_tasks
 from verilearn_assets.dafny.verifier import DafnyVerifier
 
 
@@ -40,14 +40,16 @@ def test_every_stratum_with_three_programs_spans_splits(seed: int) -> None:
 
 
 def test_easy_flag_follows_the_hint_free_verdict(verifier: DafnyVerifier) -> None:
-    """Max3 has no hints to remove (its plain program verifies: easy); Multiply's loop
-    fails without its invariants (not easy)."""
+    """Max3 has no hints to remove (its plain program verifies: easy, and so no annotator
+    task: the answer would copy the input); Multiply's loop fails without its invariants
+    (not easy)."""
     chosen = [e for e in load_bundled() if e.name in ("abs_max.Max3", "multiply.Multiply")]
     assert len(chosen) == 2
     tasks = template_tasks(chosen, split_examples(chosen), verifier)
     annotator = {t.name: t for t in tasks if t.role == "annotator"}
     easy, hard = annotator["abs_max.Max3"], annotator["multiply.Multiply"]
-    assert easy.status == hard.status == "accepted"
+    assert (easy.status, easy.rejection_reason) == ("rejected", NOTHING_TO_ANNOTATE)
+    assert hard.status == "accepted"
     assert (easy.easy, easy.input_status) == (True, "verified")
     assert (hard.easy, hard.input_status) == (False, "verification_error")
     assert hard.body != hard.target  # the hints were removed from its input

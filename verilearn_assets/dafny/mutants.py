@@ -53,11 +53,15 @@ def mutants(example: DafnyExample) -> list[Mutant]:
     return out
 
 
+CODE_KINDS = ("weaken_guard",)  # mutants of code: repairing one changes code, not hints
+
+
 def pick(example: DafnyExample, limit: int) -> list[Mutant]:
-    """Up to `limit` mutants of distinct kinds first, deterministic."""
+    """Up to `limit` mutants, distinct kinds first and hint mutants before code mutants
+    (a code mutant is no annotator task), deterministic."""
     chosen: list[Mutant] = []
     seen: set[str] = set()
-    every = mutants(example)
+    every = sorted(mutants(example), key=lambda m: m.kind in CODE_KINDS)  # stable
     for m in every:
         if m.kind not in seen:
             chosen.append(m)

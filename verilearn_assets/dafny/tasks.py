@@ -23,13 +23,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from verilearn_assets.dafny.anticheat import forbidden_constructs, screen
-from verilearn_assets.dafny.mutants import pick, wrong_bodies
+from verilearn_assets.dafny.mutants import CODE_KINDS, pick, wrong_bodies
 from verilearn_assets.dafny.records import DafnyExample, DafnyTask
 from verilearn_assets.dafny.syntax import lemma_names
 from verilearn_assets.dafny.verifier import DafnyVerifier
 
 PARSES = ("verified", "verification_error", "timeout")
-CODE_MUTANTS = ("weaken_guard",)  # mutants that change code: repairing them changes code
 NOTHING_TO_ANNOTATE = "nothing_to_annotate: the input already verifies without hints"
 
 
@@ -139,7 +138,7 @@ def procedural_tasks(
     for (ex, m), verdict, program in zip(jobs, verdicts, inputs, strict=True):
         gold = gold_of[ex.id]
         reason = _decide(gold.status, verdict.status, ex.annotated_body) or weak[ex.id]
-        if reason is None and m.kind in CODE_MUTANTS:
+        if reason is None and m.kind in CODE_KINDS:
             reason = f"code_repair: {m.kind} changes code; an annotator only adds annotations"
         elif reason is None and verdict.status == "verified":
             reason = NOTHING_TO_ANNOTATE
