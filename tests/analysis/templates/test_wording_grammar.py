@@ -122,3 +122,29 @@ def test_searched_procedural_wordings_pass_the_grammar_pass(tmp_path):
             offered = [o for o in ("student", "welch", "mannwhitney") if f"'{o}'" in question]
             offered_wrong += bool(set(offered) - set(allowed))
     assert offered_wrong == 0
+
+
+def test_readability_is_reported_per_template():
+    """The summary (asset metadata) scores each template's wording, and a procedural
+    question under its answer operator, so a badly read wording points at its source."""
+    from test_question_floors_diagnostics import record
+
+    from verilearn_assets.analysis.question_build import readability_markdown, summarize
+    from verilearn_assets.analysis.readability import readability
+
+    long_q = "What is the mean of the values of the rows of the groups of the table? " * 3
+    recs = [
+        record("d1", question="What is the mean of 'x'?", readability=5.0, template="mean_x"),
+        record("d2", question=long_q, readability=readability(long_q), template="mean_x"),
+        record(
+            "d3",
+            template=None,
+            source="procedural",
+            ops=("select_numeric", "mean"),
+            readability=4.0,
+        ),
+    ]
+    per = summarize(recs)["readability_by_template"]
+    assert per["mean_x"]["count"] == 2 and per["mean_x"]["min"] == readability(long_q) < 5
+    assert per["procedural:mean"] == {"count": 1, "mean": 4.0, "min": 4.0}
+    assert "| mean_x | 2 |" in readability_markdown(summarize(recs))

@@ -24,7 +24,8 @@ _NAMES = re.compile(r"\"[^\"]*\"|(?<!\w)'[^']*'(?!\w)")  # quoted column names a
 def grammar_problems(text: str) -> list[str]:
     """What reads wrong in `text`: each problem is one short phrase naming the rule.
     Quoted names are data, not wording (a column may be called "Survived?")."""
-    text = _NAMES.sub("NAME", text)
+    names = iter(range(10**6))
+    text = _NAMES.sub(lambda _: f"NAME{next(names)}", text)  # two names never read as one
     out = []
     if _STACKED.search(text):
         out.append("stacked parentheticals")
