@@ -273,3 +273,26 @@ def test_the_verifier_itself_refuses_what_the_screen_refuses(verifier: DafnyVeri
     }
     assert "unsound: " in got["bodiless_while"].errors[0].message
     assert got["bodiless_while"].errors[0].code == "unsound"
+
+
+def test_sft_never_teaches_the_hints_a_writer_got_wrong(tasks, verifier) -> None:
+    """Gold code with a false invariant, proved by the annotator's own hints: the writer
+    row teaches the code only, the annotator row the hints that verified."""
+    from verilearn_assets.dafny.cascade import ProgramTeacher
+
+    w = tasks["writer"]
+    bogus = w.annotated_body.replace("invariant p == a * i", "invariant false")
+
+    class BogusHints(ProgramTeacher):
+        def write(self, task: DafnyTask) -> str:
+            return prompts.fenced(bogus)
+
+    result = cascade_sample(w, BogusHints(), verifier)
+    assert result.status == "verified"  # the annotator kept the code and gave good hints
+    rows = {
+        r.role: r.messages[-1]["content"] for r in rows_for(trajectory(w, BogusHints(), result))
+    }
+    assert "invariant" not in rows["writer"] and "p := p + a;" in rows["writer"]
+    assert (
+        "invariant p == a * i" in rows["annotator"] and "invariant false" not in rows["annotator"]
+    )

@@ -7,7 +7,9 @@ Trajectories carry the prompt pieces, so no task lookup is needed.
 Rows are re-screened from the trajectory's own texts, whatever its `verified` flag says:
 the writer's body and the annotation must pass the anti-cheat screen, and the annotation
 must keep the code it was given (`same_code`). A writer body the annotator replaced
-teaches nothing: no writer row and no annotator row.
+teaches nothing: no writer row and no annotator row. The writer row teaches the writer's
+code without its hints (`remove_hints`): the cascade proved that code with the
+annotator's hints, not with whatever hints the writer wrote, so those are never taught.
 """
 
 from __future__ import annotations
@@ -19,7 +21,11 @@ from verilearn_assets.core.records import Record
 from verilearn_assets.dafny import prompts
 from verilearn_assets.dafny.anticheat import screen
 from verilearn_assets.dafny.records import DafnyTrajectory
-from verilearn_assets.dafny.syntax import lemma_names, same_code
+from verilearn_assets.dafny.syntax import lemma_names, remove_hints, same_code
+
+
+def _lemmas(trajectory: DafnyTrajectory) -> frozenset[str]:
+    return lemma_names(trajectory.prefix + trajectory.spec + "{ }" + trajectory.suffix)
 
 
 def teachable(trajectory: DafnyTrajectory) -> bool:
@@ -34,8 +40,7 @@ def teachable(trajectory: DafnyTrajectory) -> bool:
         answers.append(trajectory.writer_output)
     if any(screen(a, "body") for a in answers):
         return False
-    header = trajectory.prefix + trajectory.spec + "{ }" + trajectory.suffix
-    return same_code(shown, trajectory.annotator_output, lemma_names(header))
+    return same_code(shown, trajectory.annotator_output, _lemmas(trajectory))
 
 
 def rows_for(trajectory: DafnyTrajectory, variant: prompts.Variant = "strict") -> list[SftRow]:
@@ -43,8 +48,9 @@ def rows_for(trajectory: DafnyTrajectory, variant: prompts.Variant = "strict") -
         return []
     pairs: list[tuple[str, str | None, str]] = []
     if trajectory.role == "writer" and trajectory.writer_output is not None:
-        pairs.append(("writer", None, trajectory.writer_output))
-        pairs.append(("annotator", trajectory.writer_output, trajectory.annotator_output))
+        code = remove_hints(trajectory.writer_output, _lemmas(trajectory))
+        pairs.append(("writer", None, code))
+        pairs.append(("annotator", code, trajectory.annotator_output))
     else:
         pairs.append(("annotator", trajectory.body, trajectory.annotator_output))
     rows = []
