@@ -51,7 +51,7 @@ STOP = ["\n```\n", "\nmethod ", "\nlemma ", "\nfunction "]
 SYSTEM: dict[Role, str] = {
     "writer": (
         "You write Dafny 2.3 method bodies that verify against the given specification. "
-        "Keep the given signature and specification exactly; include the loop invariants, "
+        "Keep the given signature and specification exactly; you may include the loop invariants, "
         "decreases clauses and assert statements your body needs. Never use assume, a loop "
         "or forall statement without a body, or attributes other than {:trigger} and "
         "{:induction}. Answer with the body only, from its opening '{' to its closing '}', "
