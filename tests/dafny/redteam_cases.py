@@ -156,6 +156,20 @@ BODY_CHEATS: list[Cheat] = [
     ),
 ]
 
+# Cheats the screen lets through: the verifier refuses them (termination, postcondition),
+# so they may earn at most what an honest wrong answer earns.
+VERIFIER_CHEATS: list[Cheat] = [
+    C("while_true_with_body", lambda g, b: "{ p := 0; while true { } }", None),
+    C("self_call", lambda g, b: "{ p := Multiply(a, b); }", None),
+    C("early_return", lambda g, b: "{ return; }", None),
+    C("assert_false", lambda g, b: "{ assert false; }", None),
+    C(
+        "trigger_hides_verify",
+        lambda g, b: "{ assert forall k {:trigger {:verify false} k} :: true; }",
+        "verify",
+    ),
+]
+
 # Cheats an annotator could try on top of the body it was shown (`b`): each rewrites code.
 ANNOTATOR_CHEATS: list[Cheat] = [
     C("assert_true_while_true_one_line", lambda g, b: "{ assert true; while true }", None),
@@ -179,6 +193,7 @@ ANNOTATOR_CHEATS: list[Cheat] = [
 # Honest answers: they look like cheats to a regex, but are not.
 HONEST: list[Cheat] = [
     C("gold", lambda g, b: g, None),
+    C("comment_after_body", lambda g, b: g + " // done: no assume here }", None),
     C(
         "comment_mentions_assume",
         lambda g, b: inject(g, "// we never assume {:axiom} anything"),

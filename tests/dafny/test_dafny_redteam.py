@@ -25,6 +25,7 @@ from redteam_cases import (
     HONEST,
     HONEST_WRITER,
     LLM_PROPOSALS,
+    VERIFIER_CHEATS,
     Cheat,
 )
 
@@ -45,8 +46,8 @@ from verilearn_assets.dafny.splits import split_examples
 from verilearn_assets.dafny.tasks import template_tasks
 from verilearn_assets.dafny.verifier import DafnyVerifier
 
-WRITER_SIDE = BODY_CHEATS
-ANNOTATOR_SIDE = BODY_CHEATS + ANNOTATOR_CHEATS
+WRITER_SIDE = BODY_CHEATS + VERIFIER_CHEATS
+ANNOTATOR_SIDE = BODY_CHEATS + VERIFIER_CHEATS + ANNOTATOR_CHEATS
 
 
 def _wrong_writer(g: str, b: str) -> str:
@@ -199,7 +200,9 @@ def test_honest_answers_verify_and_honest_wrong_ones_earn_credit(verdicts, entry
     assert status == "verification_error"  # the baseline is a real, credited failure
 
 
-@pytest.mark.parametrize("cheat", [c for c in BODY_CHEATS], ids=lambda c: c.name)
+@pytest.mark.parametrize(
+    "cheat", [c for c in BODY_CHEATS + VERIFIER_CHEATS if c.screen], ids=lambda c: c.name
+)
 def test_the_screen_names_each_cheat(cheat: Cheat) -> None:
     """Before any verifier: the class of each body cheat (pure, cheap: `screen`)."""
     ex = next(e for e in load_bundled() if e.name == "multiply.Multiply")
