@@ -24,12 +24,22 @@ def _view(frame: pd.DataFrame, tmp, **template) -> TableView:
     return TableView(t.columns, t.n_rows, t.path, small_cfg(**template))
 
 
-def test_no_repeated_row_asks_about_the_least_varied_columns(tmp_path):
-    c = build("duplicate_rows", DISTINCT.assign(m=[0, 1] * 15), tmp_path)
+def test_no_repeated_row_asks_about_a_pair_with_missing_combinations(tmp_path):
+    # m = 1 exactly where k = 'a': 3 of the 2 x 3 combinations occur
+    frame = DISTINCT.assign(m=[1, 0, 0] * 10)
+    c = build("duplicate_rows", frame, tmp_path)
     assert c.question.startswith("Looking only at 'm' and 'k'"), c.question
-    ref, _ = answers(c, DISTINCT.assign(m=[0, 1] * 15))
-    assert ref == {"duplicates": 24, "unique_rows": 6}  # 2 x 3 combinations of 30 rows
-    assert not unfaithful(c, DISTINCT.assign(m=[0, 1] * 15))
+    assert answers(c, frame)[0] == {"duplicates": 27, "unique_rows": 3}
+    assert not unfaithful(c, frame)
+
+
+def test_a_pair_holding_every_combination_is_not_asked(tmp_path):
+    """Every combination of m (2 values) and k (3) occurs: 30 - 6 repeats whatever the
+    data, fixed by the shape. The next pair (k with a continuous column) is not asked
+    either, so nothing is."""
+    frame = DISTINCT.assign(m=[0, 1] * 15)
+    with pytest.raises(NotApplicable, match="no pair of columns"):
+        REGISTRY["duplicate_rows"].build(_view(frame, tmp_path))
 
 
 def test_a_repeated_row_keeps_the_whole_row_question(tmp_path):

@@ -51,24 +51,36 @@ def most_missing_column(v: TableView) -> list[Candidate]:
     ]
 
 
+def _repeating_pair(v: TableView) -> list[str]:
+    """The least varied pair of columns (identifiers and constants left out) in which some
+    combination of values never occurs: where every combination occurs, the count of
+    repeats is fixed by the two cardinalities and the row count, not by the data."""
+    kept = sorted(
+        (c for c in v.columns if c.n_unique >= 2 and not c.id_like and c.name not in v.id_columns),
+        key=lambda c: (c.n_unique, c.name),
+    )[:6]
+    df = v.frame()
+    for i, a in enumerate(kept):
+        for b in kept[i + 1 :]:
+            combos = len(df[[a.name, b.name]].drop_duplicates())
+            if combos < min(a.n_unique * b.n_unique, len(df)):
+                return [a.name, b.name]
+    return []
+
+
 def duplicate_rows(v: TableView) -> list[Candidate]:
-    """Whole-row duplicates where the table has some; otherwise duplicates over its two
-    least varied columns (named in the question). Most tables repeat no whole row, and a
-    question whose answer is 0 on nearly every table teaches nothing (issue 24: 26 of 32
-    were 0)."""
+    """Whole-row duplicates where the table has some; otherwise duplicates over a pair of
+    columns (named in the question, `_repeating_pair`). Most tables repeat no whole row,
+    and a question whose answer is 0 on nearly every table teaches nothing (issue 24: 26
+    of 32 were 0)."""
     df = v.frame()
     if bool(df.duplicated().any()):
         cols: list[str] = []
-    else:  # the two columns with the fewest distinct values (identifiers never repeat)
-        kept = [
-            c
-            for c in v.columns
-            if c.kind != "empty" and not c.id_like and c.name not in v.id_columns
-        ]
-        cols = [c.name for c in sorted(kept, key=lambda c: (c.n_unique, c.name))[:2]]
+    else:
+        cols = _repeating_pair(v)
         v.require(
-            bool(cols) and bool(df.duplicated(subset=cols).any()),
-            "no row repeats an earlier one, nor in its two least varied columns",
+            bool(cols),
+            "no row repeats an earlier one, and no pair of columns has missing combinations",
         )
     subset = f"subset={cols!r}, " if cols else ""
     p = ReferenceCode().comment(
