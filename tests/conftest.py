@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from vllm_fixtures import RunningVllm, tiny_model_dir, vllm_python, vllm_server  # noqa: F401
+
+if TYPE_CHECKING:
+    import duckdb
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -20,6 +25,16 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (h / "dagster").mkdir()
     monkeypatch.setenv("DAGSTER_HOME", str(h / "dagster"))
     return h
+
+
+@pytest.fixture
+def duck() -> Iterator[duckdb.DuckDBPyConnection]:
+    """An in-memory DuckDB connection, closed after the test: a connection still open when
+    the interpreter exits makes DuckDB print `nanobind: leaked … DuckDBPyConnection`."""
+    import duckdb
+
+    with duckdb.connect() as con:
+        yield con
 
 
 @pytest.fixture(scope="session")

@@ -89,12 +89,10 @@ def test_an_unlocked_read_raced_by_a_first_writer_returns_the_new_version(
     assert got["id"].to_list() == [f"new-{i}" for i in range(4)]
 
 
-def test_duckdb_reads_hive_layout(home: Path) -> None:
-    import duckdb
-
+def test_duckdb_reads_hive_layout(home: Path, duck) -> None:
     lake.write_partition("questions", _frame("a"), source="template", split="train")
     lake.write_partition("questions", _frame("b", 2), source="llm", split="dev")
-    rows = duckdb.sql(
+    rows = duck.sql(
         f"select source, split, count(*) from read_parquet('{home}/lake/questions/*/*/*.parquet',"
         " hive_partitioning=true) group by all order by all"
     ).fetchall()

@@ -74,6 +74,9 @@ def test_report_as_a_subprocess(small_lake: Path, tmp_path: Path) -> None:
     )
     assert ok.returncode == 0, ok.stderr
     assert "Teacher precision" in ok.stdout and "80.0%" in ok.stdout
+    # a newcomer's console: no library warning, no DuckDB connection left open at exit
+    # ("nanobind: leaked … DuckDBPyConnection")
+    assert "Warning" not in ok.stderr and "leaked" not in ok.stderr, ok.stderr
     env["VERILEARN_HOME"] = str(tmp_path / "missing")
     bad = subprocess.run(
         [str(VERILEARN), "report"], env=env, capture_output=True, text=True, timeout=120, cwd=REPO
