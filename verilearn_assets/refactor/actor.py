@@ -204,9 +204,13 @@ class Actor:
         tests, reward, commit. Public because GRPO's refactor environment drives it too."""
         settings = self.config.state
         state, _ = self.store.load(key)
-        messages = render_messages(
-            self.prompts, task, render(state), step, max_steps, last, ws.tree
-        )
+        try:
+            messages = render_messages(
+                self.prompts, task, render(state), step, max_steps, last, ws.tree
+            )
+        except Exception:  # noqa: BLE001 - the code the model left cannot be shown: no code
+            log.exception("refactor actor: task %s step %d: code not shown", task.id, step)
+            messages = render_messages(self.prompts, task, render(state), step, max_steps, last)
         seed = self.seed + step
         start = time.perf_counter()
         overflow = ""
@@ -289,7 +293,12 @@ class Actor:
             seed=seed,
             latency_ms=round(latency, 3),
         )
-        self.queue.commit_step(run, record, key, new_state)
+        try:
+            self.queue.commit_step(run, record, key, new_state)
+        except Exception as exc:  # noqa: BLE001 - e.g. a file name that is not UTF-8
+            log.exception("refactor actor: task %s step %d: not committable", task.id, step)
+            record = crash_record(record, exc)
+            self.queue.commit_step(run, record, key, state)
         return record
 
 
@@ -313,6 +322,34 @@ def run_action(
             return verdict.tree, verdict.diff
     snap = ws.snapshot()
     return tree_hash(snap), unified_diff(ws.baseline, snap, ws.budget.max_text_bytes)
+
+
+def crash_record(record: TrajectoryStep, exc: BaseException) -> TrajectoryStep:
+    """`record` as a crash step (reward 0, the error's class and message, no diff, no
+    tests), every text made encodable: what is committed when `record` itself cannot be."""
+    data = _encodable(record.model_dump())
+    data.update(
+        sandbox_result=_encodable(host_error(exc)),
+        tests={},
+        diff_from_start="",
+        tree_hash="",
+        reward=0.0,
+        failure="crash",
+        verified=False,
+        done=False,
+    )
+    return TrajectoryStep(**data)
+
+
+def _encodable(value: Any) -> Any:
+    """Strings with lone surrogates (a non-UTF-8 file name) replaced, recursively."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, dict):
+        return {_encodable(k): _encodable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_encodable(v) for v in value]
+    return value
 
 
 def _crashed(record: TrajectoryStep) -> bool:
