@@ -157,6 +157,13 @@ def test_a_tautological_answer_is_rejected():
         STRING,
     )
     assert screen_one(options, FRAME, ScreenConfig()).rejection_reason is None
+    # nor are values the wording lists as the choices
+    choices = template_cand(
+        "Which of 'a', 'b' or 'c' has the largest mean of 'x'?",
+        "str(df.groupby('g')['x'].mean().idxmax())",
+        STRING,
+    )
+    assert screen_one(choices, FRAME, ScreenConfig()).rejection_reason is None
 
 
 @pytest.mark.parametrize("name", sorted(HONEST))

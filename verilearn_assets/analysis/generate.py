@@ -6,13 +6,15 @@ Generation only proposes; `analysis.verify` decides. The procedural generator li
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
 
 from verilearn_assets.analysis.candidate import Candidate
-from verilearn_assets.analysis.conventions import RunCache
+from verilearn_assets.analysis.conventions import TIE_MARK, RunCache, probed
 from verilearn_assets.analysis.generation_stats import shortfall
 from verilearn_assets.analysis.id_columns import numeric_id_columns
 from verilearn_assets.analysis.metamorphic import TableTrials
@@ -22,6 +24,7 @@ from verilearn_assets.analysis.programs.program import Program
 from verilearn_assets.analysis.questions_config import QuestionsConfig
 from verilearn_assets.analysis.screen import ScreenConfig, screen, screen_one
 from verilearn_assets.analysis.templates import apply_templates
+from verilearn_assets.core.answers import parse_answer
 from verilearn_assets.core.records import TableRecord
 
 GENERATED_SOURCES = ("template", "procedural")
@@ -70,7 +73,12 @@ def _procedural(table: TableRecord, cfg: QuestionsConfig) -> Generation:
     )
     program_screen = _program_screen(cfg.screen, pcfg.digits) if cfg.screen.enabled else None
     found = generate_program_candidates(
-        table.columns, table.path, pcfg, program_screen, ablates=cfg.screen.metamorphic
+        table.columns,
+        table.path,
+        pcfg,
+        program_screen,
+        ablates=cfg.screen.metamorphic,
+        probe=probed if program_screen and cfg.screen.probe_ties else None,
     )
     gen = Generation(
         found.candidates, rejected=found.rejected, search_rejected=found.stats.rejected
@@ -83,10 +91,11 @@ def _procedural(table: TableRecord, cfg: QuestionsConfig) -> Generation:
 
 def _program_screen(cfg: ScreenConfig, digits: int) -> ProgramScreen:
     """`screen_one` with the per-table state (ID columns, run cache, perturbed tables)
-    built on the first program of a table and reused for the rest."""
+    built on the first program of a table and reused for the rest. The dry run ran the
+    probed code (`seen`: its hooks and tie marks), so the reference is not run again."""
     state: dict[int, tuple[list[str], RunCache | None, TableTrials | None]] = {}
 
-    def run(program: Program, cand: Candidate, df: pd.DataFrame) -> Candidate:
+    def run(program: Program, cand: Candidate, df: pd.DataFrame, seen: dict[str, Any]) -> Candidate:
         if id(df) not in state:
             state.clear()  # one table at a time: the frame of the last table is dropped
             state[id(df)] = (
@@ -95,7 +104,11 @@ def _program_screen(cfg: ScreenConfig, digits: int) -> ProgramScreen:
                 TableTrials(df, cfg.perturbations, cfg.seed) if cfg.metamorphic else None,
             )
         ids, cache, trials = state[id(df)]
-        return screen_one(cand, df, cfg, ids, cache, trials, program, digits)
+        if cache is not None and "final" in seen:
+            ties = frozenset(k[len(TIE_MARK) :] for k in seen if k.startswith(TIE_MARK))
+            reference = parse_answer(json.dumps(seen["final"]))
+            cache.get("probed", cand.code, lambda: (reference, ties))
+        return screen_one(cand, df, cfg, ids, cache, trials, program, digits, seen)
 
     return run
 

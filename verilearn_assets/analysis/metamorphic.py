@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -57,15 +57,17 @@ def _untie(col: pd.Series) -> pd.Series:
     """A float column with its repeated values nudged apart by 1e-9 of its spread: a draw
     with replacement repeats values, and an answer fixed for untied data (the kurtosis of
     squared percentile ranks) must not move only because the perturbation made ties."""
-    if not pd.api.types.is_float_dtype(col):
+    if not pd.api.types.is_float_dtype(col) or isinstance(
+        col.dtype, pd.api.extensions.ExtensionDtype
+    ):
         return col
-    dup = col.duplicated(keep="first") & col.notna()
+    values = col.to_numpy(copy=True)
+    dup = col.duplicated(keep="first").to_numpy() & ~np.isnan(values)
     if not dup.any():
         return col
-    scale = float(col.std()) if col.notna().sum() > 1 and col.std() > 0 else 1.0
-    out = col.copy()
-    out[dup] = col[dup] + 1e-9 * scale * np.arange(1, int(dup.sum()) + 1)
-    return out
+    spread = float(np.nanstd(values))
+    values[dup] += 1e-9 * (spread if spread > 0 else 1.0) * np.arange(1, int(dup.sum()) + 1)
+    return pd.Series(values, name=col.name)
 
 
 def same_shape_tables(df: pd.DataFrame, k: int, seed: int) -> list[pd.DataFrame]:
@@ -76,34 +78,59 @@ def same_shape_tables(df: pd.DataFrame, k: int, seed: int) -> list[pd.DataFrame]
     n = len(df)
     out = []
     for _ in range(k):
-        rows = df.iloc[rng.integers(0, n, size=n)].reset_index(drop=True)
-        out.append(
-            pd.DataFrame(
-                {
-                    c: _untie(rows[c].iloc[rng.permutation(n)].reset_index(drop=True))
-                    for c in df.columns
-                },
-                columns=df.columns,
-            )
-        )
+        rows = rng.integers(0, n, size=n)
+        cols = {
+            c: _untie(df[c].take(rows[rng.permutation(n)]).reset_index(drop=True))
+            for c in df.columns
+        }
+        out.append(pd.DataFrame(cols, columns=df.columns))
     return out
 
 
-def _answer(code: str, df: pd.DataFrame, seen: dict[str, Any] | None = None) -> Any:
+def _answer(
+    code: str,
+    df: pd.DataFrame,
+    seen: dict[str, Any] | None = None,
+    preset: dict[str, Any] | None = None,
+) -> Any:
     """The parsed answer, or None when the program cannot answer on this table."""
     try:
-        return parse_answer(json.dumps(run_in_process(code, df, seen)))
+        return parse_answer(json.dumps(run_in_process(code, df, seen, preset)))
     except Exception:  # a perturbed table may break a valid program: nothing is shown
         return None
 
 
-def perturbed_answers(code: str, tables: list[pd.DataFrame]) -> list[Any]:
-    """The answer on each perturbed table (None where the program fails on it)."""
-    return [_answer(code, t) for t in tables]
+class PerturbedAnswers(Sequence[Any]):
+    """The answers of one program on the perturbed tables, each computed when first read:
+    an honest answer differs on the first table, so one run usually settles it."""
+
+    def __init__(self, code: str, tables: list[pd.DataFrame]) -> None:
+        self.code, self.tables = code, tables
+        self._done: list[Any] = []
+
+    def __len__(self) -> int:
+        return len(self.tables)
+
+    def __getitem__(self, i: int) -> Any:  # type: ignore[override]
+        if not 0 <= i < len(self.tables):
+            raise IndexError(i)
+        while len(self._done) <= i:
+            self._done.append(_answer(self.code, self.tables[len(self._done)]))
+        return self._done[i]
+
+
+def perturbed_answers(code: str, tables: list[pd.DataFrame]) -> PerturbedAnswers:
+    """The answer on each perturbed table (None where the program fails on it), lazily."""
+    return PerturbedAnswers(code, tables)
+
+
+def _body(code: str) -> str:
+    """Code without its comment lines: the wordings of one computation share it."""
+    return "\n".join(ln for ln in code.splitlines() if not ln.lstrip().startswith("#"))
 
 
 def data_independent_reason(
-    answer: Any, perturbed: list[Any], kind: str, shape_only: bool = False
+    answer: Any, perturbed: Sequence[Any], kind: str, shape_only: bool = False
 ) -> str | None:
     """`degenerate_data_independent: ...` when a numeric answer is the same on every
     perturbed table, or None."""
@@ -148,24 +175,40 @@ def ablations(program: Program) -> Iterator[tuple[int, Program]]:
         yield i, ablated
 
 
+def _suffix(program: Program, i: int, digits: int) -> str:
+    """The compiled code of `program` from step `i` on (header and steps before dropped):
+    one line and one hook per step, as `compile_program` lays them out."""
+    lines = compile_program(program, digits).splitlines()
+    return "\n".join(lines[1 + 2 * i :]) + "\n"
+
+
 def redundant_step_reason(
     program: Program,
     df: pd.DataFrame,
     answer: Any,
     tables: list[pd.DataFrame],
-    perturbed: list[Any],
+    perturbed: Sequence[Any],
     digits: int = 4,
+    seen: dict[str, Any] | None = None,
 ) -> str | None:
     """`redundant_step: ...` naming the first step whose removal changes the answer on
     neither the table nor any perturbed table, or None. The ablated program runs on the
-    table first; only a step that survives that runs on the perturbed tables."""
+    table first, from the dropped step on (the steps before it are the original's, run
+    once, or given as `seen`: its hooked values); only a step that survives that runs on
+    the perturbed tables."""
+    if seen is None or any(f"x{j + 1}" not in seen for j in range(len(program.steps))):
+        seen = {}
+        if _answer(compile_program(program, digits), df, seen) != answer:
+            return None  # the program does not reproduce its answer: nothing to compare
     for i, ablated in ablations(program):
-        code = compile_program(ablated, digits)
-        got = _answer(code, df)
+        preset = {f"x{j + 1}": seen[f"x{j + 1}"] for j in range(i)}
+        got = _answer(_suffix(ablated, i, digits), df, preset=preset)
         if got is None or got != answer:
             continue
+        code = compile_program(ablated, digits)
         if all(
-            p is not None and _answer(code, t) == p for t, p in zip(tables, perturbed, strict=True)
+            perturbed[j] is not None and _answer(code, t) == perturbed[j]
+            for j, t in enumerate(tables)
         ):
             return (
                 f"{REDUNDANT}: step {i + 1} ({program.steps[i].op}) can be dropped: the "
@@ -174,19 +217,25 @@ def redundant_step_reason(
     return None
 
 
-QUOTED = re.compile(r"""['"`‘“]([^'"`’”]{1,80})['"`’”]""")
+_Q = r"""['"`‘“]([^'"`’”]{1,80})['"`’”]"""
+QUOTED = re.compile(_Q)
 # the sentence that lists the admissible answers quotes them by design
 OPTIONS = re.compile(r"\b(answer|one of|either)\b[^?.]*$", re.IGNORECASE)
+# quoted values listed together ('a' or 'b'; 'a', 'b' and 'c') are choices, not fixed values
+LISTED = re.compile(_Q + r"\s*(?:,\s*(?:or\s+|and\s+)?|or\s+|and\s+)(?=['\"`‘“])")
 
 
 def _question_values(question: str) -> set[str]:
-    """Values the wording quotes, leaving out the answer-options sentence."""
+    """Values the wording fixes: quoted, outside the answer-options sentence and not one
+    of a list of choices ("which of 'a' or 'b'")."""
     out: set[str] = set()
     for sentence in re.split(r"(?<=[?.])\s+", question):
         if re.match(r"\s*(answer|give|round|reply)\b", sentence, re.IGNORECASE):
             continue
+        listed = {m.start() for m in LISTED.finditer(sentence)}
+        listed |= {m.end() for m in LISTED.finditer(sentence)}
         for m in QUOTED.finditer(sentence):
-            if OPTIONS.search(sentence[: m.start()]):
+            if OPTIONS.search(sentence[: m.start()]) or m.start() in listed:
                 continue
             out.add(m.group(1).strip())
     return out
@@ -207,7 +256,11 @@ def _filter_fixed_values(seen: dict[str, Any], program: Program) -> dict[str, se
 
 
 def tautology_reason(
-    cand: Candidate, answer: Any, df: pd.DataFrame, program: Program | None = None
+    cand: Candidate,
+    answer: Any,
+    df: pd.DataFrame,
+    program: Program | None = None,
+    seen: dict[str, Any] | None = None,
 ) -> str | None:
     """`tautology: ...` when a label answer equals a value the question fixes, or None."""
     if not isinstance(answer, str):
@@ -216,8 +269,9 @@ def tautology_reason(
         return f"{TAUTOLOGY}: the answer {answer!r} is a value the question itself names"
     if program is None or not any(BY_NAME[s.op].family == "filter" for s in program.steps):
         return None
-    seen: dict[str, Any] = {}
-    _answer(cand.code, df, seen)
+    if seen is None:
+        seen = {}
+        _answer(cand.code, df, seen)
     for col, values in _filter_fixed_values(seen, program).items():
         if answer in values:
             return (
@@ -233,6 +287,14 @@ class TableTrials:
     def __init__(self, df: pd.DataFrame, k: int, seed: int) -> None:
         self.df = df
         self.tables = same_shape_tables(df, k, seed) if len(df) else []
+        self._answers: dict[str, PerturbedAnswers] = {}  # by code body: variants share
+
+    def answers(self, code: str) -> PerturbedAnswers:
+        """The (lazy) perturbed answers of `code`, shared by every wording of it."""
+        key = _body(code)
+        if key not in self._answers:
+            self._answers[key] = PerturbedAnswers(code, self.tables)
+        return self._answers[key]
 
     def screen(
         self,
@@ -241,16 +303,20 @@ class TableTrials:
         program: Program | None = None,
         shape_only: bool = False,
         digits: int = 4,
+        seen: dict[str, Any] | None = None,
     ) -> str | None:
-        """The first metamorphic rejection of `cand` (whose reference gave `answer`)."""
-        reason = tautology_reason(cand, answer, self.df, program)
+        """The first metamorphic rejection of `cand` (whose reference gave `answer`;
+        `seen`: the hooked values of a run of it on the table, when the caller has them)."""
+        reason = tautology_reason(cand, answer, self.df, program, seen)
         if reason:
             return reason
         judged = not shape_only and cand.answer_schema.kind in JUDGED_KINDS
         if not judged and program is None:
             return None
-        perturbed = perturbed_answers(cand.code, self.tables)
+        perturbed = self.answers(cand.code)
         reason = data_independent_reason(answer, perturbed, cand.answer_schema.kind, shape_only)
         if reason is None and program is not None:
-            reason = redundant_step_reason(program, self.df, answer, self.tables, perturbed, digits)
+            reason = redundant_step_reason(
+                program, self.df, answer, self.tables, perturbed, digits, seen
+            )
         return reason

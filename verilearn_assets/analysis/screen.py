@@ -60,12 +60,14 @@ def screen_one(
     trials: TableTrials | None = None,
     program: Program | None = None,
     digits: int = 4,
+    seen: dict[str, Any] | None = None,
 ) -> Candidate:
     """A copy of `cand` with `conventions` and, if it fails the screen, `rejection_reason`.
 
     The reference runs once, through the tie probes, so tie variants run only where the
     reference met a tie; `id_columns`, `cache` and `trials` (the perturbed tables) are the
-    caller's, once per table. `program` (procedural candidates) enables step ablation.
+    caller's, once per table. `program` (procedural candidates) enables step ablation;
+    `seen`, the hooked values of a run of it on `df`, spares the ablation that run.
     """
     try:
         if cfg.probe_ties:
@@ -79,7 +81,7 @@ def screen_one(
     reason = reason or report.rejection
     if reason is None and cfg.metamorphic:
         trials = trials or TableTrials(df, cfg.perturbations, cfg.seed)
-        reason = trials.screen(cand, answer, program, shape_only(cand), digits)
+        reason = trials.screen(cand, answer, program, shape_only(cand), digits, seen)
     elif reason is None and cand.source in cfg.perturb_sources:
         reason = constant_reason(
             cand, df, answer, cfg.perturbations, cfg.perturb_fraction, cfg.seed

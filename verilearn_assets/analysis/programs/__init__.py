@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 import pandas as pd
 
@@ -91,10 +92,20 @@ def to_candidate(program: Program, digits: int = 4) -> Candidate:
     )
 
 
-def _dry_run(df: pd.DataFrame, digits: int, program: Program) -> str | None:
-    seen: dict[str, object] = {}
+def _dry_run(
+    df: pd.DataFrame,
+    digits: int,
+    program: Program,
+    seen: dict[str, Any] | None = None,
+    probe: Callable[[str], str] | None = None,
+) -> str | None:
+    """Why the program's answer on the table is unusable or a step is a no-op, or None.
+    `seen` receives the hooked values; `probe` rewrites the code first (the screen's tie
+    probes, so the screen reuses this run instead of repeating it)."""
+    seen = {} if seen is None else seen
+    code = compile_program(program, digits)
     try:
-        run_in_process(compile_program(program, digits), df, seen)
+        run_in_process(probe(code) if probe else code, df, seen)
     except AnswerUnusable:
         return "unusable_answer"
     except (
@@ -127,9 +138,9 @@ class ProgramGeneration:
     stats: SearchStats
 
 
-# screens a compiled program on its table: the candidate back with `rejection_reason` set
-# when it is turned away (`analysis.screen.screen_one` through `analysis.generate`)
-ProgramScreen = Callable[[Program, Candidate, pd.DataFrame], Candidate]
+# screens a compiled program on its table, given the dry run's hooked values: the candidate
+# back with `rejection_reason` set when it is turned away (`analysis.generate`)
+ProgramScreen = Callable[[Program, Candidate, pd.DataFrame, dict[str, Any]], Candidate]
 
 
 def generate_program_candidates(
@@ -138,6 +149,7 @@ def generate_program_candidates(
     cfg: ProgramSearchConfig | None = None,
     screen: ProgramScreen | None = None,
     ablates: bool = False,
+    probe: Callable[[str], str] | None = None,
 ) -> ProgramGeneration:
     """Procedural candidates for one table, deterministic for a given profile and seed.
 
@@ -145,20 +157,22 @@ def generate_program_candidates(
     program is also run in-process on the table and dropped if its answer is unusable,
     then passed to `screen`: a program the screen turns away counts as a search rejection,
     so the search goes on until `cfg.max_programs` pass it. `ablates` says the screen
-    drops steps one at a time, which replaces the adjacent-pair rules of `chain_problem`.
+    drops steps one at a time, which replaces the adjacent-pair rules of `chain_problem`;
+    `probe` is the code rewrite of the dry run (see `_dry_run`).
     """
     cfg = cfg or ProgramSearchConfig()
     accept = None
     screened: dict[str, Candidate] = {}
     if table_path is not None and cfg.dry_run:
         df = load_table(table_path)
-        dry = partial(_dry_run, df, cfg.digits)
+        dry = partial(_dry_run, df, cfg.digits, probe=probe)
 
         def accept(program: Program) -> str | None:
-            reason = dry(program)
+            seen: dict[str, Any] = {}
+            reason = dry(program, seen)
             if reason is None and screen is not None:
                 cand = screened[program.key] = screen(
-                    program, to_candidate(program, cfg.digits), df
+                    program, to_candidate(program, cfg.digits), df, seen
                 )
                 reason = cand.rejection_reason
             return reason

@@ -59,9 +59,15 @@ def check_answer(value: Any) -> None:
     raise AnswerUnusable(f"answer of unsupported type {type(value).__name__}")
 
 
-def run_in_process(code: str, df: pd.DataFrame, seen: dict[str, Any] | None = None) -> Any:
+def run_in_process(
+    code: str,
+    df: pd.DataFrame,
+    seen: dict[str, Any] | None = None,
+    preset: dict[str, Any] | None = None,
+) -> Any:
     """Execute compiled code and return the single submitted value; `seen`, when given,
-    receives every hooked value by hook name."""
+    receives every hooked value by hook name. `preset` names values already computed (the
+    steps a variant of a program shares with it), so `code` may be the rest only."""
     submitted: list[Any] = []
 
     def hook(value: Any, code_line: str, name: str = "", depends_on: list[str] | None = None):
@@ -76,6 +82,7 @@ def run_in_process(code: str, df: pd.DataFrame, seen: dict[str, Any] | None = No
         "stats": stats,
         "hook": hook,
         "submit": submitted.append,
+        **(preset or {}),
     }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
