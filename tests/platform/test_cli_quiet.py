@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import shlex
 import subprocess
 import sys
 import warnings
@@ -106,6 +107,8 @@ def test_every_help_says_what_the_command_does_and_shows_an_example() -> None:
         example = text.split("example:\n", 1)
         assert len(example) == 2, f"verilearn {where} --help has no example:\n{text}"
         assert example[1].strip().startswith(f"verilearn {where}"), (where, example[1])
+        args = parser.parse_args(shlex.split(example[1])[1:])  # the example is a real call
+        assert args.handler, where
     top = parser.format_help()
     assert "examples:" in top and all(f"    {name}" in top for name in ("demo", "report", "gate"))
 

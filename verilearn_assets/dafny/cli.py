@@ -29,6 +29,11 @@ from verilearn_assets.dafny.settings import cache_dir, load_dafny_config
 from verilearn_assets.dafny.toolchain import ToolchainError
 from verilearn_assets.dafny.verifier import DafnyVerifier, VerifierConfig
 
+EXAMPLES = {  # shown by `--help` (verilearn_assets/cli: one example per command)
+    "dafny verify": "verilearn dafny verify verilearn_assets/dafny/corpus/abs_max.dfy",
+    "dafny load": "verilearn dafny load --corpus dafny-bundled --out programs.parquet",
+}
+
 
 def register(subparsers: Any) -> None:
     dafny = subparsers.add_parser("dafny", help="the Dafny verifier and corpus loader")

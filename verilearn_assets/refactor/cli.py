@@ -36,6 +36,13 @@ class _Bad(ValueError):
     pass
 
 
+EXAMPLES = {  # shown by `--help` (verilearn_assets/cli: one example per command)
+    "refactor apply": "verilearn refactor apply --workspace . --pattern 'print($A)' "
+    "--rewrite 'log($A)' --test 'pytest -q'",
+    "state dump": "verilearn state dump TASK_ID --history --format text",
+}
+
+
 def register(subparsers: Any) -> None:
     refactor = subparsers.add_parser("refactor", help="the refactor family's jailed runner")
     sub = refactor.add_subparsers(dest="refactor_command", required=True)
