@@ -191,6 +191,11 @@ def test_generation_keeps_its_yield_and_keeps_the_turned_away_as_records(fair):
     assert all(c.rejection_reason is None for c in gen.candidates)
     assert all(c.rejection_reason for c in gen.rejected)
     assert not any(k.startswith("short_of_target") for k in gen.search_rejected)
+    # a target above procedural.max_programs moves the search's stopping point with it
+    more = cfg.model_copy(
+        update={"generation": cfg.generation.model_copy(update={"target_per_table": 14})}
+    )
+    assert len(generate(fair, "procedural", more).candidates) == 14
     # every accepted candidate passes the screen again on its own
     df = pd.read_parquet(fair.path)
     again = [screen_one(c, df, cfg.screen).rejection_reason for c in gen.candidates[:4]]
