@@ -133,6 +133,27 @@ def test_gate_rules_catch_tampered_trajectories(materialized: Path, tmp_path: Pa
         outcome = rules[rule_name].evaluate(ctx(home))
         assert not outcome.passed and outcome.failures, rule_name
 
+    # the gate runs a sample of verified steps' tests again on a clean copy (a recorded
+    # "passed" is not taken on trust): tasks whose tests cannot pass fail, naming each step
+    shutil.rmtree(home / "lake")
+    shutil.copytree(materialized / "lake", home / "lake")
+    broken = [
+        t.model_copy(update={"test_command": ["pytest", "-q", "tests/no_such_test.py"]})
+        for t in FAMILY.read_tasks(home, "template", SPLIT)
+    ]
+    lake.write_records(
+        FAMILY.task_lake,
+        broken,
+        FAMILY.task_model,
+        lake.lake_root(home),
+        source="template",
+        split=SPLIT,
+    )
+    outcome = rules["refactor_steps_reproduce"].evaluate(ctx(home))
+    assert not outcome.passed
+    for step in FAMILY.read_rollouts(home, "template", SPLIT):
+        assert any(step.id in f and "clean copy" in f for f in outcome.failures), step.id
+
     # a task copied into a second split
     shutil.rmtree(home / "lake")
     shutil.copytree(materialized / "lake", home / "lake")

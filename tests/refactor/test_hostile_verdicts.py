@@ -25,7 +25,7 @@ from verilearn_assets.refactor.grpo import RefactorScorer
 from verilearn_assets.refactor.jail import run_in_jail
 from verilearn_assets.refactor.prompts import load_prompts
 from verilearn_assets.refactor.records import RefactorTask
-from verilearn_assets.refactor.rewards import compute_reward
+from verilearn_assets.refactor.rewards import PARTIAL_CAP, compute_reward
 from verilearn_assets.refactor.runner import (
     apply_action,
     cleanup,
@@ -33,7 +33,7 @@ from verilearn_assets.refactor.runner import (
     run_tests,
 )
 from verilearn_assets.refactor.tasks import Candidate, rename_rule, run_candidate
-from verilearn_assets.refactor.verdict import verify_step
+from verilearn_assets.refactor.verdict import file_diffs, verify_step
 
 CORPUS = {
     "pkg/__init__.py": 'from pkg.core import scale\n\n__all__ = ["scale"]\n',
@@ -205,6 +205,19 @@ def test_stale_pyc_never_poisons_the_cache_for_another_workspace(
     finally:
         cleanup(cheat)
         cleanup(plain)
+
+
+def test_partial_credit_is_a_reward_but_not_verified(rename) -> None:
+    """Half the target's lines with tests passing earns partial credit; only a tree of the
+    task (the target, a reference step) with passing tests is verified."""
+    _, task, _ = rename
+    half = file_diffs(task.target_diff)["pkg/core.py"]
+    partial = compute_reward(task, None, "ok", "passed", "not-a-task-tree", half)
+    assert 0 < partial.value <= PARTIAL_CAP and not partial.verified and partial.failure is None
+    solved = compute_reward(task, None, "ok", "passed", task.target_tree, task.target_diff)
+    assert (solved.value, solved.verified) == (1.0, True)
+    failing = compute_reward(task, None, "ok", "failed", task.target_tree, task.target_diff)
+    assert (failing.value, failing.verified, failing.failure) == (0.0, False, "tests_fail")
 
 
 class ByTask:
