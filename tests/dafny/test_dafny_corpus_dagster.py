@@ -48,7 +48,10 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict:
     data = base / "DafnyBench" / "dataset"
     (data / "ground_truth").mkdir(parents=True)
     (data / "hints_removed").mkdir()
-    for name, text in {"sum4": SUM4, "absdiff": ABS, "countdown": DOWNTO}.items():
+    # AbsWrong: 2.3 syntax (Abs only in its spec), and its body is wrong
+    broken = ABS.replace("AbsDiff", "AbsWrong").replace("d := Abs(a - b);", "d := a - b;")
+    programs = {"sum4": SUM4, "absdiff": ABS, "countdown": DOWNTO, "abswrong": broken}
+    for name, text in programs.items():
         (data / "ground_truth" / f"{name}.dfy").write_text(text)
         bare = "\n".join(ln for ln in text.split("\n") if "invariant" not in ln)
         (data / "hints_removed" / f"{name}_no_hints.dfy").write_text(bare)
@@ -106,12 +109,14 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 def test_tasks_come_from_the_catalog_corpus(built: dict) -> None:
     assert built["result"].success
-    assert built["programs"] == {"mybench/sum4", "mybench/absdiff"}
+    assert built["programs"] == {"mybench/sum4", "mybench/absdiff", "mybench/abswrong"}
     records = FAMILY.read_tasks(built["home"], "template", built["split"])
     assert records and {r.program for r in records} <= built["programs"]
+    assert all(r.status == "rejected" for r in records if r.program == "mybench/abswrong")
     accepted = {(r.program, r.role) for r in records if r.status == "accepted"}
     assert ("mybench/sum4", "annotator") in accepted  # its loop needs the invariant
-    assert {p for p, _ in accepted} == built["programs"], [r.rejection_reason for r in records]
+    mine = {r.program for r in records} - {"mybench/abswrong"}
+    assert {p for p, _ in accepted} == mine, [r.rejection_reason for r in records]
     sum4 = next(r for r in records if r.program == "mybench/sum4" and r.role == "annotator")
     assert "while" in sum4.body and "invariant s == Acc(j)" not in sum4.body  # the 2.3 twin
 
@@ -125,8 +130,9 @@ def test_coverage_is_in_the_lake_and_the_report(built: dict, capsys: pytest.Capt
         split=built["split"],
     )
     counts = {(r.measure, r.reason): r.n for r in rows if isinstance(r, DafnyCoverageRow)}
-    assert counts[("files", "")] == 4 and counts[("loaded", "")] == 2
+    assert counts[("files", "")] == 5 and counts[("loaded", "")] == 3
     assert counts[("rewritten", "")] == 2 and counts[("reference_verified", "")] == 2
+    assert counts[("reference_failed", "verification_error")] == 1
     assert counts[("skipped", DUPLICATE)] == 1
     assert counts[("skipped", "dafny4: downto loop has no mechanical rewrite")] == 1
     code = main(["report", "--format", "json", "--table", "mart_dafny_coverage"])
@@ -134,6 +140,7 @@ def test_coverage_is_in_the_lake_and_the_report(built: dict, capsys: pytest.Capt
     assert code == 0, out
     (row,) = json.loads(out)["mart_dafny_coverage"]["rows"]
     assert row["corpus"] == "mybench" and row["layout"] == "dafnybench"
-    assert (row["n_files"], row["n_loaded"], row["n_rewritten"]) == (4, 2, 2)
-    assert row["n_reference_verified"] == 2 and row["reference_verified_rate"] == 1.0
+    assert (row["n_files"], row["n_loaded"], row["n_rewritten"]) == (5, 3, 2)
+    assert row["n_reference_verified"] == 2 and row["reference_verified_rate"] == 0.6667
+    assert row["reference_failed"] == "verification_error: 1"
     assert row["n_skipped"] == 2 and "downto" in row["skipped_reasons"]
