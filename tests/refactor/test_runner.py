@@ -323,3 +323,47 @@ def test_test_results_are_cached_by_tree(tmp_path: Path, corpus: Path) -> None:
     finally:
         cleanup(first)
         cleanup(second)
+
+
+SEES_NOTHING_HIDDEN = """import os
+
+
+def test_nothing_hidden_and_a_write():
+    assert not os.path.exists(".hidden") and not os.path.exists("pkg/__pycache__")
+    with open("written.txt", "w") as fh:  # the clean copy's, never the workspace's
+        fh.write("x")
+"""
+
+
+def _every_file(tree: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(tree)): p.read_bytes()
+        for p in sorted(tree.rglob("*"))
+        if p.is_file() and not p.is_symlink()
+    }
+
+
+def test_tests_run_on_a_clean_copy_and_the_workspace_comes_back(
+    config: RefactorConfig, corpus: Path
+) -> None:
+    """What a model leaves in hidden or skipped paths never reaches the tests, and what
+    the tests write never reaches the workspace, which is exactly as it was after."""
+    ws = prepare_workspace("t-clean", corpus, config)
+    try:
+        code = (
+            "import pathlib\n"
+            "pathlib.Path('.hidden').mkdir()\n"
+            "pathlib.Path('.hidden/json.py').write_text('dumps = None')\n"
+            "pathlib.Path('pkg/__pycache__').mkdir()\n"
+            "pathlib.Path('pkg/__pycache__/mod.cpython-311.pyc').write_bytes(b'junk')\n"
+            f"pathlib.Path('tests/test_seen.py').write_text({SEES_NOTHING_HIDDEN!r})\n"
+        )
+        assert apply_action(ws, {"kind": "command", "argv": ["python", "-c", code]}).status == "ok"
+        before = _every_file(ws.tree)
+        assert "pkg/__pycache__/mod.cpython-311.pyc" in before and ".hidden/json.py" in before
+        result = run_tests(ws, TestSpec(argv=["pytest", "-q", "tests"]))
+        assert (result.status, result.passed) == ("passed", 2), result.stdout[-800:]
+        assert _every_file(ws.tree) == before  # back as it was; nothing the tests wrote
+        assert sorted(p.name for p in ws.root.iterdir()) == ["control", "tree"]
+    finally:
+        cleanup(ws)
