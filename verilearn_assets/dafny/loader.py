@@ -213,10 +213,10 @@ def detect_layout(root: Path) -> str:
     )
     if below:
         where = ", ".join(str(b) for b in below)
+        levels = "one level" if len(below[0].relative_to(root).parts) == 1 else "two levels"
         raise LayoutError(
             f"{root}: no ground_truth/ here, but {where} holds a DafnyBench layout "
-            f"(ground_truth/ + hints_removed/): the path is one level too high, use "
-            f"{below[0]}"
+            f"(ground_truth/ + hints_removed/): the path is {levels} too high, use {below[0]}"
         )
     if (root / "hints_removed").is_dir():
         raise LayoutError(f"{root}: hints_removed/ without ground_truth/ (DafnyBench needs both)")
