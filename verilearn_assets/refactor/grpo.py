@@ -3,10 +3,13 @@
 A GRPO sample is one turn of the actor loop from a fresh workspace with an empty state:
 the prompt the actor would send at step 1, and a completion holding `<think>`, `<action>`
 and `<state_update>`. The scorer runs the action in the jail on a fresh copy of the task's
-repository, runs the tests when the action changed something, and rewards with the actor's
-own `compute_reward`: `outcome` 1.0 when the tree equals the task's target and the tests
-pass (a one-step task solved; a multi-step task can only reach it with an action that does
-all steps at once), `partial` the step reward (1.0, capped partial credit, or 0).
+repository and, when the action changed something, the actor's verdict (`verdict.py`: a
+change outside the task's files earns nothing; else the task's original tests on a clean
+copy of the visible tree), and rewards with the actor's own `compute_reward`: `outcome`
+1.0 when the tree equals the task's target and the tests pass (a one-step task solved; a
+multi-step task can only reach it with an action that does all steps at once), `partial`
+the step reward (1.0, capped partial credit, or 0). A host-side exception on the way is
+that completion's `crash` (0), never the training step's.
 
 Multi-turn (`grpo.multi_turn`): `RefactorEnvironment` runs whole trajectories with the
 actor's own step (`Actor.step`: parse, state merge, the action in the jail, tests,
