@@ -156,3 +156,27 @@ def test_supervisor_is_not_dumpable_in_its_own_words() -> None:
 
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.strip() == "hardened", done
+
+
+def test_what_a_command_leaves_in_tmp_is_wiped_whatever_its_shape(config: RefactorConfig) -> None:
+    """A 1,100-deep chain and a directory without permissions left in /tmp: the
+    supervisor's wipe (as the commands' uid, iteratively) leaves the next command an empty
+    /tmp, and the container still answers."""
+    leave = (
+        "import os\n"
+        "os.makedirs('/tmp/locked/inner')\n"
+        "os.chmod('/tmp/locked', 0)\n"
+        "os.chdir('/tmp')\n"
+        "for _ in range(1100):\n"
+        "    os.mkdir('d')\n"
+        "    os.chdir('d')\n"
+        "print('left')\n"
+    )
+    ws = prepare_workspace("t-wipe", {"mod.py": "x = 1\n"}, config)
+    try:
+        first = _run(ws, "python", "-c", leave)
+        assert first.stdout.strip() == "left", first
+        second = _run(ws, "python", "-c", "import os; print(sorted(os.listdir('/tmp')))")
+        assert second.exit_code == 0 and second.stdout.strip() == "[]", second
+    finally:
+        cleanup(ws)

@@ -286,7 +286,8 @@ class DockerSession:
                 -9, "", f"jail: no answer from the container: {why}", duration, timed_out
             )
         report = json.loads(line)
-        if "error" in report:
+        if "error" in report:  # e.g. what a command left could not be wiped: never reused
+            self._kill_container()
             raise RuntimeError(f"refactor container could not run {argv[:1]}: {report['error']}")
         return Completed(
             int(report["exit_code"]),
