@@ -280,13 +280,16 @@ def segment_steepest_slope(v: TableView) -> list[Candidate]:
     raise NotApplicable("no categorical column with 2 levels where a slope is defined")
 
 
-def _chosen_method(v: TableView, num: str, cat: str) -> str:
-    """The branch the adaptive rule takes on this split (the reference recomputes it)."""
+def _chosen_method(v: TableView, num: str, cat: str) -> str | None:
+    """The branch the adaptive rule takes on this split (the reference recomputes it), or
+    None where a group is too small for Shapiro-Wilk (the reference would fail there)."""
     sub = v.frame()[[cat, num]].dropna()
     labels = sub[cat].astype(str)
     first, second = sorted(labels.unique())
     a = sub.loc[labels == first, num].astype(float)
     b = sub.loc[labels == second, num].astype(float)
+    if min(len(a), len(b)) < 3:
+        return None
     if not (stats.shapiro(a).pvalue > 0.05 and stats.shapiro(b).pvalue > 0.05):
         return "mann-whitney"
     return "student" if stats.levene(a, b, center="median").pvalue > 0.05 else "welch"
@@ -296,10 +299,10 @@ def adaptive_two_sample_test(v: TableView) -> list[Candidate]:
     """On real tables the rule nearly always picks Mann-Whitney (7 of 7 in the bundled
     catalog), so a split where it picks a t-test is preferred, and a table where every
     split picks Mann-Whitney is asked only if rationed in (1 table in 4: issue 24)."""
-    splits = binary_splits(v)
-    v.require(bool(splits), "no two-valued column with enough rows per group")
-    methods = {split: _chosen_method(v, *split) for split in splits}
-    other = [split for split, m in methods.items() if m != "mann-whitney"]
+    methods = {split: _chosen_method(v, *split) for split in binary_splits(v)}
+    splits = [split for split, m in methods.items() if m is not None]
+    v.require(bool(splits), "no two-valued column with 3+ rows in each group")
+    other = [split for split in splits if methods[split] != "mann-whitney"]
     v.require(
         bool(other) or v.rationed("adaptive_two_sample_test"),
         "every split picks mann-whitney: an answer class this common is asked on 1 table in 4",
