@@ -9,30 +9,21 @@ import re
 import pandas as pd
 import pytest
 from known_answer import build
+from test_template_conventions import hand
 
 from verilearn_assets.analysis.candidate import Candidate
 from verilearn_assets.analysis.conventions import BY_NAME, QUANTILE_STATED, check_conventions
 from verilearn_assets.analysis.programs.dryrun import run_in_process
 from verilearn_assets.analysis.programs.operators import OPERATORS
 from verilearn_assets.analysis.programs.wording import NOUNS
-from verilearn_assets.analysis.templates.base import NUMBER
 
 QUARTILE_CONVENTIONS = ("quartiles_tukey_hinges", "quartiles_type6", "quartiles_type5")
 SEVEN = pd.DataFrame({"x": [1.0, 2, 3, 4, 5, 6, 7]})
 
 
 def _iqr(question: str) -> Candidate:
-    line = "q1, q3 = df['x'].quantile([0.25, 0.75])"
-    return Candidate(
-        source="template",
-        template="hand",
-        question=question,
-        question_mechanical=question,
-        answer_schema=NUMBER,
-        code=f"{line}\nhook(q1, {line!r}, name='q')\nsubmit(float(q1))\n",
-        n_steps=2,
-        difficulty="easy",
-    )
+    """The first quartile of 'x' (pandas: linear interpolation) under `question`."""
+    return hand(question, "df['x'].quantile(0.25)")
 
 
 @pytest.mark.parametrize(
