@@ -111,22 +111,6 @@ def cascade_sample(task: DafnyTask, teacher: Teacher, verifier: DafnyVerifier) -
         body = prompts.answer(said)
         out.writer_output = body
         out.stages.append(StageRecord(stage="writer", input=task.spec, output=body, latency_ms=ms))
-        cheats = screen(body, "writer")
-        if cheats:  # refused before the annotator is asked: the cascade failed here
-            scored = refused(cheats)
-            out.status, out.failure_bucket = scored.status, BUCKETS[scored.status]
-            out.cheats = [c.cheat for c in cheats]
-            out.final_program = task.assemble(body)
-            out.stages.append(
-                StageRecord(
-                    stage="verifier",
-                    input=out.final_program,
-                    output="; ".join(f"{c.cheat}: {c.detail}" for c in cheats),
-                    status=scored.status,
-                    failure_bucket=out.failure_bucket,
-                )
-            )
-            return out
     try:
         said, ms = _timed(teacher.annotate, task, body)
     except ContextOverflow as exc:
@@ -136,8 +120,13 @@ def cascade_sample(task: DafnyTask, teacher: Teacher, verifier: DafnyVerifier) -
     out.stages.append(StageRecord(stage="annotator", input=body, output=annotated, latency_ms=ms))
     program = task.assemble(annotated)
     out.final_program = program
-    # screened, then `code_changed` unless the annotation keeps `body`, then verified
-    scored, ms = _timed(score_annotation, task, body, annotated, verifier)
+    # the writer's body screened (a refused body fails the cascade whatever the annotator
+    # said), then the annotation: screened, `code_changed` unless it keeps `body`, verified
+    writer_cheats = screen(body, "writer") if task.role == "writer" else []
+    if writer_cheats:
+        scored, ms = _timed(refused, writer_cheats)
+    else:
+        scored, ms = _timed(score_annotation, task, body, annotated, verifier)
     out.status = scored.status
     out.failure_bucket = None if scored.status == "verified" else BUCKETS[scored.status]
     out.reward = cascade_reward(scored) if task.role == "writer" else scored.reward
