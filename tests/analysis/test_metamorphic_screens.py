@@ -32,7 +32,7 @@ from verilearn_assets.analysis.programs.search import ProgramSearchConfig
 from verilearn_assets.analysis.questions_config import QuestionsConfig, load_questions_config
 from verilearn_assets.analysis.records import QuestionRecord
 from verilearn_assets.analysis.screen import ScreenConfig, screen, screen_one
-from verilearn_assets.analysis.templates.base import NUMBER, STRING
+from verilearn_assets.analysis.templates.base import INTEGER, NUMBER, STRING
 from verilearn_assets.analysis.verify import screened_out
 from verilearn_assets.core import lake
 from verilearn_assets.core.warehouse import build_all, reader, warehouse_path, writer
@@ -169,6 +169,13 @@ def test_a_tautological_answer_is_rejected():
 @pytest.mark.parametrize("name", sorted(HONEST))
 def test_honest_candidates_pass(name):
     assert screened(HONEST[name]) is None
+
+
+def test_a_count_of_levels_is_not_called_data_independent():
+    # resampling keeps a column's levels, so the count stays; it still depends on the data
+    levels = template_cand("How many distinct values does g have?", "int(df['g'].nunique())")
+    levels = levels.model_copy(update={"answer_schema": INTEGER})
+    assert screen_one(levels, FRAME, ScreenConfig()).rejection_reason is None
 
 
 def test_screen_of_a_table_sorts_every_candidate_once():

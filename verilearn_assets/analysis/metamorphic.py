@@ -15,9 +15,12 @@ answers that are right by construction rather than by the data:
 - **construction tautology**: a label answer that equals a value the question itself fixes
   (the only level a filter leaves, or a quoted value of the wording) → `tautology`.
 
-Labels, booleans and test choices are not judged by data dependence: they take few values,
-and a correct answer often survives resampling. Everything runs in-process on our own
-generated code, where the procedural dry run already runs it (`programs.dryrun`).
+Only answers holding a real number (a float: a mean, a correlation of exactly 1.0) are
+judged by data dependence. Labels, booleans and test choices take few values, and counts
+(distinct levels, missing values, duplicates) depend on a column's domain, which resampling
+and permuting keep: a correct answer of theirs often survives every perturbed table.
+Everything runs in-process on our own generated code, where the procedural dry run already
+runs it (`programs.dryrun`).
 """
 
 from __future__ import annotations
@@ -48,9 +51,20 @@ DATA_INDEPENDENT = "degenerate_data_independent"
 REDUNDANT = "redundant_step"
 TAUTOLOGY = "tautology"
 SCREEN_REASONS = (DATA_INDEPENDENT, REDUNDANT, TAUTOLOGY)
-# answer kinds whose sameness on every perturbed table is evidence: numbers vary with the
-# data; a label, a boolean or a chosen test legitimately often does not
+# answer kinds whose sameness on every perturbed table is evidence (when the answer holds
+# a float, `_has_float`): real numbers vary with the data; a label, a boolean, a chosen
+# test or a count of levels legitimately often does not
 JUDGED_KINDS = frozenset({"number", "integer", "mapping"})
+
+
+def _has_float(value: Any) -> bool:
+    if isinstance(value, float):
+        return True
+    if isinstance(value, dict):
+        return any(_has_float(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_float(v) for v in value)
+    return False
 
 
 def _untie(col: pd.Series) -> pd.Series:
@@ -134,7 +148,7 @@ def data_independent_reason(
 ) -> str | None:
     """`degenerate_data_independent: ...` when a numeric answer is the same on every
     perturbed table, or None."""
-    if shape_only or kind not in JUDGED_KINDS or not perturbed:
+    if shape_only or kind not in JUDGED_KINDS or not _has_float(answer) or not perturbed:
         return None
     if any(p is None or p != answer for p in perturbed):
         return None
@@ -310,7 +324,7 @@ class TableTrials:
         reason = tautology_reason(cand, answer, self.df, program, seen)
         if reason:
             return reason
-        judged = not shape_only and cand.answer_schema.kind in JUDGED_KINDS
+        judged = not shape_only and cand.answer_schema.kind in JUDGED_KINDS and _has_float(answer)
         if not judged and program is None:
             return None
         perturbed = self.answers(cand.code)
