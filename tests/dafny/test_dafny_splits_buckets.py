@@ -80,4 +80,6 @@ def test_cascade_timeout_bucket(quick_verifier: DafnyVerifier) -> None:
     task = next(t for t in template_tasks(ex, split_examples(ex), quick_verifier))
     result = cascade_sample(task, HardAssert(), quick_verifier)
     assert (result.status, result.failure_bucket) == ("timeout", "timeout"), result.stages
+    # a timeout earns nothing: a hard assert must not farm more than an honest wrong answer
+    assert (result.reward, result.partial_reward) == (0.0, 0.0)
     assert result.stages[-1].failure_bucket == "timeout" and result.reward < 1.0
