@@ -412,7 +412,7 @@ def give_to_sandbox_user(workspace: Path) -> None:
                 st = os.stat(name, dir_fd=fd, follow_symlinks=False)
                 if not stat.S_ISLNK(st.st_mode):
                     mode = 0o777 if stat.S_ISDIR(st.st_mode) else 0o666
-                    os.chmod(name, mode, dir_fd=fd, follow_symlinks=False)
+                    os.chmod(name, mode, dir_fd=fd)  # not a link: checked above
 
         walk_dirs(workspace, share)
         os.chmod(workspace, 0o777)

@@ -77,7 +77,7 @@ def remove_tree(path: str | os.PathLike, keep_root: bool = False) -> None:
     except FileNotFoundError:
         return
     except PermissionError:
-        os.chmod(top, 0o700, follow_symlinks=False)
+        os.chmod(top, 0o700)
         fd = os.open(top, flags)
     names: list[str] = []  # the way down from `top`
     try:
@@ -96,7 +96,7 @@ def remove_tree(path: str | os.PathLike, keep_root: bool = False) -> None:
                 try:
                     sub = os.open(child, flags, dir_fd=fd)
                 except PermissionError:
-                    os.chmod(child, 0o700, dir_fd=fd, follow_symlinks=False)
+                    os.chmod(child, 0o700, dir_fd=fd)  # a directory, not a link
                     sub = os.open(child, flags, dir_fd=fd)
                 os.close(fd)
                 fd, names = sub, [*names, child]
