@@ -12,20 +12,17 @@
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Sequence
 
 from pydantic import BaseModel
 
 from verilearn_assets.dafny.anticheat import CheatFinding, body_shape, screen
+from verilearn_assets.dafny.lexer import code_tokens
 from verilearn_assets.dafny.records import DafnyTask
 from verilearn_assets.dafny.rewards import Scored, score_candidate
-from verilearn_assets.dafny.syntax import lemma_names, normalize, same_code, strip_comments
+from verilearn_assets.dafny.syntax import lemma_names, normalize, same_code
 from verilearn_assets.dafny.verifier import DafnyVerifier
-
-_TOKEN = re.compile(r"[A-Za-z_][\w']*|\d+|:=|==>|<==>|==|!=|<=|>=|&&|\|\||\.\.|::|\S")
-
 
 NO_BODY = "no_body"  # the answer is not one `{ … }` block
 CODE_CHANGED = "code_changed"  # an annotator answer whose code differs from what it was shown
@@ -45,15 +42,6 @@ def refused(cheats: list[CheatFinding]) -> Scored:
     if any(c.cheat == "no_body" for c in cheats):
         return Scored(0.0, 0.0, NO_BODY, (), None)
     return Scored(0.0, 0.0, "cheat", tuple(cheats), None)
-
-
-def score_body(task: DafnyTask, body: str, verifier: DafnyVerifier) -> Scored:
-    """The screen (`anticheat.screen`), then `score_candidate` on the task's program with
-    `body` spliced in."""
-    cheats = screen(body, "body")
-    if cheats:
-        return refused(cheats)
-    return score_candidate(task.gold_program, task.assemble(body), verifier)
 
 
 def ghost_calls(task: DafnyTask) -> frozenset[str]:
@@ -94,7 +82,8 @@ def score_writer(task: DafnyTask, body: str, verifier: DafnyVerifier) -> Scored:
 
 
 def tokens(code: str) -> list[str]:
-    return _TOKEN.findall(strip_comments(code))
+    """Dafny's tokens of `code` (the lexer's; comments and layout dropped)."""
+    return [t.text for t in code_tokens(code)]
 
 
 def bleu4(candidate: str, reference: str) -> float:
