@@ -109,3 +109,9 @@ def test_adaptive_prefers_a_split_its_rule_answers_with_a_t_test(tmp_path, monke
     assert answers(c, frame)[0]["method"] != "mann-whitney"
     with pytest.raises(NotApplicable, match="1 table in 4"):
         REGISTRY["adaptive_two_sample_test"].build(_view(frame.drop(columns="z"), tmp_path))
+
+
+def test_a_categorical_column_with_too_many_tied_tops_gives_way_to_the_next(tmp_path):
+    frame = DISTINCT.assign(k=list("abcde") * 6, j=list("aab") * 10)
+    (c,) = REGISTRY["top_category_share"].build(_view(frame, tmp_path, max_column_choices=4))
+    assert "value of 'j'" in c.question and answers(c, frame)[0]["level"] == "a"

@@ -123,8 +123,12 @@ def _top_share_program(col: str, pick: str | None) -> tuple[ReferenceCode, str]:
 
 def top_category_share(v: TableView) -> list[Candidate]:
     out = []
-    for col in v.per_template(v.need_categorical()):
+    for col in v.need_categorical():
+        if len(out) >= v.cfg.template.questions_per_template:
+            break
         shares = v.frame()[col].dropna().astype(str).value_counts(normalize=True)
+        if len(v.ties(shares)) > v.cfg.template.max_column_choices:
+            continue  # more equally common values than a record accepts as answers
         p, code = _top_share_program(col, None)
         alts = [
             (f"tie: level '{t}' is as frequent", _top_share_program(col, t)[1])
@@ -146,6 +150,7 @@ def top_category_share(v: TableView) -> list[Candidate]:
                 ops=["value_counts"],
             )
         )
+    v.require(bool(out), "every categorical column has more tied top values than a record accepts")
     return out
 
 
