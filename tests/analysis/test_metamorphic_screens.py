@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from question_helpers import make_table
 from statsmodels.datasets import fair as fair_data
+from test_question_quality import cand, one_step
 
 from verilearn_assets.analysis.candidate import Candidate
 from verilearn_assets.analysis.generate import generate
@@ -53,17 +54,8 @@ def prog(*steps: tuple[str, tuple[int, ...], tuple[str, ...]]) -> Program:
 
 
 def template_cand(question: str, body: str, schema=NUMBER) -> Candidate:
-    line = f"v = {body}"
-    return Candidate(
-        source="template",
-        template="hand",
-        question=question,
-        question_mechanical=question,
-        answer_schema=schema,
-        code=f"# {question}\n{line}\nhook(v, {line!r}, name='v')\nsubmit(v)\n",
-        n_steps=1,
-        difficulty="easy",
-    )
+    """A hand-written template candidate whose reference is `v = body`."""
+    return cand(question, one_step(body), schema)
 
 
 X = ("select_numeric", (SOURCE,), ("x",))
