@@ -147,3 +147,41 @@ def test_synthetic_implicit_candidates_gain_the_id_reading(tmp_path):
         update={"question": c.question + " Identifier columns are not candidates."}
     )
     assert check_conventions(named, frame).tried[-1] == "include_id_columns:stated"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "spearman_rank_correlation",
+        "spearman_rank_correlation__exclude_target",
+        "regression_most_predictive",
+        "regression_most_predictive__exclude_target",
+        "correlation_change_analysis",
+        "correlation_change_analysis__exclude_target",
+    ],
+)
+def test_every_other_column_wordings_exclude_the_ids_in_words(tmp_path, name):
+    """Issue 24: the six 'which other numeric column' templates consider every numeric
+    column but the row key. 'row' (1..40) tracks the target exactly, so counting it moves
+    the answer; the wording names it as an identifier (stated), and the same question
+    without that sentence is turned away by the ID reading."""
+    from question_helpers import make_table
+
+    rng = np.random.default_rng(8)
+    row = np.arange(1, 41)
+    if name.startswith("correlation_change"):  # the log straightens 'row' against a cube
+        y, c, b = row**3.0, row**3.0 * rng.uniform(1, 1.5, 40), row**3.0 * rng.uniform(1, 1.2, 40)
+    else:
+        y = np.sort(rng.uniform(1, 10, 40))
+        c, b = y + rng.uniform(0, 6, 40), rng.uniform(1, 5, 40)
+    # "a_y" comes first by name among the varied columns: it is the target
+    frame = pd.DataFrame({"row": row, "a_y": y, "c": c, "b": b})
+    table = make_table(frame, tmp_path)
+    view = TableView(table.columns, table.n_rows, table.path, load_questions_config())
+    c = REGISTRY[name].build(view)[0]
+    assert "Identifier columns ('row') are not candidates." in c.question
+    assert "'row'" not in c.code.split("submit")[0].split("\n", 3)[-1]  # never a candidate
+    report = check_conventions(c, frame)
+    assert report.rejection is None and "include_id_columns:stated" in report.tried
+    silent = c.model_copy(update={"question": c.question.split(" Identifier")[0]})
+    assert "include_id_columns:moved" in check_conventions(silent, frame).tried
