@@ -121,6 +121,19 @@ def cheats(task: RefactorTask, target: dict[str, str]) -> dict[str, tuple[dict, 
             "out_of_scope",
         ),
         "pth_hook": (write_files({**half, "pkg/hook.pth": "import os\n"}), "out_of_scope"),
+        # in scope, tests in their target form, pkg/use.py not renamed (its test fails),
+        # and lines of its own that end the test process with 0 at import: "passed", and
+        # most of the target's lines, yet no partial credit
+        "exit_zero": (
+            write_files(
+                {
+                    "pkg/__init__.py": target["pkg/__init__.py"],
+                    "pkg/core.py": target["pkg/core.py"] + "import os\nos._exit(0)\n",
+                    "tests/test_core.py": target["tests/test_core.py"],
+                }
+            ),
+            "wrong_change",
+        ),
         "hidden_stdlib_shadow": (
             write_files({**package, ".shadow/json.py": "dumps = None\n"}),
             "out_of_scope",
@@ -174,6 +187,8 @@ def test_cheats_through_the_runner_api(backend: str, config: RefactorConfig, ren
                 # … but never on a clean copy, generic or the verdict's, nor from the cache
                 assert run_tests(ws).status == "failed"
                 assert verdict.tests is not None and verdict.tests.failed + verdict.tests.errors
+            if name == "exit_zero":
+                assert verdict.status == "passed"  # the cheat fools pytest's exit code
             if expected in ("out_of_scope", "tests_edited"):
                 assert verdict.tests is None and verdict.scope_paths, name  # never tested
         finally:

@@ -4,8 +4,8 @@ recompute every stored reward).
 - 1.0: the workspace equals the target tree and the tests pass;
 - partial, at most `PARTIAL_CAP`: a valid action, tests passing, that moves toward the
   target — `PARTIAL_CAP × k/N` when the tree equals the reference tree after k of N steps,
-  else `PARTIAL_CAP ×` the net share of the target diff's lines now present
-  (lines in common minus lines the target does not have, over the target's lines);
+  else `PARTIAL_CAP ×` the share of the target diff's lines now present, when the step's
+  diff holds no line the target does not (`diff_progress`);
 - 0 with a failure class otherwise: parse, schema, disallowed, crash, tests_fail,
   no_change, wrong_change, and `out_of_scope` / `tests_edited` (a file outside the task's
   files changed, a test file the task changes is not in its target form:
@@ -66,11 +66,17 @@ def _changed_lines(diff: str) -> set[str]:
 
 
 def diff_progress(target_diff: str, diff: str) -> float:
+    """The share of the target diff's changed lines the step's diff holds, 0 when it holds
+    any line the target does not: code of the model's own in a file under test runs in the
+    test process (`os._exit(0)` at import passes any suite), so only a sub-diff of the
+    target can earn partial credit."""
     target = _changed_lines(target_diff)
     if not target:
         return 0.0
     got = _changed_lines(diff)
-    return (len(got & target) - len(got - target)) / len(target)
+    if got - target:
+        return 0.0
+    return len(got & target) / len(target)
 
 
 def compute_reward(
