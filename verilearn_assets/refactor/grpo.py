@@ -260,8 +260,14 @@ class RefactorEpisode:
             self._end()
             return [], True
         state, _ = actor.store.load(self.key)
-        nxt = render_messages(
-            self.env.prompts, self.task, render(state), self.step_no, self.max_steps, self.last
+        nxt = render_messages(  # the code of this episode's workspace, as the actor shows it
+            self.env.prompts,
+            self.task,
+            render(state),
+            self.step_no,
+            self.max_steps,
+            self.last,
+            self.ws.tree,
         )
         return [nxt[-1]], False
 
