@@ -6,6 +6,13 @@ admits several column choices, or a ranking can tie, it enumerates every valid c
 (bounded by ``max_column_choices``) as alternatives instead of silently keeping the first.
 Enumerating ties needs the values, so the view loads the table lazily for that alone;
 ground truth always comes from the sandbox.
+
+A template considers exactly what its words admit (issue 24): no cap, cardinality floor
+or type filter on its candidates unless the wording states it (a listed set, "other
+numeric column", "values with at least 5 rows", "Identifier columns (...) are not
+candidates"); more tied answers than a record accepts means the question is not asked.
+`tests/analysis/templates/test_faithfulness.py` checks every template against a reader
+of its words alone.
 """
 
 from __future__ import annotations
