@@ -267,3 +267,37 @@ def test_the_teacher_reasons_about_the_code_it_sees(small_tasks, tmp_path: Path)
     assert len(rows) == len(steps)
     assert all("<code>" in r.messages[1]["content"] for r in rows)
     assert all(CITED.search(r.messages[-1]["content"]) for r in rows)
+
+
+def test_grpo_prompts_show_the_code_of_each_turn(small_tasks, tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    """Step-1 GRPO prompts show the repository's code; a multi-turn episode's next prompt
+    shows the code its workspace holds after the policy's action."""
+    import json
+
+    from verilearn_assets.core.family import GrpoEnvOptions
+    from verilearn_assets.refactor.teachers import program_answer
+
+    monkeypatch.setenv("VERILEARN_HOME", str(tmp_path))
+    grpo = FAMILY.grpo
+    assert grpo is not None and grpo.environment is not None
+    tasks = small_tasks["template"] + small_tasks["procedural"]
+    rows = grpo.prompts(tmp_path, tasks, "default")
+    assert rows and all(parse_code_view(r["prompt"][-1]["content"]) for r in rows)
+    pair = next(t for t in small_tasks["procedural"] if len(t.rules) == 2)
+    env = grpo.environment(tmp_path, tasks, "default", GrpoEnvOptions(4, 2))
+    try:
+        episode = env.reset(pair.id)
+        think, action, update = program_answer(episode.opening, pair, 1)
+        answer = (
+            f"<think>{think}</think>\n<action>{json.dumps(action)}</action>\n"
+            f"<state_update>{json.dumps(update)}</state_update>"
+        )
+        feedback, done = episode.step(answer)
+        assert not done
+        before = parse_code_view(episode.opening[-1]["content"])
+        after = parse_code_view(feedback[0]["content"])
+        rewritten = [(p, int(n)) for p, n, _ in CITED.findall(think.split("What is left")[0])]
+        assert rewritten
+        assert all(after[p][n] != before[p][n] for p, n in rewritten), rewritten
+    finally:
+        env.close()
