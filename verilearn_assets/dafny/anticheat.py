@@ -51,7 +51,7 @@ from verilearn_assets.dafny.syntax import (
     closing,
     declarations,
     normalize,
-    opens_block,
+    statement_head,
     strip_comments,
 )
 
@@ -90,23 +90,11 @@ class CheatFinding(BaseModel):
 
 def _has_block(toks: Sequence[Token], i: int, *, quantifier: bool = False) -> bool | None:
     """Whether the `while`/`forall` at `i` has a body block before its statement ends.
-    With `quantifier`, a `::` first means it is an expression (None: not a statement)."""
-    j = i + 1
-    if j < len(toks) and toks[j].text == "{":  # `while { case … }`: alternative loop
+    With `quantifier`, a `::` on the way means it is an expression (None: no statement)."""
+    if i + 1 < len(toks) and toks[i + 1].text == "{":  # `while { case … }`: alternative loop
         return True
-    while j < len(toks):
-        t = toks[j].text
-        if quantifier and t == "::":
-            return None
-        if t == "{" and opens_block(toks, j):
-            return True
-        if t in (";", "}"):
-            return False
-        if t in ("(", "[", "{", "{:"):
-            j = closing(toks, j) + 1
-            continue
-        j += 1
-    return False
+    block, seen = statement_head(toks, i)
+    return None if quantifier and "::" in seen else block
 
 
 def _line(tok: Token, text: str) -> int:

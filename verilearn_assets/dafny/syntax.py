@@ -330,22 +330,29 @@ def _clause_end(toks: Sequence[Token], i: int) -> int:
     return len(toks) - 1
 
 
-def _forall_is_proof(toks: Sequence[Token], i: int) -> bool:
-    """A `forall` statement (no `::`) that has an `ensures` clause: a proof, all ghost."""
-    j, saw_ensures = i + 1, False
+def statement_head(toks: Sequence[Token], i: int) -> tuple[bool, set[str]]:
+    """From the keyword at `i` (`while`, `forall`) to where its statement's head ends:
+    whether a block follows (else the statement ended at `;` or `}` bodiless), and the
+    tokens seen outside brackets on the way (`::` marks a quantifier expression)."""
+    j, seen = i + 1, set()
     while j < len(toks):
         t = toks[j].text
-        if t == "::":
-            return False
-        if t == "ensures":
-            saw_ensures = True
-        if t in (";", "}") or (t == "{" and opens_block(toks, j)):
-            return saw_ensures
+        if t == "{" and opens_block(toks, j):
+            return True, seen
+        if t in (";", "}"):
+            return False, seen
         if t in ("(", "[", "{", "{:"):
             j = closing(toks, j) + 1
             continue
+        seen.add(t)
         j += 1
-    return saw_ensures
+    return False, seen
+
+
+def _forall_is_proof(toks: Sequence[Token], i: int) -> bool:
+    """A `forall` statement (no `::`) that has an `ensures` clause: a proof, all ghost."""
+    _, seen = statement_head(toks, i)
+    return "::" not in seen and "ensures" in seen
 
 
 def hints(toks: Sequence[Token], lemmas: Collection[str] = ()) -> list[Hint]:
