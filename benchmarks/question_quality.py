@@ -162,6 +162,17 @@ GRAMMAR = {
     "7_grammar_what_is_how_many": re.compile(r"\bwhat is how many\b", re.IGNORECASE),
 }
 QUOTED = re.compile(r"'([^']+)'")
+ISSUE24_CLASSES = (
+    "2_tie_unstated",
+    "2_ambiguous_convention",
+    "5_data_independent",
+    "5_redundant_step",
+    "5_tautology",
+    "6_duplicate_rows_answer_0",
+    "6_offers_never_chosen_option",
+    *GRAMMAR,
+    "7_grammar_not_one_question_mark",
+)
 
 
 def _offered_never_chosen(cand: Any, program: Any) -> list[str]:
@@ -200,7 +211,9 @@ def issue24_classes(cand: Any, answer: Any, trials: Any, program: Any) -> list[s
         out.append("5_tautology")
     if "duplicate" in (cand.template or "") + " ".join(cand.program_ops):
         out.append("6_duplicate_rows_answer_0" if answer == 0 else "6_duplicate_rows_answer_other")
-    out += [f"6_offers_never_chosen:{o}" for o in _offered_never_chosen(cand, program)]
+    never = _offered_never_chosen(cand, program)
+    out += ["6_offers_never_chosen_option"] if never else []
+    out += [f"6_offers_never_chosen:{o}" for o in never]
     out += [name for name, rx in GRAMMAR.items() if rx.search(cand.question)]
     if cand.question.count("?") != 1:
         out.append("7_grammar_not_one_question_mark")
@@ -288,6 +301,10 @@ def measure_dump(path: Path) -> dict[str, Any]:
                 classes[f"{src}/4_constant_under_perturbation"] += 1
             for name in issue24_classes(cand, answer, trials, program):
                 classes[f"{src}/{name}"] += 1
+    for src in SOURCES:  # every class of issue 24 gets a row, a zero included
+        for name in ISSUE24_CLASSES:
+            if src == "procedural" or name != "5_redundant_step":
+                classes.setdefault(f"{src}/{name}", 0)
     gaps, gap_templates = _variant_gaps(ok_template)
     classes["template/1_variant_missing_parent_alternative"] = gaps
     return {
