@@ -301,3 +301,32 @@ def test_grpo_prompts_show_the_code_of_each_turn(small_tasks, tmp_path: Path, mo
         assert all(after[p][n] != before[p][n] for p, n in rewritten), rewritten
     finally:
         env.close()
+
+
+def test_the_code_view_never_follows_a_link_or_reads_a_huge_file(tmp_path: Path) -> None:
+    """The workspace is the model's: a file in scope replaced by a link to a host file, a
+    directory swapped for a link, or a file grown past the cap is named, never shown."""
+    from verilearn_assets.refactor.prompts import MAX_FILE_BYTES, code_view, read_scope
+
+    secret = tmp_path / "host-secret.py"
+    secret.write_text("TOKEN = 'do-not-show'\n")
+    tree = tmp_path / "tree"
+    (tree / "pkg").mkdir(parents=True)
+    (tree / "pkg" / "ok.py").write_text("x = 1\n")
+    (tree / "pkg" / "link.py").symlink_to(secret)
+    (tree / "big.py").write_bytes(b"#" * (MAX_FILE_BYTES + 1))
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "inner.py").write_text("TOKEN = 'do-not-show'\n")
+    (tree / "via").symlink_to(tmp_path / "elsewhere")
+    files = ["pkg/ok.py", "pkg/link.py", "big.py", "via/inner.py", "missing.py"]
+    texts = read_scope(tree, files)
+    assert texts == {
+        "pkg/ok.py": "x = 1\n",
+        "pkg/link.py": None,
+        "big.py": None,
+        "via/inner.py": None,
+        "missing.py": None,
+    }
+    view = code_view(texts, "", 8000)
+    assert "do-not-show" not in view and "   1| x = 1" in view
+    assert view.count("(not shown:") == 4
