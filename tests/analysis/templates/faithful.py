@@ -52,8 +52,11 @@ def min_rows(question: str) -> int:
 
 def numeric_columns(df: pd.DataFrame, question: str, but: str) -> list[str]:
     """'Other numeric columns': numbers (not booleans) other than `but` and the stated
-    identifiers, with two or more distinct values (a constant has no correlation)."""
+    identifiers, with two or more distinct values (a constant has no correlation), and
+    sharing enough rows with `but` when the wording says how many."""
     ids = identifiers(question)
+    m = re.search(rf"present together with '{re.escape(but)}' on fewer than (\d+) rows", question)
+    overlap = int(m.group(1)) if m else 0
     return [
         str(c)
         for c in df.columns
@@ -62,6 +65,7 @@ def numeric_columns(df: pd.DataFrame, question: str, but: str) -> list[str]:
         and pd.api.types.is_numeric_dtype(df[c])
         and not pd.api.types.is_bool_dtype(df[c])
         and df[c].nunique() >= 2
+        and int((df[c].notna() & df[but].notna()).sum()) >= overlap
     ]
 
 

@@ -115,3 +115,27 @@ def test_a_categorical_column_with_too_many_tied_tops_gives_way_to_the_next(tmp_
     frame = DISTINCT.assign(k=list("abcde") * 6, j=list("aab") * 10)
     (c,) = REGISTRY["top_category_share"].build(_view(frame, tmp_path, max_column_choices=4))
     assert "value of 'j'" in c.question and answers(c, frame)[0]["level"] == "a"
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["spearman_rank_correlation", "regression_most_predictive", "correlation_change_analysis"],
+)
+def test_a_column_sharing_few_rows_with_the_target_is_left_out_in_words(tmp_path, name):
+    """'gappy' is present on 3 rows only, where it follows the target exactly: it would
+    win by chance. It is left out, and the wording says so (a reader finds the same)."""
+    rng = np.random.default_rng(6)
+    n = 30
+    frame = pd.DataFrame(
+        {"a": rng.uniform(1, 9, n), "b": rng.uniform(1, 9, n), "c": rng.uniform(1, 9, n)}
+    )
+    frame["gappy"] = np.where(np.arange(n) < 3, frame["a"] * 2, np.nan)
+    (c,) = REGISTRY[name].build(_view(frame, tmp_path))
+    assert "Columns present together with 'a' on fewer than 5 rows are not candidates." in (
+        c.question
+    )
+    assert "'gappy'" not in c.code.split("submit")[0].split("\n", 3)[-1]
+    assert not unfaithful(c, frame)
+    if name != "correlation_change_analysis":  # 2a is exactly linear: rho and R^2 are 1
+        hidden = c.model_copy(update={"question": c.question.split(" Columns present")[0]})
+        assert unfaithful(hidden, frame), "the reader must see the gap-column rule in the words"

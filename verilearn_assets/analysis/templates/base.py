@@ -232,6 +232,20 @@ class TableView:
     def per_template(self, choices: Sequence[Any]) -> list[Any]:
         return list(choices)[: self.cfg.template.questions_per_template]
 
+    def supported(self, target: str, cols: Sequence[str]) -> tuple[list[str], str]:
+        """(`cols` sharing at least `min_rows` present rows with `target`, the sentence that
+        says the others are left out — empty when none is). A correlation over a handful
+        of rows wins by chance; leaving such a column out unsaid would be a hidden filter."""
+        df = self.frame()
+        present = df[target].notna()
+        n = self.cfg.eligibility.min_rows
+        kept = [c for c in cols if int((df[c].notna() & present).sum()) >= n]
+        if len(kept) == len(cols):
+            return list(cols), ""
+        return kept, (
+            f" Columns present together with '{target}' on fewer than {n} rows are not candidates."
+        )
+
     def listed_ties(self, scores: pd.Series, largest: bool = True) -> list[Any]:
         """`ties`, when every tied label fits in the alternatives (`max_column_choices`);
         otherwise the question has more right answers than its record can accept, so it

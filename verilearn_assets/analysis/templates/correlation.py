@@ -107,7 +107,7 @@ def _spearman(variant: str) -> Template:
             if len(out) >= v.cfg.template.questions_per_template:
                 break
             # every other numeric column, as the wording says: no cap, no cardinality floor
-            cols = [c for c in v.numeric_any if c != target]
+            cols, thin = v.supported(target, [c for c in v.numeric_any if c != target])
             rho = _spearman_scores(v, target, cols)
             if rho.dropna().empty:
                 continue
@@ -124,10 +124,10 @@ def _spearman(variant: str) -> Template:
             listed = quoted_list(cols)
             question = {
                 "base": f"Which other numeric column has the strongest rank correlation with "
-                f"'{target}', and what is the correlation?{v.id_clause()}",
+                f"'{target}', and what is the correlation?{v.id_clause()}{thin}",
                 "exclude_target": f"Excluding '{target}' itself, which of the other numeric "
                 f"columns has the strongest Spearman rank correlation with "
-                f"'{target}', and what is it?{v.id_clause()}",
+                f"'{target}', and what is it?{v.id_clause()}{thin}",
                 "method_explicit": f"Compute Spearman's rho between '{target}' and each of "
                 f"{listed} (pairwise-complete rows). Which column has the "
                 "largest absolute rho, and what is its signed value?",
@@ -224,9 +224,11 @@ def _corr_change(variant: str) -> Template:
         pos = v.positive
         v.require(len(pos) >= 3, f"needs 3 strictly positive numeric columns, found {len(pos)}")
         out = []
-        for target in v.per_template(pos):
+        for target in pos:  # the first targets that give a question
+            if len(out) >= v.cfg.template.questions_per_template:
+                break
             # every other positive numeric column, as the wording says: no cap, no floor
-            cols = [c for c in v.positive_any if c != target]
+            cols, thin = v.supported(target, [c for c in v.positive_any if c != target])
             change = _log_change_scores(v, target, cols, np.log)
             if change.dropna().empty:
                 continue
@@ -248,11 +250,11 @@ def _corr_change(variant: str) -> Template:
             question = {
                 "base": f"Which other positive numeric column's correlation with '{target}' "
                 "changes the most when both are log-transformed, and by how much does it "
-                f"change?{v.id_clause()}",
+                f"change?{v.id_clause()}{thin}",
                 "exclude_target": f"Leaving '{target}' itself out, which other positive "
                 f"numeric column's Pearson correlation with '{target}' "
                 "changes most after log-transforming both, and what is the "
-                f"change?{v.id_clause()}",
+                f"change?{v.id_clause()}{thin}",
                 "method_explicit": f"For each of {listed}, compute Pearson r with '{target}' "
                 "on raw values and on natural-log values (np.log of both). "
                 "Which column has the largest |r_log - r_raw|, and what is "

@@ -64,9 +64,13 @@ def _regression(variant: str) -> Template:
     def build(v: TableView) -> list[Candidate]:
         nums = v.need_numeric(3)
         out = []
-        for target in v.per_template(nums):
+        for target in nums:  # the first targets that give a question
+            if len(out) >= v.cfg.template.questions_per_template:
+                break
             # every other numeric column, as the wording says: no cap, no cardinality floor
-            cols = [c for c in v.numeric_any if c != target]
+            cols, thin = v.supported(target, [c for c in v.numeric_any if c != target])
+            if not cols:
+                continue
             readings = [(False, "pairwise-complete rows", _r2_scores(v, target, cols, False))]
             if variant != "method_explicit":  # explicit wording: pairwise-complete rows
                 readings.append(
@@ -84,10 +88,10 @@ def _regression(variant: str) -> Template:
             listed = quoted_list(cols)
             question = {
                 "base": f"Which other single numeric column best predicts '{target}' in a "
-                f"simple linear regression, and what R^2 does it reach?{v.id_clause()}",
+                f"simple linear regression, and what R^2 does it reach?{v.id_clause()}{thin}",
                 "exclude_target": f"Not counting '{target}' itself, which single numeric "
                 f"column best predicts '{target}' with a one-predictor "
-                f"linear regression, and what is its R^2?{v.id_clause()}",
+                f"linear regression, and what is its R^2?{v.id_clause()}{thin}",
                 "method_explicit": f"Fit an ordinary least squares line (with intercept) of "
                 f"'{target}' on each of {listed} separately, using the rows "
                 "where both values are present. Which predictor gives the "
