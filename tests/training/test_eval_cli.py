@@ -126,3 +126,36 @@ def test_model_eval_asset_materializes(
     assert questions[0].template in meta["by_template"]
     r = _records(home)[questions[0].id]
     assert r.model == vllm_server.model and r.model_path is None
+
+
+def test_cli_eval_n_samples_prints_pass_at_k(
+    eval_home: tuple[Path, list[QuestionRecord]],
+    vllm_server: Any,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`--n 4 --temperature 1`: four sampled student runs per question, the counts in the
+    record, pass@k/pass^k printed for k = 1..4 and the same figures in the mart."""
+    from verilearn_assets.core.warehouse import build_all, reader, warehouse_path, writer
+
+    home, questions = eval_home
+    wanted = questions[0].id
+    args = ["eval", "--model", vllm_server.model, "--split", "dev", "--questions", wanted]
+    assert main([*args, "--n", "4", "--temperature", "1.0"]) == 0
+    out = capsys.readouterr().out
+    r = _records(home)[wanted]
+    n, c = r.extra["n_best"], r.extra["n_best_passed"]
+    assert (n, r.extra["n_best_temperature"]) == (4, 1.0) and 0 <= c <= 4
+    assert r.extra["pass_at_n"] == (c > 0) and (c >= 1 or not r.passed)
+    assert "n=4 samples per task: pass@1 " in out and "pass@4 " in out and "pass^4 " in out
+    db = warehouse_path(home)
+    with writer(db, 60) as con:
+        build_all(con, lake.lake_root(home))
+    with reader(db, 60) as con:
+        (row,) = con.execute(
+            "SELECT n_samples, n_samples_passed, pass_at_k FROM mart_model_pass_rate "
+            "WHERE model = ? AND split = 'dev' AND template_family = ?",
+            [vllm_server.model, questions[0].template],
+        ).fetchall()
+    assert row[0] == 4 and row[1] == c and len(row[2]) == 4
+    assert f"pass@1 {row[2][0]:.3f}" in out and f"pass@4 {row[2][3]:.3f}" in out
+    assert main([*args, "--n", "0"]) == 2 and "--n must be >= 1" in capsys.readouterr().err

