@@ -38,12 +38,13 @@ def _start(home: Path, *argv: str) -> subprocess.Popen:
 
 
 def test_commands_print_no_library_warning_and_no_leak(tmp_path: Path) -> None:
-    home = tmp_path / "home"
-    (home / "dagster").mkdir(parents=True)
     cli = (sys.executable, "-m", "verilearn_assets.cli")
+    homes = [tmp_path / f"home{i}" for i in range(len(COMMANDS) + 1)]
+    for home in homes:  # one each: two commands creating one Dagster instance at once race
+        (home / "dagster").mkdir(parents=True)
     # the control: the same imports outside the CLI do warn, so the check below can fail
-    bare = _start(home, sys.executable, "-c", "import verilearn_assets.training.sft_assets")
-    runs = {argv: _start(home, *cli, *argv) for argv in COMMANDS}
+    bare = _start(homes[0], sys.executable, "-c", "import verilearn_assets.training.sft_assets")
+    runs = {argv: _start(home, *cli, *argv) for argv, home in zip(COMMANDS, homes[1:], strict=True)}
     _, bare_err = bare.communicate(timeout=300)
     assert bare.returncode == 0, bare_err
     assert "BetaWarning" in bare_err and "PreviewWarning" in bare_err, bare_err
