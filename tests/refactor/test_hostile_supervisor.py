@@ -176,7 +176,38 @@ def test_what_a_command_leaves_in_tmp_is_wiped_whatever_its_shape(config: Refact
     try:
         first = _run(ws, "python", "-c", leave)
         assert first.stdout.strip() == "left", first
-        second = _run(ws, "python", "-c", "import os; print(sorted(os.listdir('/tmp')))")
+        look = (  # what /tmp holds besides mount points (the read-only runtime bytecode)
+            "import os\n"
+            "mounts = {line.split()[1] for line in open('/proc/self/mounts')}\n"
+            "print(sorted(n for n in os.listdir('/tmp') if '/tmp/' + n not in mounts))\n"
+        )
+        second = _run(ws, "python", "-c", look)
         assert second.exit_code == 0 and second.stdout.strip() == "[]", second
+    finally:
+        cleanup(ws)
+
+
+def test_verdict_bytecode_comes_from_the_host_read_only(config: RefactorConfig) -> None:
+    """A verdict's pytest reads bytecode only under `-X pycache_prefix` (never beside the
+    workspace's sources): there the jail finds the runtime's bytecode compiled by the host,
+    read-only, so a command can neither plant bytecode for a later run nor pay for
+    compiling pytest on every run."""
+    from verilearn_assets.refactor.jail import PYCACHE_IN_JAIL
+    from verilearn_assets.refactor.verdict import PYCACHE_IN_JAIL as VERDICT_PREFIX
+
+    assert PYCACHE_IN_JAIL == VERDICT_PREFIX
+    probe = (
+        "import errno, os, pytest\n"
+        "print(os.path.exists(pytest.__cached__), pytest.__cached__.startswith('/tmp/'))\n"
+        "try:\n"
+        f"    open('{PYCACHE_IN_JAIL}/planted.pyc', 'w')\n"
+        "    print('written')\n"
+        "except OSError as exc:\n"
+        "    print(errno.errorcode[exc.errno])\n"
+    )
+    ws = prepare_workspace("t-pycache", {"probe.py": probe}, config)
+    try:
+        step = _run(ws, "python", "-X", f"pycache_prefix={PYCACHE_IN_JAIL}", "probe.py")
+        assert step.stdout.split() == ["True", "True", "EROFS"], step
     finally:
         cleanup(ws)

@@ -94,16 +94,19 @@ def container_kwargs(
     from verilearn_assets.refactor.jail import (
         BIN_IN_JAIL,
         CONTROL_IN_JAIL,
+        PYCACHE_IN_JAIL,
         WORKSPACE_IN_JAIL,
         _ro_paths,
         ast_grep_binary,
         jail_env,
+        runtime_pycache,
     )
 
     limits = config.limits
     volumes = {p: {"bind": p, "mode": "ro"} for p in _ro_paths(config)}
     volumes[ast_grep_binary()] = {"bind": f"{BIN_IN_JAIL}/ast-grep", "mode": "ro"}
     volumes[str(EXEC_SOURCE)] = {"bind": EXEC_IN_JAIL, "mode": "ro"}
+    volumes[str(runtime_pycache(config))] = {"bind": PYCACHE_IN_JAIL, "mode": "ro"}
     volumes[str(control)] = {"bind": CONTROL_IN_JAIL, "mode": "ro"}
     volumes[str(workspace)] = {"bind": WORKSPACE_IN_JAIL, "mode": "rw"}
     size = limits.file_size_mb * 1024 * 1024

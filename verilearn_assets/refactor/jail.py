@@ -22,6 +22,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -40,6 +41,13 @@ WORKSPACE_IN_JAIL = "/workspace"
 CONTROL_IN_JAIL = "/run/refactor"
 BIN_IN_JAIL = "/opt/refactor/bin"
 CGROUP_ROOT = Path("/sys/fs/cgroup")
+# Where a verdict's test run keeps bytecode (`-X pycache_prefix`, verdict.PYCACHE_IN_JAIL):
+# never next to the workspace's sources. Mounted read-only over it: the runtime's bytecode
+# (pytest and what it imports), compiled once by the host (`runtime_pycache`), without
+# which every jailed pytest compiled pytest and the stdlib from source (+200% a step).
+PYCACHE_IN_JAIL = "/tmp/verilearn-pycache"
+_PYCACHES: dict[str, Path] = {}
+_PYCACHE_LOCK = threading.Lock()
 
 
 @dataclass
@@ -87,6 +95,58 @@ def jail_env(backend: str) -> dict[str, str]:
         # the host venv's third-party pytest plugins are not the repository's: skip them
         "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
     }
+
+
+def runtime_pycache(config: RefactorConfig) -> Path:
+    """The host directory mounted read-only at `PYCACHE_IN_JAIL`: bytecode of the runtime
+    as a trivial pytest run imports it, written by the host's own run of it (never by a
+    jailed command: the jail sees it read-only), once per home and interpreter."""
+    import hashlib
+
+    from verilearn_assets.refactor.config import expand_home
+
+    where = hashlib.sha256(sys.executable.encode()).hexdigest()[:10]
+    tag = f"{sys.implementation.cache_tag}-{where}"
+    cache = expand_home(config.workspace_root).parent / f"pycache-{tag}"
+    with _PYCACHE_LOCK:
+        if str(cache) in _PYCACHES:
+            return cache
+        if not cache.is_dir():
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            building = Path(tempfile.mkdtemp(prefix=".pycache-", dir=cache.parent))
+            building.chmod(0o755)  # read by the commands' uid (mkdtemp makes it 0700)
+            _warm_pycache(building)
+            try:
+                os.rename(building, cache)
+            except OSError:  # another process built it meanwhile
+                shutil.rmtree(building, ignore_errors=True)
+        _PYCACHES[str(cache)] = cache
+    return cache
+
+
+def _warm_pycache(cache: Path) -> None:
+    with tempfile.TemporaryDirectory() as scratch:
+        Path(scratch, "test_warm.py").write_text("def test_warm():\n    assert 1\n")
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-X",
+                f"pycache_prefix={cache}",
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                scratch,
+            ],  # fmt: skip
+            cwd=scratch,
+            env={"PATH": "/usr/bin:/bin", "HOME": scratch, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
+            capture_output=True,
+            timeout=300,
+            check=False,
+        )
+    if done.returncode != 0:  # no cache: the jail still works, compiling as it goes
+        log.warning("refactor jail: warming the runtime bytecode failed: %s", done.stdout[-500:])
 
 
 def _cap(text: str, cap: int) -> str:
@@ -275,6 +335,7 @@ def bwrap_command(
     for path in _ro_paths(config):
         args += ["--ro-bind", path, path]
     args += ["--ro-bind", ast_grep_binary(), f"{BIN_IN_JAIL}/ast-grep"]
+    args += ["--ro-bind", str(runtime_pycache(config)), PYCACHE_IN_JAIL]
     args += ["--ro-bind", str(control), CONTROL_IN_JAIL]
     args += ["--bind", str(workspace), WORKSPACE_IN_JAIL]
     args += ["--chdir", WORKSPACE_IN_JAIL, "--", *argv]

@@ -259,9 +259,10 @@ def cap(data: bytes, limit: int) -> str:
 
 
 def wipe() -> None:
-    """Empty /tmp as the sandbox user (who wrote what is there); an empty /tmp (most
-    commands leave nothing) costs a listing, not a fork."""
-    if os.listdir(SCRATCH):
+    """Empty /tmp as the sandbox user (who wrote what is there); a /tmp holding nothing
+    but mount points (most commands leave nothing) costs a listing, not a fork."""
+    mounts = set(mount_points())
+    if any(os.path.join(SCRATCH, name) not in mounts for name in os.listdir(SCRATCH)):
         as_sandbox_user(wipe_scratch, SCRATCH)
 
 
