@@ -4,7 +4,8 @@ Clean re-execution proves an answer reproducible, not meaningful. Three relation
 answers that are right by construction rather than by the data:
 
 - **data dependence**: the reference re-runs on `k` tables of the same shape (rows drawn
-  with replacement, then each column's values permuted on their own, seeded). A numeric
+  with replacement, then each column's values permuted on their own, measurements
+  jittered by a few percent, seeded). A numeric
   answer identical on every one of them is fixed by the shape (1/sqrt(n), a Spearman of a
   column with its own log) → `degenerate_data_independent`. A template declares the
   questions legitimately asked of the shape (`Template.shape_only`);
@@ -67,36 +68,41 @@ def _has_float(value: Any) -> bool:
     return False
 
 
-def _untie(col: pd.Series) -> pd.Series:
-    """A float column with its repeated values nudged apart by 1e-9 of its spread: a draw
-    with replacement repeats values, and an answer fixed for untied data (the kurtosis of
-    squared percentile ranks) must not move only because the perturbation made ties."""
-    if not pd.api.types.is_float_dtype(col) or isinstance(
-        col.dtype, pd.api.extensions.ExtensionDtype
-    ):
-        return col
-    values = col.to_numpy(copy=True)
-    dup = col.duplicated(keep="first").to_numpy() & ~np.isnan(values)
-    if not dup.any():
-        return col
-    spread = float(np.nanstd(values))
-    values[dup] += 1e-9 * (spread if spread > 0 else 1.0) * np.arange(1, int(dup.sum()) + 1)
-    return pd.Series(values, name=col.name)
+# columns with more distinct values than this are measurements; fewer are levels (keys)
+MANY_VALUES = 12
+NOISE = 0.05  # each value of a measurement is scaled by exp(NOISE * standard normal)
+
+
+def _jitter(col: pd.Series, rng: np.random.Generator) -> pd.Series:
+    """A measurement column with each value scaled by its own small random factor: a draw
+    with replacement keeps a column's maximum in ~63% of tables (so a maximum would look
+    fixed), and makes ties an untied column never had (so the kurtosis of squared
+    percentile ranks, fixed by n without ties, would look data-driven)."""
+    values = col.to_numpy(dtype=float, na_value=np.nan)
+    return pd.Series(values * np.exp(NOISE * rng.standard_normal(len(values))), name=col.name)
 
 
 def same_shape_tables(df: pd.DataFrame, k: int, seed: int) -> list[pd.DataFrame]:
     """`k` seeded tables with `df`'s rows and columns: rows drawn with replacement, then
     each column permuted on its own (marginals move, relations between columns break);
-    float values repeated by the draw are nudged apart (`_untie`)."""
+    measurement columns (numeric, more than `MANY_VALUES` distinct values) are also
+    jittered (`_jitter`). Level columns keep their levels, so group questions still run."""
     rng = np.random.default_rng(seed)
     n = len(df)
+    measured = {
+        c
+        for c in df.columns
+        if pd.api.types.is_numeric_dtype(df[c])
+        and not pd.api.types.is_bool_dtype(df[c])
+        and df[c].nunique() > MANY_VALUES
+    }
     out = []
     for _ in range(k):
         rows = rng.integers(0, n, size=n)
-        cols = {
-            c: _untie(df[c].take(rows[rng.permutation(n)]).reset_index(drop=True))
-            for c in df.columns
-        }
+        cols = {}
+        for c in df.columns:
+            col = df[c].take(rows[rng.permutation(n)]).reset_index(drop=True)
+            cols[c] = _jitter(col, rng) if c in measured else col
         out.append(pd.DataFrame(cols, columns=df.columns))
     return out
 
@@ -154,7 +160,7 @@ def data_independent_reason(
         return None
     return (
         f"{DATA_INDEPENDENT}: the answer stays {json.dumps(answer)[:80]} on {len(perturbed)} "
-        "tables of the same shape with resampled, column-permuted values"
+        "tables of the same shape with resampled, column-permuted, jittered values"
     )
 
 
