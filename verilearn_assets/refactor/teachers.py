@@ -285,6 +285,7 @@ class ActorConfig(StrictConfig):
     fallback_models: list[str] = Field(default_factory=list)
     quantization: str | None = None  # deployment metadata
     tensor_parallel_size: int = Field(default=1, ge=1)  # deployment metadata
+    gpu_memory_utilization: float | None = Field(default=None, gt=0.0, le=1.0)  # launcher
     device_ids: list[int] = Field(default_factory=list)  # deployment metadata
     sampling: SamplingDefaults = Field(default_factory=SamplingDefaults)
     stop: list[str] = Field(default_factory=lambda: ["</state_update>"])

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
 from verilearn_assets.core.config import StrictConfig, load_config, load_yaml_model
 from verilearn_assets.core.records import SOURCES, SPLITS
+from verilearn_assets.training.device import Device, Dtype
 from verilearn_assets.training.eval_config import EvalSettings
 from verilearn_assets.training.grpo_config import GrpoSettings
 
@@ -99,6 +100,12 @@ class SftSettings(StrictConfig):
 
 class TrainingConfig(StrictConfig):
     base_model: str = DEFAULT_BASE_MODEL
+    # where SFT and GRPO train (training/device.py): auto = a GPU when torch sees one;
+    # dtype auto = bfloat16 on a GPU that has it (float16 on an older one), float32 on CPU;
+    # device_map (e.g. "auto") spreads a model too large for one GPU over the visible ones
+    device: Device = "auto"
+    dtype: Dtype = "auto"
+    device_map: str | dict[str, Any] | None = None
     split: str = "train"
     runs_dir: str | None = None  # None: $VERILEARN_HOME/runs
     mixture: MixtureSettings = Field(default_factory=MixtureSettings)

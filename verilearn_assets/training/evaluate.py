@@ -47,7 +47,7 @@ from verilearn_assets.core.family import families
 from verilearn_assets.core.ingest.tables import load_table_records
 from verilearn_assets.core.llm.client import VllmClient
 from verilearn_assets.core.llm.config import VllmConfig, load_vllm_config
-from verilearn_assets.core.llm.launcher import REPO_ROOT, VllmServer, free_port
+from verilearn_assets.core.llm.launcher import REPO_ROOT, free_port, server_from_config
 from verilearn_assets.core.records import SPLITS
 from verilearn_assets.core.sandbox.config import SandboxConfig, load_sandbox_config
 from verilearn_assets.core.sandbox.pool import SandboxPool
@@ -243,7 +243,7 @@ def serving(mut: ModelUnderTest, vllm_cfg: VllmConfig) -> Iterator[VllmConfig]:
         yield VllmConfig.model_validate({**vllm_cfg.model_dump(), "model": mut.name})
         return
     local = vllm_cfg.server
-    extra = list(local.extra_args)
+    extra: list[str] = []
     path = mut.path
     if mut.is_adapter:  # vLLM serves the base with the adapter under the model's name
         path = adapter_base(mut.path)
@@ -254,20 +254,11 @@ def serving(mut: ModelUnderTest, vllm_cfg: VllmConfig) -> Iterator[VllmConfig]:
             "--max-lora-rank",
             str(max(8, adapter_rank(mut.path))),
         ]
-    server = VllmServer(
-        path,
-        port=free_port(local.host),
-        host=local.host,
-        python_exe=local.python,
-        served_model_name=f"{mut.name}-base" if mut.is_adapter else mut.name,
-        dtype=local.dtype,
-        max_model_len=local.max_model_len,
-        kv_cache_gib=local.kv_cache_gib,
-        enforce_eager=local.enforce_eager,
-        executor_backend=local.executor_backend,
+    server = server_from_config(
+        local.model_copy(update={"port": free_port(local.host)}),
+        f"{mut.name}-base" if mut.is_adapter else mut.name,
+        model_path=path,
         extra_args=extra,
-        env=local.env,
-        startup_timeout_s=local.startup_timeout_s,
     )
     with server:
         log.info("serving %s from %s at %s", mut.name, path, server.base_url)

@@ -53,7 +53,9 @@ its weights, not whatever partition is newest now) and adds the task partitions 
 prompts came from. From the base model it carries the `sft_dataset` evidence its gate
 checked (`evidence=`, given by the asset and the CLI; rows_used 0) with the tasks. An SFT
 run without evidence, or a base start given none, leaves it empty: the model is ungated.
-On CPU `bf16=False, use_cpu=True` (TRL turns bf16 on by default; this CPU has none).
+Device and precision come from training.yaml `device`/`dtype`/`device_map`
+(`training/device.py`): on this CPU `bf16=False, use_cpu=True` (TRL turns bf16 on by
+default), on a GPU bfloat16 where supported; `use_cpu` is derived, never forced.
 """
 
 from __future__ import annotations
@@ -74,6 +76,7 @@ from verilearn_assets.core.llm.budget import ContextBudget
 from verilearn_assets.core.llm.tokens import HfChatCounter
 from verilearn_assets.core.records import SOURCES, Record
 from verilearn_assets.training.config import TrainingConfig
+from verilearn_assets.training.device import Placement, placement, trainer_placement
 from verilearn_assets.training.grpo_budget import PromptBudgetReport, fit_prompts
 from verilearn_assets.training.grpo_config import GrpoSettings
 from verilearn_assets.training.grpo_rollout import MultiTurnRollout, TurnGenerator, unique_prompts
@@ -150,18 +153,19 @@ def resolve_start(config: TrainingConfig, home: Path) -> StartModel:
     return StartModel(base, "base")
 
 
-def load_policy(start: StartModel) -> tuple[Any, Any]:
-    """(model, tokenizer); an adapter run is merged into its base in memory."""
-    import torch
+def load_policy(start: StartModel, where: Placement | None = None) -> tuple[Any, Any]:
+    """(model, tokenizer) in `where`'s weight dtype and device map (default: float32 on the
+    CPU); an adapter run is merged into its base in memory."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    kwargs = (where or Placement("cpu", "float32")).load_kwargs()
     if start.merged:
-        model = AutoModelForCausalLM.from_pretrained(str(start.path), dtype=torch.float32)
+        model = AutoModelForCausalLM.from_pretrained(str(start.path), **kwargs)
     else:
         from peft import PeftModel
 
         assert start.base is not None
-        base = AutoModelForCausalLM.from_pretrained(str(start.base), dtype=torch.float32)
+        base = AutoModelForCausalLM.from_pretrained(str(start.base), **kwargs)
         model = PeftModel.from_pretrained(base, str(start.path)).merge_and_unload()
     tokenizer = AutoTokenizer.from_pretrained(str(start.path))
     if tokenizer.pad_token is None:
@@ -396,6 +400,7 @@ def train_grpo(
     with _cpu_threads(g.cpu_threads):
         try:
             trainer = _trainer(config, start, rows, funcs, weights, run, steps, progress, rollout)
+            placed = trainer_placement(trainer)
             started = time.monotonic()
             out = trainer.train()
             seconds = time.monotonic() - started
@@ -442,6 +447,7 @@ def train_grpo(
             "scored_batches": bank.batches if bank else rollout.batches if rollout else 0,
             "task_order": [r["task_id"] for r in rows],
             "multi_turn": g.multi_turn,
+            "placement": placed,
             **({"prompt_budget": prompt_budget.summary()} if prompt_budget else {}),
             **(
                 {
@@ -511,11 +517,11 @@ def _trainer(
 
     g = config.grpo
     torch.manual_seed(g.seed)
-    model, tokenizer = load_policy(start)
+    where = placement(config)
+    model, tokenizer = load_policy(start, where)
     args = GRPOConfig(
         output_dir=str(run.checkpoints),
-        bf16=False,
-        use_cpu=not torch.cuda.is_available(),
+        **where.trainer_args(),
         report_to=[],
         learning_rate=g.learning_rate,
         max_steps=max_steps,

@@ -4,8 +4,10 @@
 The asset (`sft_model`) and the CLI (`verilearn train sft`) both call `train_sft`, so a model
 trained from the command line is the one the UI would have produced. Loss is on assistant
 tokens only (the chat template's `{% generation %}` spans, end-of-turn token included).
-On CPU, bf16 stays off (TRL turns it on by default; this CPU has none, a step gets ~7×
-slower) and `use_cpu` keeps accelerate from looking for a GPU.
+Device and precision come from training.yaml `device`/`dtype`/`device_map`
+(`training/device.py`): on CPU bf16 stays off (TRL turns it on by default; this CPU has
+none, a step gets ~7× slower) and `use_cpu` keeps accelerate from looking for a GPU; on a
+GPU, bfloat16 where supported.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 from verilearn_assets.core import lake
 from verilearn_assets.core.family import SftRow
 from verilearn_assets.training.config import TrainingConfig
+from verilearn_assets.training.device import placement, trainer_placement
 from verilearn_assets.training.run_dir import (
     GateEvidence,
     RunDir,
@@ -107,6 +110,7 @@ def train_sft(
 
     steps = max_steps if max_steps is not None else sft.max_steps
     trainer = _trainer(config, tokenizer, to_dataset(prep.conversations), run, steps, progress)
+    placed = trainer_placement(trainer)
     started = time.monotonic()
     out = trainer.train()
     seconds = time.monotonic() - started
@@ -167,6 +171,7 @@ def train_sft(
             "method": sft.method,
             "weighting": sft.weighting,
             "truncation": sft.truncation,
+            "placement": placed,
         },
     )
     run.write_result(result)
@@ -212,14 +217,13 @@ def _trainer(
     sft = config.sft
     torch.manual_seed(sft.seed)
     apply_cpu_threads(sft)
-    use_cpu = not torch.cuda.is_available()
+    where = placement(config)
     args = SFTConfig(
         output_dir=str(run.checkpoints),
         assistant_only_loss=True,
         max_length=sft.max_seq_length,
         packing=False,
-        bf16=False,
-        use_cpu=use_cpu,
+        **where.trainer_args(),
         report_to=[],
         learning_rate=sft.learning_rate,
         lr_scheduler_type=sft.lr_scheduler_type,
@@ -239,7 +243,9 @@ def _trainer(
         disable_tqdm=True,
         dataloader_num_workers=0,
     )
-    model = AutoModelForCausalLM.from_pretrained(str(config.base_model_dir()), dtype=torch.float32)
+    model = AutoModelForCausalLM.from_pretrained(
+        str(config.base_model_dir()), **where.load_kwargs()
+    )
     trainer = SFTTrainer(
         model=model,
         args=args,

