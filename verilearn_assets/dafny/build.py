@@ -51,7 +51,9 @@ def build_tasks(
 ) -> tuple[list[DafnyTask], CorpusSet]:
     """Tasks of one partition; `propose` (a model) is needed by the `llm` source only."""
     report = load_corpus(config, home)
-    splits = split_examples(report.examples, seed=config.corpus.seed)
+    splits = split_examples(
+        report.examples, config.corpus.seed, min_eval_tasks=config.corpus.min_eval_tasks
+    )
     mine = [e for e in report.examples if splits[e.id] == split]
     if source == "template":
         return template_tasks(mine, splits, verifier), report

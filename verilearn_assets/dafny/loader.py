@@ -26,11 +26,13 @@ from pathlib import Path
 
 from verilearn_assets.core.records import content_hash
 from verilearn_assets.dafny import dialect
+from verilearn_assets.dafny.lexer import code_tokens
 from verilearn_assets.dafny.records import DafnyExample
 from verilearn_assets.dafny.syntax import (
     Decl,
     declarations,
-    hint_count,
+    hints,
+    lemma_names,
     normalize,
     remove_hints,
     strip_comments,
@@ -113,9 +115,12 @@ def examples_from_program(
     corpus: str = "",
 ) -> list[DafnyExample]:
     """One example per method with a body. `no_hints` (DafnyBench's hint-free twin) gives
-    the bodies when present; otherwise hints are removed mechanically."""
+    the bodies when present; otherwise hints are removed mechanically, calls of the
+    program's lemmas (and ghost methods) included: they are proof steps, not code, and a
+    hint-free body that kept them would hand the annotator its answer."""
     program = strip_comments(text)
     decls = declarations(program)
+    lemmas = lemma_names(program)
     twin = {d.qualified: d for d in declarations(strip_comments(no_hints))} if no_hints else {}
     out = []
     for decl in decls:
@@ -123,7 +128,7 @@ def examples_from_program(
             continue
         annotated = decl.body
         twin_decl = twin.get(decl.qualified)
-        body = twin_decl.body if twin_decl and twin_decl.body else remove_hints(annotated)
+        body = twin_decl.body if twin_decl and twin_decl.body else remove_hints(annotated, lemmas)
         prefix = program[: decl.start]
         spec = program[decl.start : decl.end - len(annotated)]
         suffix = program[decl.end :]
@@ -143,7 +148,7 @@ def examples_from_program(
                 annotated_body=annotated,
                 constructs=constructs_of(program, decl, decls),
                 n_lines=program.count("\n") + 1,
-                n_hints=hint_count(annotated),
+                n_hints=len(hints(code_tokens(annotated), lemmas)),
             )
         )
     return out

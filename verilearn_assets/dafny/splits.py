@@ -12,6 +12,17 @@ feature, ties broken by the split's overall deficit and then by the seed. A feat
 with at least as many programs as there are splits' worth of proportion is thereby
 spread over more than one split, where dealing one fixed pattern would let a small
 stratum fall entirely into `train`.
+
+`min_eval_tasks` (configs/dafny.yaml `corpus.min_eval_tasks`): every split but `train`
+must hold at least that many examples, so that pass@1 on it moves in steps of at most
+1/min (10 → 10%). Every example gives one writer task, and one with hints an annotator task
+or more (template and procedural), so the example count is the writer task count and bounds
+the annotator count from below in practice (`tests/dafny/test_dafny_split_sizes.py` checks
+both on the bundled corpus). The stratified deal runs with those splits' shares raised to
+min/examples, then whole programs move from the split with most to spare (smallest program
+first) until every split holds the minimum. A corpus too small to give every split the
+minimum (fewer than splits × min examples) is dealt by proportion alone: a minimum it
+cannot meet would empty `train`.
 """
 
 from __future__ import annotations
@@ -38,11 +49,17 @@ def program_features(examples: Sequence[DafnyExample]) -> frozenset[str]:
 
 
 def split_examples(
-    examples: Sequence[DafnyExample], seed: int = 0, pattern: Sequence[str] = DEFAULT_PATTERN
+    examples: Sequence[DafnyExample],
+    seed: int = 0,
+    pattern: Sequence[str] = DEFAULT_PATTERN,
+    min_eval_tasks: int = 0,
 ) -> dict[str, str]:
-    """Example id -> split; `pattern` gives the splits and their proportions."""
+    """Example id -> split; `pattern` gives the splits and their proportions, and every
+    split but `train` gets at least `min_eval_tasks` examples when the corpus allows it."""
     if not pattern:
         raise ValueError("split_examples: pattern names no split")
+    if min_eval_tasks < 0:
+        raise ValueError(f"split_examples: min_eval_tasks must be >= 0, got {min_eval_tasks}")
     group_of = split_groups(examples)
     groups: dict[str, list[DafnyExample]] = defaultdict(list)
     for ex in examples:
@@ -53,6 +70,14 @@ def split_examples(
     features = {p: program_features(groups[p]) for p in programs}
     share = {s: n / len(pattern) for s, n in Counter(pattern).items()}
     splits = list(share)
+    minimum = eval_minimum(splits, len(examples), min_eval_tasks)
+    if minimum:
+        raised = {s: max(share[s], minimum[s] / len(examples)) for s in splits if s != "train"}
+        rest = 1.0 - sum(raised.values())
+        share = {
+            s: raised.get(s, rest * share[s] / (1.0 - sum(share[r] for r in raised)))
+            for s in splits
+        }
     holders: dict[str, list[str]] = defaultdict(list)
     for p in programs:
         for f in features[p]:
@@ -70,7 +95,46 @@ def split_examples(
             overall[split] -= 1
             for f in features[p]:
                 wanted[f][split] -= 1
+    if minimum:
+        top_up(placed, {p: len(groups[p]) for p in programs}, minimum, rng)
     return {ex.id: placed[group_of[ex.program]] for ex in examples}
+
+
+def eval_minimum(splits: Sequence[str], n_examples: int, min_eval_tasks: int) -> dict[str, int]:
+    """Split -> the examples it must hold (every split but `train`: `min_eval_tasks`);
+    empty when there is no minimum or the corpus has fewer than splits × min examples."""
+    if not min_eval_tasks or n_examples < len(splits) * min_eval_tasks:
+        return {}
+    return {s: min_eval_tasks for s in splits if s != "train"}
+
+
+def top_up(
+    placed: dict[str, str], size: dict[str, int], minimum: dict[str, int], rng: random.Random
+) -> None:
+    """Move whole programs into every split under its minimum, each from the split with the
+    most examples to spare (no split is taken under the minimum: `train`'s is the same),
+    the smallest program that fits first, the seed breaking ties."""
+    floor = max(minimum.values())
+    order = {p: rng.random() for p in sorted(placed)}
+    for _ in range(len(placed)):
+        count = Counter()
+        for p, s in placed.items():
+            count[s] += size[p]
+        short = [s for s in sorted(minimum) if count[s] < minimum[s]]
+        if not short:
+            return
+        needy = short[0]
+        spare = {s: count[s] - floor for s in count if s != needy and count[s] > floor}
+        donors = [p for p, s in placed.items() if s in spare and size[p] <= spare[s]]
+        if not donors:
+            break
+        best = max(spare.values())
+        pick = min(donors, key=lambda p: (spare[placed[p]] != best, size[p], order[p]))
+        placed[pick] = needy
+    raise ValueError(
+        f"split_examples: cannot give {', '.join(sorted(minimum))} {floor} examples each "
+        f"by moving whole programs (program sizes {sorted(size.values())})"
+    )
 
 
 def method_key(ex: DafnyExample) -> str:
