@@ -4,8 +4,8 @@ Clean re-execution proves an answer reproducible, not meaningful. Three relation
 answers that are right by construction rather than by the data:
 
 - **data dependence**: the reference re-runs on `k` tables of the same shape (rows drawn
-  with replacement, then each column's values permuted on their own, measurements
-  jittered by a few percent, seeded). A numeric
+  with replacement from half the rows, then each column's values permuted on their own,
+  numbers jittered by a few percent, seeded). A numeric
   answer identical on every one of them is fixed by the shape (1/sqrt(n), a Spearman of a
   column with its own log) → `degenerate_data_independent`. A template declares the
   questions legitimately asked of the shape (`Template.shape_only`);
@@ -68,41 +68,38 @@ def _has_float(value: Any) -> bool:
     return False
 
 
-# columns with more distinct values than this are measurements; fewer are levels (keys)
-MANY_VALUES = 12
-NOISE = 0.05  # each value of a measurement is scaled by exp(NOISE * standard normal)
+NOISE = 0.05  # each numeric value is scaled by exp(NOISE * standard normal)
 
 
 def _jitter(col: pd.Series, rng: np.random.Generator) -> pd.Series:
-    """A measurement column with each value scaled by its own small random factor: a draw
-    with replacement keeps a column's maximum in ~63% of tables (so a maximum would look
-    fixed), and makes ties an untied column never had (so the kurtosis of squared
-    percentile ranks, fixed by n without ties, would look data-driven)."""
+    """A numeric column with each value scaled by its own small random factor: resampled
+    rows keep a column's extremes and levels often (so a maximum, a range or an outlier
+    count would look fixed), and make ties an untied column never had (so the kurtosis of
+    squared percentile ranks, fixed by n without ties, would look data-driven)."""
     values = col.to_numpy(dtype=float, na_value=np.nan)
     return pd.Series(values * np.exp(NOISE * rng.standard_normal(len(values))), name=col.name)
 
 
 def same_shape_tables(df: pd.DataFrame, k: int, seed: int) -> list[pd.DataFrame]:
-    """`k` seeded tables with `df`'s rows and columns: rows drawn with replacement, then
-    each column permuted on its own (marginals move, relations between columns break);
-    measurement columns (numeric, more than `MANY_VALUES` distinct values) are also
-    jittered (`_jitter`). Level columns keep their levels, so group questions still run."""
+    """`k` seeded tables with `df`'s rows and columns: n rows drawn with replacement from
+    a random half of the rows (a single extreme row is left out of about half the tables),
+    then each column permuted on its own (marginals move, relations between columns
+    break), numeric columns jittered (`_jitter`)."""
     rng = np.random.default_rng(seed)
     n = len(df)
-    measured = {
+    numeric = {
         c
         for c in df.columns
-        if pd.api.types.is_numeric_dtype(df[c])
-        and not pd.api.types.is_bool_dtype(df[c])
-        and df[c].nunique() > MANY_VALUES
+        if pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])
     }
     out = []
     for _ in range(k):
-        rows = rng.integers(0, n, size=n)
+        half = rng.choice(n, size=max(1, n // 2), replace=False)
+        rows = half[rng.integers(0, len(half), size=n)]
         cols = {}
         for c in df.columns:
             col = df[c].take(rows[rng.permutation(n)]).reset_index(drop=True)
-            cols[c] = _jitter(col, rng) if c in measured else col
+            cols[c] = _jitter(col, rng) if c in numeric else col
         out.append(pd.DataFrame(cols, columns=df.columns))
     return out
 

@@ -37,7 +37,7 @@ class ScreenConfig(StrictConfig):
     # older screen (row subsamples for `perturb_sources`, adjacent-pair chain rules): the
     # "before" of benchmarks/question_quality.py
     metamorphic: bool = True
-    perturbations: int = Field(3, ge=1)  # perturbed tables per candidate
+    perturbations: int = Field(4, ge=1)  # perturbed tables per candidate
     # with `metamorphic` off only: sources whose candidates get the row-subsample test
     perturb_sources: list[str] = Field(default_factory=lambda: ["procedural"])
     perturb_fraction: float = Field(0.8, gt=0, lt=1)
