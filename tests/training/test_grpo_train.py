@@ -242,3 +242,53 @@ def test_orm_vs_prm_experiment_writes_both_curves(orm_prm: dict) -> None:
     prm = load_experiment().arms["prm"]["process_weight"]
     assert weights["orm"] == {"outcome": 0.0, "partial": 1.0}
     assert weights["prm"] == {"outcome": 0.0, "partial": 1.0, "process": prm}
+
+
+class _Interrupted(RuntimeError):
+    """Stands in for a killed process: raised from the progress callback."""
+
+
+def test_checkpoints_every_save_steps_and_resume_from_the_latest(grpo_home: Path) -> None:
+    """Killed at step 2 with save_steps 1, the run resumes from checkpoint-1 in its own
+    directory and ends at the weights an uninterrupted run reaches."""
+    assert FAMILY.grpo is not None
+    probe = dataclasses.replace(
+        FAMILY, grpo=GrpoTask(prompts=FAMILY.grpo.prompts, scorer=FirstOfGroupScorer)
+    )
+    config = tiny_config(beta=0.0, max_steps=3, save_steps=1, save_total_limit=None)
+    before = {p.name for p in (grpo_home / "runs").glob("grpo-*")}
+
+    def killed_at_2(step: int, total: int, logs: dict) -> None:
+        if step == 2 and "loss" in logs:
+            raise _Interrupted("killed")
+
+    with pytest.raises(_Interrupted):
+        train_grpo(config, grpo_home, family=probe, progress=killed_at_2)
+    (run_dir,) = [p for p in (grpo_home / "runs").glob("grpo-*") if p.name not in before]
+    assert sorted(p.name for p in (run_dir / "checkpoints").glob("checkpoint-*")) == [
+        "checkpoint-1"
+    ]
+    assert not (run_dir / "result.json").exists()
+    assert {r["step"] for r in _metrics(run_dir)} == {1, 2}  # step 2 logged, never saved
+
+    seen: list[int] = []
+    run = train_grpo(
+        tiny_config(max_steps=1),  # ignored: a resumed run keeps its own config.yaml
+        grpo_home,
+        family=probe,
+        resume="latest",
+        progress=lambda step, total, logs: seen.append(step) if "loss" in logs else None,
+    )
+    assert run.run_dir == run_dir and run.steps == 3 and seen == [2, 3]
+    assert [r["step"] for r in _metrics(run_dir) if "loss" in r] == [1, 2, 3]  # no repeats
+    names = {p.name for p in (run_dir / "checkpoints").glob("checkpoint-*")}
+    assert names == {"checkpoint-1", "checkpoint-2", "checkpoint-3"}
+    with pytest.raises(ValueError, match=f"run {run_dir.name} finished"):
+        train_grpo(config, grpo_home, family=probe, resume=run_dir.name)
+    with pytest.raises(ValueError, match="no unfinished grpo run with a checkpoint"):
+        train_grpo(config, grpo_home, family=probe, resume="latest")
+
+    straight = train_grpo(config.model_copy(deep=True), grpo_home, family=probe)
+    resumed, uninterrupted = tensors(run.model_dir), tensors(straight.model_dir)
+    assert any(not torch.equal(tensors(TINY)[k], resumed[k]) for k in resumed)
+    assert all(torch.allclose(resumed[k], uninterrupted[k], atol=1e-6) for k in resumed)

@@ -60,6 +60,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                 help="role to train, e.g. dafny's writer or annotator (default: config, "
                 "else the family's first GRPO role)",
             )
+            s.add_argument(
+                "--resume",
+                default=None,
+                metavar="RUN_ID|latest",
+                help="continue an interrupted run from its latest checkpoint (its own "
+                "config.yaml; needs grpo.save_steps), in its own run directory",
+            )
         s.set_defaults(handler=run)
 
 
@@ -141,6 +148,7 @@ def _grpo(config: Any, home: Path, args: argparse.Namespace, console: Any) -> An
             max_steps=args.max_steps,
             progress=progress,
             evidence=evidence,
+            resume=args.resume,
         )
 
 

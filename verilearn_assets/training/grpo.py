@@ -53,6 +53,12 @@ its weights, not whatever partition is newest now) and adds the task partitions 
 prompts came from. From the base model it carries the `sft_dataset` evidence its gate
 checked (`evidence=`, given by the asset and the CLI; rows_used 0) with the tasks. An SFT
 run without evidence, or a base start given none, leaves it empty: the model is ungated.
+Checkpoints: `save_steps` writes the trainer's state (weights, optimizer, RNG, step) every
+N steps under the run's `checkpoints/`; `train_grpo(resume=...)` (`verilearn train grpo
+--resume latest|RUN_ID`) continues an unfinished run from its latest checkpoint in its own
+directory with its own config.yaml, dropping the metrics rows logged after that step (they
+are logged again), and reaches the weights an uninterrupted run reaches (test).
+
 Device and precision come from training.yaml `device`/`dtype`/`device_map`
 (`training/device.py`): on this CPU `bf16=False, use_cpu=True` (TRL turns bf16 on by
 default), on a GPU bfloat16 where supported; `use_cpu` is derived, never forced.
@@ -63,6 +69,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import logging
 import math
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -75,7 +82,7 @@ from verilearn_assets.core.family import family as family_by_name
 from verilearn_assets.core.llm.budget import ContextBudget
 from verilearn_assets.core.llm.tokens import HfChatCounter
 from verilearn_assets.core.records import SOURCES, Record
-from verilearn_assets.training.config import TrainingConfig
+from verilearn_assets.training.config import TrainingConfig, load_training_config
 from verilearn_assets.training.device import Placement, placement, trainer_placement
 from verilearn_assets.training.grpo_budget import PromptBudgetReport, fit_prompts
 from verilearn_assets.training.grpo_config import GrpoSettings
@@ -90,6 +97,8 @@ from verilearn_assets.training.run_dir import (
 )
 
 Progress = Callable[[int, int, dict[str, Any]], None]
+
+log = logging.getLogger(__name__)
 
 
 class NoGrpoTasks(ValueError):
@@ -280,6 +289,40 @@ class RewardBank:
 
 
 # --- the run --------------------------------------------------------------------------------
+def resumable_run(
+    config: TrainingConfig, home: Path, resume: str | Path, run_kind: str
+) -> tuple[RunDir, Path]:
+    """The run to resume and its latest checkpoint. `resume` is a run directory, a run id
+    under the runs root, or "latest" (the newest `<run_kind>-*` run with a checkpoint and
+    no result.json). A finished run, or one without a checkpoint, is refused by name."""
+    root = config.runs_root(home)
+    if str(resume) == "latest":
+        open_runs = sorted(
+            p
+            for p in root.glob(f"{run_kind}-*")
+            if p.is_dir() and not (p / "result.json").exists()
+            and RunDir.reopen(p).latest_checkpoint() is not None
+        )  # fmt: skip
+        if not open_runs:
+            raise ValueError(
+                f"grpo --resume latest: no unfinished {run_kind} run with a checkpoint under "
+                f"{root} (set grpo.save_steps to write checkpoints)"
+            )
+        path = open_runs[-1]
+    else:
+        path = Path(resume) if Path(resume).is_dir() else root / str(resume)
+    run = RunDir.reopen(path)
+    if (run.path / "result.json").exists():
+        raise ValueError(f"grpo --resume: run {run.run_id} finished ({run.path}/result.json)")
+    checkpoint = run.latest_checkpoint()
+    if checkpoint is None:
+        raise ValueError(
+            f"grpo --resume: run {run.run_id} has no checkpoint under {run.checkpoints} "
+            "(it ran with grpo.save_steps: null, or stopped before the first save)"
+        )
+    return run, checkpoint
+
+
 def train_grpo(
     config: TrainingConfig,
     home: Path | str | None = None,
@@ -291,6 +334,7 @@ def train_grpo(
     run_kind: str = "grpo",
     turn_generator: TurnGenerator | None = None,
     evidence: GateEvidence | None = None,
+    resume: str | Path | None = None,
 ) -> TrainRun:
     """One GRPO run on `config.split`'s accepted tasks of one family and role (module doc).
 
@@ -303,6 +347,10 @@ def train_grpo(
     used only when training starts from the base model (`grpo_evidence`).
     """
     home = Path(home) if home is not None else lake.home()
+    resumed: tuple[RunDir, Path] | None = None
+    if resume is not None:
+        resumed = resumable_run(config, home, resume, run_kind)
+        config = load_training_config(resumed[0].path / "config.yaml")
     g = config.grpo
     fam = resolve_family(family, g)
     grpo = fam.grpo
@@ -366,10 +414,22 @@ def train_grpo(
                 f"window {window} minus max_completion_length {g.max_completion_length})"
             )
         rows = rows[: g.max_tasks]
-    run = RunDir.create(config, home, run_kind)
-    run.write_config(config)
-    run.write_seeds(seed=g.seed, data_seed=g.seed, sampling_seed=g.seed)
-    run.write_system(dafny=fam.name == "dafny")
+    checkpoint: Path | None = None
+    if resumed is not None:
+        run, checkpoint = resumed
+        step = int(checkpoint.name.rsplit("-", 1)[1])
+        dropped = run.truncate_metrics(step)
+        log.info(
+            "grpo: resuming %s from %s (%d later metrics rows dropped)",
+            run.run_id,
+            checkpoint,
+            dropped,
+        )
+    else:
+        run = RunDir.create(config, home, run_kind)
+        run.write_config(config)
+        run.write_seeds(seed=g.seed, data_seed=g.seed, sampling_seed=g.seed)
+        run.write_system(dafny=fam.name == "dafny")
     steps = max_steps if max_steps is not None else g.max_steps
 
     rollout: MultiTurnRollout | None = None
@@ -402,7 +462,7 @@ def train_grpo(
             trainer = _trainer(config, start, rows, funcs, weights, run, steps, progress, rollout)
             placed = trainer_placement(trainer)
             started = time.monotonic()
-            out = trainer.train()
+            out = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
             seconds = time.monotonic() - started
         finally:
             closer.close()
@@ -539,7 +599,9 @@ def _trainer(
         reward_weights=list(weights.values()),
         shuffle_dataset=g.curriculum == "none",
         logging_steps=g.logging_steps,
-        save_strategy="no",
+        save_strategy="steps" if g.save_steps else "no",
+        save_steps=g.save_steps or 500,
+        save_total_limit=g.save_total_limit,
         seed=g.seed,
         data_seed=g.seed,
         disable_tqdm=True,

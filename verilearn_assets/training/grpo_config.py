@@ -60,6 +60,11 @@ class GrpoSettings(StrictConfig):
     # the default trains on the prompt `model_eval` sends
     max_turns: int | None = Field(default=None, ge=1)
     save_model: bool = True  # write the trained policy to the run's model/ dir
+    # trainer checkpoints (weights, optimizer, RNG, step) every N steps under the run's
+    # checkpoints/; an interrupted run resumes from its latest (`verilearn train grpo
+    # --resume latest|RUN_ID`). None: no checkpoints. save_total_limit: the newest N kept.
+    save_steps: int | None = Field(default=None, ge=1)
+    save_total_limit: int | None = Field(default=2, ge=1)
     # LoRA instead of full weights (rank/alpha/dropout/targets from `sft:`); the reference
     # is then the policy with its adapter off (no second model copy); merged when saved
     lora: bool = False

@@ -194,19 +194,45 @@ def read_metrics(path: Path) -> list[dict[str, Any]]:
 class RunDir:
     """Creates and fills one run directory; every path a trainer needs is a property."""
 
-    def __init__(self, root: Path, run_id: str) -> None:
+    def __init__(self, root: Path, run_id: str, *, existing: bool = False) -> None:
         if not _RUN_ID.fullmatch(run_id):
             raise ValueError(f"run id {run_id!r}: only letters, digits, '_' and '-'")
         self.run_id = run_id
         self.path = Path(root) / run_id
-        self.path.mkdir(parents=True, exist_ok=False)
-        self.checkpoints.mkdir()
-        self.plots_dir.mkdir()
+        if existing:
+            if not self.path.is_dir():
+                raise FileNotFoundError(f"run directory {self.path} does not exist")
+        else:
+            self.path.mkdir(parents=True, exist_ok=False)
+            self.checkpoints.mkdir()
+            self.plots_dir.mkdir()
         self.metrics = MetricsWriter(self.metrics_path)
 
     @classmethod
     def create(cls, config: TrainingConfig, home: Path, kind: str) -> RunDir:
         return cls(config.runs_root(Path(home)), new_run_id(kind))
+
+    @classmethod
+    def reopen(cls, path: Path) -> RunDir:
+        """An existing run directory (to resume it)."""
+        return cls(path.parent, path.name, existing=True)
+
+    def latest_checkpoint(self) -> Path | None:
+        """The trainer checkpoint with the highest step (`checkpoints/checkpoint-<step>`)."""
+        found = [
+            (int(p.name.rsplit("-", 1)[1]), p)
+            for p in self.checkpoints.glob("checkpoint-*")
+            if p.is_dir() and p.name.rsplit("-", 1)[1].isdigit()
+        ]
+        return max(found)[1] if found else None
+
+    def truncate_metrics(self, step: int) -> int:
+        """Drop metrics rows logged after `step` (a resumed run logs them again); returns
+        how many rows were dropped."""
+        rows = self.read_metrics()
+        kept = [r for r in rows if int(r.get("step", 0)) <= step]
+        self.metrics_path.write_text("".join(json.dumps(r) + "\n" for r in kept))
+        return len(rows) - len(kept)
 
     @property
     def checkpoints(self) -> Path:
