@@ -1,0 +1,77 @@
+"""Split sizes on the bundled corpus (`corpus.min_eval_tasks`, `dafny/splits.py`): dev and
+test each hold at least the minimum, so pass@1 moves in steps of at most 1/min.
+
+`verilearn eval --family dafny` scores one role over every source of a split
+(`training/eval_family.family_rows`), so the minimum holds per evaluated role (writer,
+annotator) over the sources the demo builds (template, procedural), counted on accepted
+tasks built through `build.build_tasks`, the code the `dafny/tasks` asset calls, with the
+real verifier. The split itself stays grouped by program and stratified.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import pytest
+
+from verilearn_assets.dafny.build import build_tasks
+from verilearn_assets.dafny.loader import load_bundled
+from verilearn_assets.dafny.settings import load_dafny_config
+from verilearn_assets.dafny.splits import program_features, split_examples
+from verilearn_assets.dafny.verifier import DafnyVerifier
+
+CONFIG = load_dafny_config(Path(__file__).resolve().parents[2] / "configs")
+MIN = CONFIG.corpus.min_eval_tasks
+EVAL_SPLITS = ("dev", "test")
+
+
+def test_the_configured_minimum_gives_steps_of_at_most_ten_percent() -> None:
+    assert MIN >= 10, f"configs/dafny.yaml corpus.min_eval_tasks={MIN}: pass@1 steps > 10%"
+
+
+@pytest.mark.parametrize("seed", [0, 1, 7])
+def test_dev_and_test_hold_the_minimum_grouped_and_stratified(seed: int) -> None:
+    examples = load_bundled()
+    split = split_examples(examples, seed, min_eval_tasks=MIN)
+    assert split == split_examples(examples, seed, min_eval_tasks=MIN)
+    counts = Counter(split.values())
+    assert all(counts[s] >= MIN for s in EVAL_SPLITS), counts
+    assert split != split_examples(examples, seed)  # the minimum moved programs
+    members: dict[str, list] = defaultdict(list)
+    for ex in examples:
+        members[ex.program].append(ex)
+    assert all(len({split[e.id] for e in exs}) == 1 for exs in members.values())
+    strata: dict[str, set[str]] = defaultdict(set)
+    counted: Counter = Counter()
+    for exs in members.values():
+        for feature in program_features(exs):
+            strata[feature].add(split[exs[0].id])
+            counted[feature] += 1
+    lumped = [f for f, n in counted.items() if n >= 3 and len(strata[f]) < 2]
+    assert not lumped, lumped
+
+
+def test_a_corpus_too_small_for_the_minimum_is_split_by_proportion() -> None:
+    examples = load_bundled()
+    programs = sorted({e.program for e in examples})
+    small = [e for e in examples if e.program in programs[:12]]
+    assert len(small) < 3 * MIN
+    assert split_examples(small, 0, min_eval_tasks=MIN) == split_examples(small, 0)
+    with pytest.raises(ValueError, match="min_eval_tasks must be >= 0"):
+        split_examples(examples, 0, min_eval_tasks=-1)
+
+
+def test_bundled_dev_and_test_hold_the_minimum_per_evaluated_role(
+    verifier: DafnyVerifier, tmp_path: Path
+) -> None:
+    per: Counter = Counter()
+    for split in EVAL_SPLITS:
+        for source in ("template", "procedural"):
+            tasks, _ = build_tasks(source, split, CONFIG, verifier, home=tmp_path)
+            assert {t.split for t in tasks} == {split}
+            per.update((split, t.role, source) for t in tasks if t.status == "accepted")
+    for split in EVAL_SPLITS:
+        for role in ("writer", "annotator"):
+            got = sum(n for (s, r, _), n in per.items() if (s, r) == (split, role))
+            assert got >= MIN, (split, role, got, dict(per))
