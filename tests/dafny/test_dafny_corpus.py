@@ -205,3 +205,37 @@ def test_mutants_are_single_edits() -> None:
     for m in mutants(ex):
         changed = m.annotated_body != ex.annotated_body or m.spec != ex.spec
         assert changed
+
+
+def test_lemma_calls_leave_the_hint_free_body(home: Path, verifier: DafnyVerifier) -> None:
+    """AppendThree proves its spec by lemma calls only: the loader removes them from the
+    hint-free body (they are proof steps), so it is an annotator task; its writer gold
+    still scores 1.0 and the annotator's copy-the-input cheat scores 0."""
+    from verilearn_assets.dafny import prompts
+    from verilearn_assets.dafny.grpo import grpo_task
+    from verilearn_assets.dafny.syntax import lemma_names
+    from verilearn_assets.dafny.tasks import template_tasks
+
+    (ex,) = [e for e in load_bundled() if e.name == "list_datatype.AppendThree"]
+    lemmas = lemma_names(ex.gold_program)
+    called = [name for name in sorted(lemmas) if f"{name}(" in ex.annotated_body]
+    assert called and not any(f"{name}(" in ex.body for name in called), ex.body
+    assert ex.n_hints >= len(called)
+    tasks = {t.role: t for t in template_tasks([ex], {ex.id: "dev"}, verifier)}
+    writer, annotator = tasks["writer"], tasks["annotator"]
+    assert (annotator.status, annotator.input_status) == ("accepted", "verification_error")
+    assert writer.status == "accepted" and writer.target == ex.body
+    for role, task, answers in (
+        ("writer", writer, {"gold": writer.target, "gold with its lemma calls": ex.annotated_body}),
+        ("annotator", annotator, {"gold": annotator.target, "copy of the input": annotator.body}),
+    ):
+        scorer = grpo_task().scorer(home, [task], role)
+        try:
+            got = scorer.score(
+                [task.id] * len(answers), [prompts.fenced(a) for a in answers.values()]
+            )
+        finally:
+            scorer.close()
+        outcome = dict(zip(answers, (g["outcome"] for g in got), strict=True))
+        want = {k: 0.0 if k == "copy of the input" else 1.0 for k in answers}
+        assert outcome == want, (role, outcome)
