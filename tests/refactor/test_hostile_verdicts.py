@@ -262,34 +262,42 @@ BAD_NAME = write_files({}, "open(bytes([255]) + b'.py', 'w').close()\n")
 def test_cheats_through_the_actor_loop(
     backend: str, config: RefactorConfig, rename, tmp_path: Path
 ) -> None:
-    """One task per cheat, one scripted step each; a step the host cannot even record (a
-    file name that is not UTF-8) is committed as a crash and the loop goes on."""
+    """One task per cheat, one scripted step each. A step the host cannot even record (a
+    file name that is not UTF-8) is committed as a crash, and so is a task whose workspace
+    cannot be made (its repository gone); the loop goes on to the next task."""
     repo, task, target = rename
     table = {**cheats(task, target), "bad_name": (BAD_NAME, "crash")}
     tasks = [task.model_copy(update={"id": f"{task.id}-{name}"}) for name in table]
+    gone = task.model_copy(update={"id": f"{task.id}-gone", "repo": "gone"})
     answers = {f"{task.id}-{name}": answer(action) for name, (action, _) in table.items()}
+    answers[gone.id] = answer(task.reference_actions[0])
     actor = Actor(
         home=tmp_path / "home",
         teacher=ByTask(answers),
         config=config,
         prompts=load_prompts(),
-        repos={repo.name: repo},
+        repos={repo.name: repo, "gone": repo.model_copy(update={"path": tmp_path / "gone"})},
         extra_steps=0,
     )
     try:
-        summary = asyncio.run(actor.run(tasks, task.source, task.split))
+        summary = asyncio.run(actor.run([gone, *tasks], task.source, task.split))
         records = actor.queue.records(task.source, task.split)
     finally:
         actor.close()
     steps = {s.task_id[len(task.id) + 1 :]: s for s in records}
     assert {name: (s.failure, s.reward, s.verified) for name, s in steps.items()} == {
-        name: (expected, 1.0 if expected is None else 0.0, expected is None)
-        for name, (_, expected) in table.items()
+        "gone": ("crash", 0.0, False),
+        **{
+            name: (expected, 1.0 if expected is None else 0.0, expected is None)
+            for name, (_, expected) in table.items()
+        },
     }
-    crash = steps["bad_name"].sandbox_result
-    assert crash["status"] == "host_error" and crash["error_class"], crash
-    assert summary.steps == len(table) and summary.verified == 1
-    assert summary.metadata()["precision"] == round(1 / len(table), 4)
+    for name in ("bad_name", "gone"):
+        crash = steps[name].sandbox_result
+        assert crash["status"] == "host_error" and crash["error_class"], crash
+    assert "not a directory" in steps["gone"].sandbox_result["message"]
+    assert summary.steps == len(table) + 1 and summary.verified == 1
+    assert summary.metadata()["precision"] == round(1 / (len(table) + 1), 4)
 
 
 def test_cheats_through_the_grpo_scorer(

@@ -154,14 +154,22 @@ class Actor:
         done = self.queue.committed(run, task.id)
         if done and (done[-1].done or _crashed(done[-1])):
             return  # solved, or ended by a host-side error (its workspace state unknown)
-        ws = await asyncio.to_thread(
-            prepare_workspace, task.id, self.repos[task.repo].path, self.config
-        )
+        max_steps = len(task.reference_actions) + self.extra_steps
+        step = len(done) + 1
+        last = last_result(done[-1]) if done else ""
+        try:
+            ws = await asyncio.to_thread(
+                prepare_workspace, task.id, self.repos[task.repo].path, self.config
+            )
+        except Exception as exc:  # noqa: BLE001 - no workspace (a container that would not
+            # start, a corpus gone): this task's crash step, and the loop goes on
+            log.exception("refactor actor: task %s: no workspace", task.id)
+            self.crash_step(run, task, key, step, max_steps, last, exc)
+            summary.steps += 1
+            summary.sandbox_failures += 1
+            return
         try:
             await self._replay(ws, done)
-            max_steps = len(task.reference_actions) + self.extra_steps
-            step = len(done) + 1
-            last = last_result(done[-1]) if done else ""
             while step <= max_steps:
                 record = await self.step(run, task, ws, key, step, max_steps, last)
                 summary.steps += 1
@@ -178,6 +186,46 @@ class Actor:
                 await asyncio.to_thread(cleanup, ws)
             except Exception:  # noqa: BLE001 - one workspace's leftovers never end the loop
                 log.exception("refactor actor: task %s: cleanup of %s failed", task.id, ws.root)
+
+    def crash_step(
+        self,
+        run: str,
+        task: RefactorTask,
+        key: str,
+        step: int,
+        max_steps: int,
+        last: str,
+        exc: BaseException,
+    ) -> TrajectoryStep:
+        """Commit step `step` of `task` as a host-side crash before any answer (the teacher
+        is not asked): reward 0, the error's class and message; the trajectory ends here."""
+        state, _ = self.store.load(key)
+        messages = render_messages(self.prompts, task, render(state), step, max_steps, last)
+        record = TrajectoryStep(
+            id=content_hash("refactor-step", run, task.id, step),
+            task_id=task.id,
+            source=task.source,
+            split=task.split,
+            step=step,
+            prompt=prompt_text(messages),
+            prompt_messages=messages,
+            state_before=state.model_dump(),
+            state_version=0,
+            model_output=ModelOutput(),
+            sandbox_result=_encodable(host_error(exc)),
+            tests={},
+            diff_from_start="",
+            tree_hash="",
+            reward=0.0,
+            failure="crash",
+            verified=False,
+            done=False,
+            teacher=self.teacher.name,
+            model=self.teacher.model,
+            seed=self.seed + step,
+        )
+        self.queue.commit_step(run, record, key, state)
+        return record
 
     async def _replay(self, ws: Workspace, done: list[TrajectoryStep]) -> None:
         """Rebuild the workspace of a resumed task from its committed steps."""
