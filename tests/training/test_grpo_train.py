@@ -292,3 +292,54 @@ def test_checkpoints_every_save_steps_and_resume_from_the_latest(grpo_home: Path
     resumed, uninterrupted = tensors(run.model_dir), tensors(straight.model_dir)
     assert any(not torch.equal(tensors(TINY)[k], resumed[k]) for k in resumed)
     assert all(torch.allclose(resumed[k], uninterrupted[k], atol=1e-6) for k in resumed)
+
+
+class _RecordingScorer(FirstOfGroupScorer):
+    """FirstOfGroupScorer that keeps every text it was asked to judge."""
+
+    seen: list[str] = []
+
+    def score(self, task_ids, completions) -> list[dict[str, float]]:
+        type(self).seen.extend(completions)
+        return super().score(task_ids, completions)
+
+
+def test_stop_cut_keeps_the_stop_tokens_and_nothing_after() -> None:
+    from transformers import AutoTokenizer
+
+    from verilearn_assets.training.grpo_stop import cut_ids_at_stop, text_before_stop
+
+    tok = AutoTokenizer.from_pretrained(str(TINY))
+    text = "x := 1;\n```\nmethod Extra() {}"
+    ids = tok.encode(text, add_special_tokens=False)
+    stop = ["\n```\n", "\nmethod "]
+    cut = cut_ids_at_stop(ids, tok.decode, stop)
+    assert tok.decode(cut).startswith("x := 1;\n```\n") and len(cut) < len(ids)
+    assert text_before_stop(tok.decode(cut[:-1]), stop) == tok.decode(cut[:-1])  # shortest
+    assert text_before_stop(text, stop) == "x := 1;"
+    assert cut_ids_at_stop(ids, tok.decode, ["never"]) == ids
+
+
+def test_family_stop_sequences_end_rollouts_in_loss_and_reward(grpo_home: Path) -> None:
+    """Same seed, with and without stop sequences: with them, every completion the scorer
+    sees is the stop-free run's text cut before its first stop, and the completions the
+    loss covers are shorter."""
+    assert FAMILY.grpo is not None
+    stop = [" ", "e", "a"]
+    runs = {}
+    for name, family_stop in (("free", None), ("stopped", lambda: stop)):
+        _RecordingScorer.seen = []
+        probe = dataclasses.replace(
+            FAMILY,
+            grpo=GrpoTask(prompts=FAMILY.grpo.prompts, scorer=_RecordingScorer, stop=family_stop),
+        )
+        run = train_grpo(tiny_config(max_steps=1, save_model=False), grpo_home, family=probe)
+        (step,) = [r for r in _metrics(run.run_dir) if "reward" in r]
+        runs[name] = (list(_RecordingScorer.seen), step["completions/mean_length"])
+    (free, free_len), (stopped, stopped_len) = runs["free"], runs["stopped"]
+    assert len(free) == len(stopped) == 4
+    from verilearn_assets.training.grpo_stop import text_before_stop
+
+    assert stopped == [text_before_stop(t, stop) for t in free]
+    assert any(s != f for s, f in zip(stopped, free, strict=True))  # a stop was hit
+    assert stopped_len < free_len

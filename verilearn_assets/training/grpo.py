@@ -59,6 +59,10 @@ N steps under the run's `checkpoints/`; `train_grpo(resume=...)` (`verilearn tra
 directory with its own config.yaml, dropping the metrics rows logged after that step (they
 are logged again), and reaches the weights an uninterrupted run reaches (test).
 
+Stop sequences: the family's `GrpoTask.stop()` (dafny: configs/dafny_prompts.yaml's, the
+ones evaluation sends) end every sampled completion, in the loss mask and in what the
+scorer sees (`training/grpo_stop.py`).
+
 Device and precision come from training.yaml `device`/`dtype`/`device_map`
 (`training/device.py`): on this CPU `bf16=False, use_cpu=True` (TRL turns bf16 on by
 default), on a GPU bfloat16 where supported; `use_cpu` is derived, never forced.
@@ -84,9 +88,11 @@ from verilearn_assets.core.llm.tokens import HfChatCounter
 from verilearn_assets.core.records import SOURCES, Record
 from verilearn_assets.training.config import TrainingConfig, load_training_config
 from verilearn_assets.training.device import Placement, placement, trainer_placement
+from verilearn_assets.training.eval_family import family_stop
 from verilearn_assets.training.grpo_budget import PromptBudgetReport, fit_prompts
 from verilearn_assets.training.grpo_config import GrpoSettings
 from verilearn_assets.training.grpo_rollout import MultiTurnRollout, TurnGenerator, unique_prompts
+from verilearn_assets.training.grpo_stop import stopping_trainer, text_before_stop
 from verilearn_assets.training.run_dir import (
     GateEvidence,
     RunDir,
@@ -260,15 +266,16 @@ def completion_text(completion: Any) -> str:
 class RewardBank:
     """Scores each batch once and serves every reward function its column."""
 
-    def __init__(self, scorer: GrpoScorer, names: Sequence[str]) -> None:
+    def __init__(self, scorer: GrpoScorer, names: Sequence[str], stop: Sequence[str] = ()) -> None:
         self.scorer = scorer
         self.names = list(names)
+        self.stop = list(stop)  # the scorer sees the text before a stop, as vLLM returns it
         self._key: tuple | None = None
         self._scores: list[dict[str, float]] = []
         self.batches = 0
 
     def scores(self, task_ids: Sequence[str], completions: Sequence[Any]) -> list[dict[str, float]]:
-        texts = [completion_text(c) for c in completions]
+        texts = [text_before_stop(completion_text(c), self.stop) for c in completions]
         key = (tuple(task_ids), tuple(texts))
         if key != self._key:
             self._scores = self.scorer.score(list(task_ids), texts)
@@ -454,12 +461,14 @@ def train_grpo(
         closer: Any = env
     else:
         scorer = grpo.scorer(home, tasks, role)
-        bank = RewardBank(scorer, list(weights))
+        bank = RewardBank(scorer, list(weights), family_stop(fam))
         funcs = [bank.function(n) for n in weights]
         closer = scorer
     with _cpu_threads(g.cpu_threads):
         try:
-            trainer = _trainer(config, start, rows, funcs, weights, run, steps, progress, rollout)
+            trainer = _trainer(
+                config, start, rows, funcs, weights, run, steps, progress, rollout, family_stop(fam)
+            )
             placed = trainer_placement(trainer)
             started = time.monotonic()
             out = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
@@ -567,6 +576,7 @@ def _trainer(
     max_steps: int,
     progress: Progress | None,
     rollout: MultiTurnRollout | None = None,
+    stop: Sequence[str] = (),
 ) -> Any:
     import torch
     from datasets import Dataset
@@ -608,7 +618,8 @@ def _trainer(
         dataloader_num_workers=0,
         log_completions=False,
     )
-    trainer = GRPOTrainer(
+    trainer_class = stopping_trainer(GRPOTrainer, stop) if stop else GRPOTrainer
+    trainer = trainer_class(
         model=model,
         reward_funcs=reward_funcs,
         rollout_func=rollout,
