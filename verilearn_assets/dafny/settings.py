@@ -18,9 +18,9 @@ class CorpusConfig(StrictConfig):
     path: str | None = None  # one directory loaded directly instead of the catalog's corpora
     seed: int = 0
     limit: int | None = Field(default=None, ge=1)  # first N examples (tests, smoke runs)
-    # examples (= writer tasks; annotator tasks come from the same ones) that dev and test
-    # each hold at least, so pass@1 moves in steps of <= 1/N; a corpus under 3 x N examples
-    # is split by proportion alone (`dafny/splits.py`)
+    # tasks of each evaluated role (writer: an example each; annotator: an example with
+    # hints each) that dev and test each hold at least, so pass@1 moves in steps of <= 1/N;
+    # a corpus with under 3 x N of a role is split by proportion alone (`dafny/splits.py`)
     min_eval_tasks: int = Field(default=10, ge=0)
 
 

@@ -14,15 +14,15 @@ spread over more than one split, where dealing one fixed pattern would let a sma
 stratum fall entirely into `train`.
 
 `min_eval_tasks` (configs/dafny.yaml `corpus.min_eval_tasks`): every split but `train`
-must hold at least that many examples, so that pass@1 on it moves in steps of at most
-1/min (10 → 10%). Every example gives one writer task, and one with hints an annotator task
-or more (template and procedural), so the example count is the writer task count and bounds
-the annotator count from below in practice (`tests/dafny/test_dafny_split_sizes.py` checks
-both on the bundled corpus). The stratified deal runs with those splits' shares raised to
-min/examples, then whole programs move from the split with most to spare (smallest program
-first) until every split holds the minimum. A corpus too small to give every split the
-minimum (fewer than splits × min examples) is dealt by proportion alone: a minimum it
-cannot meet would empty `train`.
+must hold at least that many tasks of each evaluated role, so that pass@1 on it moves in
+steps of at most 1/min (10 → 10%). Counted before any verification (`eval_units`): every
+example gives one writer task, and an example with hints (`n_hints`) an annotator task,
+with procedural repairs on top (`tests/dafny/test_dafny_split_sizes.py` checks the
+accepted tasks of the bundled corpus). The stratified deal runs with those splits' shares
+raised to min / units, then whole programs move from the split with most to spare (the
+smallest program first) until every split holds the minimum of every role. A corpus too
+small to give every split the minimum (fewer than splits × min units of a role) is dealt
+by proportion alone: a minimum it cannot meet would empty `train`.
 """
 
 from __future__ import annotations
@@ -70,9 +70,12 @@ def split_examples(
     features = {p: program_features(groups[p]) for p in programs}
     share = {s: n / len(pattern) for s, n in Counter(pattern).items()}
     splits = list(share)
-    minimum = eval_minimum(splits, len(examples), min_eval_tasks)
+    size = {p: eval_units(groups[p]) for p in programs}
+    total = sum(size.values(), Counter())
+    minimum = eval_minimum(splits, total, min_eval_tasks)
     if minimum:
-        raised = {s: max(share[s], minimum[s] / len(examples)) for s in splits if s != "train"}
+        need = max(min_eval_tasks / total[role] for role in total)
+        raised = {s: max(share[s], need) for s in splits if s != "train"}
         rest = 1.0 - sum(raised.values())
         share = {
             s: raised.get(s, rest * share[s] / (1.0 - sum(share[r] for r in raised)))
@@ -96,44 +99,61 @@ def split_examples(
             for f in features[p]:
                 wanted[f][split] -= 1
     if minimum:
-        top_up(placed, {p: len(groups[p]) for p in programs}, minimum, rng)
+        top_up(placed, size, minimum, rng)
     return {ex.id: placed[group_of[ex.program]] for ex in examples}
 
 
-def eval_minimum(splits: Sequence[str], n_examples: int, min_eval_tasks: int) -> dict[str, int]:
-    """Split -> the examples it must hold (every split but `train`: `min_eval_tasks`);
-    empty when there is no minimum or the corpus has fewer than splits × min examples."""
-    if not min_eval_tasks or n_examples < len(splits) * min_eval_tasks:
+def eval_units(examples: Sequence[DafnyExample]) -> Counter:
+    """Role -> the tasks these examples give it, as far as known before verification: a
+    writer task each, an annotator task each one with hints to remove."""
+    return Counter({"writer": len(examples), "annotator": sum(e.n_hints > 0 for e in examples)})
+
+
+def eval_minimum(splits: Sequence[str], total: Counter, min_eval_tasks: int) -> dict[str, int]:
+    """Split -> the tasks of each role it must hold (every split but `train`:
+    `min_eval_tasks`); empty when there is no minimum or a role has fewer than
+    splits × min tasks in the whole corpus."""
+    if not min_eval_tasks or min(total.values()) < len(splits) * min_eval_tasks:
         return {}
     return {s: min_eval_tasks for s in splits if s != "train"}
 
 
 def top_up(
-    placed: dict[str, str], size: dict[str, int], minimum: dict[str, int], rng: random.Random
+    placed: dict[str, str], size: dict[str, Counter], minimum: dict[str, int], rng: random.Random
 ) -> None:
-    """Move whole programs into every split under its minimum, each from the split with the
-    most examples to spare (no split is taken under the minimum: `train`'s is the same),
-    the smallest program that fits first, the seed breaking ties."""
+    """Move whole programs into every split short of its minimum in a role, each from the
+    split with most of that role to spare (no split is taken under the minimum in any
+    role: `train`'s is the same), the smallest program that fits first, the seed breaking
+    ties."""
     floor = max(minimum.values())
     order = {p: rng.random() for p in sorted(placed)}
+    roles = sorted(set().union(*size.values()))
     for _ in range(len(placed)):
-        count = Counter()
+        count: dict[str, Counter] = defaultdict(Counter)
         for p, s in placed.items():
             count[s] += size[p]
-        short = [s for s in sorted(minimum) if count[s] < minimum[s]]
+        short = [(s, r) for s in sorted(minimum) for r in roles if count[s][r] < minimum[s]]
         if not short:
             return
-        needy = short[0]
-        spare = {s: count[s] - floor for s in count if s != needy and count[s] > floor}
-        donors = [p for p, s in placed.items() if s in spare and size[p] <= spare[s]]
+        needy, role = short[0]
+
+        donors = [
+            p
+            for p, s in placed.items()
+            if s != needy
+            and size[p][role]
+            and all(count[s][r] - size[p][r] >= floor for r in roles)
+        ]
         if not donors:
             break
-        best = max(spare.values())
-        pick = min(donors, key=lambda p: (spare[placed[p]] != best, size[p], order[p]))
+        pick = min(
+            donors,
+            key=lambda p: (-count[placed[p]][role], sum(size[p].values()), order[p]),
+        )
         placed[pick] = needy
     raise ValueError(
-        f"split_examples: cannot give {', '.join(sorted(minimum))} {floor} examples each "
-        f"by moving whole programs (program sizes {sorted(size.values())})"
+        f"split_examples: cannot give {', '.join(sorted(minimum))} {floor} tasks of each role "
+        f"by moving whole programs (tasks per program {sorted(size.values(), key=str)})"
     )
 
 
