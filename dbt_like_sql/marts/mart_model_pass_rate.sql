@@ -21,24 +21,18 @@ WITH counted AS (
     FROM stg_model_eval
 ),
 
-per_k AS (
+-- every record twice: in its model's overall row ('(all)') and in its breakdown row
+scoped AS (
     SELECT
-        split, family, role, source, template_family, difficulty, dataset, model,
-        k,
-        CASE
-            WHEN n_s - c_s < k THEN 1.0
-            ELSE 1.0 - exp(
-                lgamma(n_s - c_s + 1) - lgamma(n_s - c_s - k + 1)
-                - lgamma(n_s + 1) + lgamma(n_s - k + 1)
-            )
-        END AS pass_at,
-        CASE
-            WHEN c_s < k THEN 0.0
-            ELSE exp(
-                lgamma(c_s + 1) - lgamma(c_s - k + 1) - lgamma(n_s + 1) + lgamma(n_s - k + 1)
-            )
-        END AS pass_hat
-    FROM counted, range(1, n_s + 1) AS ks(k)
+        c.* REPLACE (
+            CASE WHEN s.overall THEN '(all)' ELSE coalesce(c.source, '(none)') END AS source,
+            CASE WHEN s.overall THEN '(all)' ELSE coalesce(c.template_family, '(none)') END
+                AS template_family,
+            CASE WHEN s.overall THEN '(all)' ELSE coalesce(c.difficulty, '(none)') END
+                AS difficulty,
+            CASE WHEN s.overall THEN '(all)' ELSE coalesce(c.dataset, '(none)') END AS dataset
+        )
+    FROM counted AS c, (VALUES (true), (false)) AS s(overall)
 ),
 
 rates AS (
@@ -46,10 +40,10 @@ rates AS (
         split,
         family,
         role,
-        coalesce(source, '(all)') AS source,
-        coalesce(template_family, '(all)') AS template_family,
-        coalesce(difficulty, '(all)') AS difficulty,
-        coalesce(dataset, '(all)') AS dataset,
+        source,
+        template_family,
+        difficulty,
+        dataset,
         model,
         bool_and(is_base) AS is_base,
         count(*) AS n_questions,
@@ -65,31 +59,33 @@ rates AS (
         avg(CAST(json_extract(extra, '$.covered') AS BOOLEAN)::INTEGER) AS covered_rate,
         min(n_s) AS n_samples,
         sum(c_s) AS n_samples_passed
-    FROM counted
-    GROUP BY GROUPING SETS (
-        (split, family, role, model),
-        (split, family, role, source, template_family, difficulty, dataset, model)
-    )
+    FROM scoped
+    GROUP BY ALL
 ),
 
+-- per task and k <= n: pass@k = 1 - C(n-c,k)/C(n,k), pass^k = C(c,k)/C(n,k)
 by_k AS (
     SELECT
-        split,
-        family,
-        role,
-        coalesce(source, '(all)') AS source,
-        coalesce(template_family, '(all)') AS template_family,
-        coalesce(difficulty, '(all)') AS difficulty,
-        coalesce(dataset, '(all)') AS dataset,
-        model,
-        k,
-        avg(pass_at) AS pass_at,
-        avg(pass_hat) AS pass_hat
-    FROM per_k
-    GROUP BY GROUPING SETS (
-        (split, family, role, model, k),
-        (split, family, role, source, template_family, difficulty, dataset, model, k)
-    )
+        split, family, role, source, template_family, difficulty, dataset, model, k,
+        avg(
+            CASE
+                WHEN n_s - c_s < k THEN 1.0
+                ELSE 1.0 - exp(
+                    lgamma(n_s - c_s + 1) - lgamma(n_s - c_s - k + 1)
+                    - lgamma(n_s + 1) + lgamma(n_s - k + 1)
+                )
+            END
+        ) AS pass_at,
+        avg(
+            CASE
+                WHEN c_s < k THEN 0.0
+                ELSE exp(
+                    lgamma(c_s + 1) - lgamma(c_s - k + 1) - lgamma(n_s + 1) + lgamma(n_s - k + 1)
+                )
+            END
+        ) AS pass_hat
+    FROM scoped, range(1, n_s + 1) AS ks(k)
+    GROUP BY ALL
 ),
 
 lists AS (
