@@ -124,6 +124,7 @@ def test_model_eval_asset_materializes(
     assert meta["model"] == vllm_server.model and meta["baseline"] is True
     assert (meta["questions"], meta["passed"], meta["pass_rate"]) == (1, 0, 0.0)
     assert questions[0].template in meta["by_template"]
+    assert meta["pass_k"]["n_samples"] == 1 and len(meta["pass_k"]["pass_at_k"]) == 1
     r = _records(home)[questions[0].id]
     assert r.model == vllm_server.model and r.model_path is None
 

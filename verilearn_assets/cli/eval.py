@@ -8,6 +8,8 @@ records to the lake and prints the pass rate and the per-template (group) table.
 model whose run shows no gated training data, or whose data does not pass the gate in this
 home's Dagster instance now, is refused as the asset refuses it (`eval_gate_reasons`); so is
 a model outside any run that is not the base model or listed in eval.baselines.
+`--n N [--temperature T]` answers each task N times and prints pass@k and pass^k for every
+k <= N (`training/pass_at_k.py`; the counts go to the lake and `mart_model_pass_rate`).
 """
 
 from __future__ import annotations

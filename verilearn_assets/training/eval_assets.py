@@ -128,6 +128,7 @@ def model_eval(
             "failures": MetadataValue.json(result.failures()),
             "by_template": MetadataValue.md(result.template_markdown()),
             "scores": MetadataValue.json(result.extra_means()),
+            "pass_k": MetadataValue.json(result.pass_k()),  # eval.n_best samples per task
             "lake_path": str(result.lake_path),
         }
     )
