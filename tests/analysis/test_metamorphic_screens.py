@@ -27,7 +27,7 @@ from verilearn_assets.analysis.metamorphic import (
     same_shape_tables,
 )
 from verilearn_assets.analysis.programs import to_candidate
-from verilearn_assets.analysis.programs.chains import chain_problem
+from verilearn_assets.analysis.programs.chains import absorbed_step, chain_problem
 from verilearn_assets.analysis.programs.program import SOURCE, Program, Step
 from verilearn_assets.analysis.programs.search import ProgramSearchConfig
 from verilearn_assets.analysis.questions_config import QuestionsConfig, load_questions_config
@@ -134,6 +134,33 @@ def test_a_redundant_step_not_next_to_its_canceller_is_rejected():
     # every ablation is a valid program one step shorter
     assert [i for i, p in ablations(CENTRED_Z)] == [1, 2, 3]
     assert all(len(p.steps) == 4 for _, p in ablations(CENTRED_Z))
+
+
+# each absorbed neighbour pair and the step an identity makes pointless in it
+ABSORBED = [
+    (prog(X, ("zscore", (0,), ()), ("center", (1,), ()), ("maximum", (2,), ())), "3 (center)"),
+    (prog(X, ("cube_root", (0,), ()), ("count_distinct", (1,), ())), "2 (cube_root)"),
+    (
+        prog(
+            ("select_numeric", (SOURCE,), ("n",)),  # ties: the ranks' skewness is the data's
+            ("signed_log", (0,), ()),
+            ("percent_rank", (1,), ()),
+            ("skewness", (2,), ()),
+        ),
+        "2 (signed_log)",
+    ),
+]
+
+
+@pytest.mark.parametrize(("program", "step"), ABSORBED)
+def test_the_search_shortcut_for_an_absorbed_pair_gives_ablations_verdict(program, step):
+    """The search turns an absorbed neighbour pair away without running it (the cost
+    limit of issue 24): the verdict must be the one step ablation reaches on the data."""
+    shortcut = absorbed_step(program) or ""
+    assert shortcut.startswith(f"redundant_step: step {step}"), shortcut
+    # the same step, found by running the program on the table and the perturbed tables
+    assert (screened(program) or "").startswith(f"redundant_step: step {step}")
+    assert absorbed_step(CENTRED_Z) is None  # not neighbours: left to ablation
 
 
 def test_a_tautological_answer_is_rejected():

@@ -80,11 +80,8 @@ def _jitter(col: pd.Series, rng: np.random.Generator) -> pd.Series:
     return pd.Series(values * np.exp(NOISE * rng.standard_normal(len(values))), name=col.name)
 
 
-def same_shape_tables(df: pd.DataFrame, k: int, seed: int) -> list[pd.DataFrame]:
-    """`k` seeded tables with `df`'s rows and columns: n rows drawn with replacement from
-    a random half of the rows (a single extreme row is left out of about half the tables),
-    then each column permuted on its own (marginals move, relations between columns
-    break), numeric columns jittered (`_jitter`)."""
+def _same_shape_iter(df: pd.DataFrame, k: int, seed: int) -> Iterator[pd.DataFrame]:
+    """The tables of `same_shape_tables`, one at a time from one seeded generator."""
     rng = np.random.default_rng(seed)
     n = len(df)
     numeric = {
@@ -92,7 +89,6 @@ def same_shape_tables(df: pd.DataFrame, k: int, seed: int) -> list[pd.DataFrame]
         for c in df.columns
         if pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])
     }
-    out = []
     for _ in range(k):
         half = rng.choice(n, size=max(1, n // 2), replace=False)
         rows = half[rng.integers(0, len(half), size=n)]
@@ -100,8 +96,35 @@ def same_shape_tables(df: pd.DataFrame, k: int, seed: int) -> list[pd.DataFrame]
         for c in df.columns:
             col = df[c].take(rows[rng.permutation(n)]).reset_index(drop=True)
             cols[c] = _jitter(col, rng) if c in numeric else col
-        out.append(pd.DataFrame(cols, columns=df.columns))
-    return out
+        yield pd.DataFrame(cols, columns=df.columns)
+
+
+def same_shape_tables(df: pd.DataFrame, k: int, seed: int) -> list[pd.DataFrame]:
+    """`k` seeded tables with `df`'s rows and columns: n rows drawn with replacement from
+    a random half of the rows (a single extreme row is left out of about half the tables),
+    then each column permuted on its own (marginals move, relations between columns
+    break), numeric columns jittered (`_jitter`)."""
+    return list(_same_shape_iter(df, k, seed))
+
+
+class LazyTables(Sequence[pd.DataFrame]):
+    """`same_shape_tables(df, k, seed)`, each built when first read: an honest answer
+    differs on the first table, so most tables of a table's candidates need only one."""
+
+    def __init__(self, df: pd.DataFrame, k: int, seed: int) -> None:
+        self.k = k if len(df) else 0
+        self._iter = _same_shape_iter(df, self.k, seed)
+        self._built: list[pd.DataFrame] = []
+
+    def __len__(self) -> int:
+        return self.k
+
+    def __getitem__(self, i: int) -> pd.DataFrame:  # type: ignore[override]
+        if not 0 <= i < self.k:
+            raise IndexError(i)
+        while len(self._built) <= i:
+            self._built.append(next(self._iter))
+        return self._built[i]
 
 
 def _answer(
@@ -121,9 +144,12 @@ class PerturbedAnswers(Sequence[Any]):
     """The answers of one program on the perturbed tables, each computed when first read:
     an honest answer differs on the first table, so one run usually settles it."""
 
-    def __init__(self, code: str, tables: list[pd.DataFrame]) -> None:
+    def __init__(self, code: str, tables: Sequence[pd.DataFrame]) -> None:
         self.code, self.tables = code, tables
         self._done: list[Any] = []
+        # the hooked values of each run: step ablation reruns only the steps from the
+        # dropped one on (`redundant_step_reason`); dropped once the candidate is screened
+        self.seen: list[dict[str, Any]] = []
 
     def __len__(self) -> int:
         return len(self.tables)
@@ -132,11 +158,13 @@ class PerturbedAnswers(Sequence[Any]):
         if not 0 <= i < len(self.tables):
             raise IndexError(i)
         while len(self._done) <= i:
-            self._done.append(_answer(self.code, self.tables[len(self._done)]))
+            seen: dict[str, Any] = {}
+            self._done.append(_answer(self.code, self.tables[len(self._done)], seen))
+            self.seen.append(seen)
         return self._done[i]
 
 
-def perturbed_answers(code: str, tables: list[pd.DataFrame]) -> PerturbedAnswers:
+def perturbed_answers(code: str, tables: Sequence[pd.DataFrame]) -> PerturbedAnswers:
     """The answer on each perturbed table (None where the program fails on it), lazily."""
     return PerturbedAnswers(code, tables)
 
@@ -203,7 +231,7 @@ def redundant_step_reason(
     program: Program,
     df: pd.DataFrame,
     answer: Any,
-    tables: list[pd.DataFrame],
+    tables: Sequence[pd.DataFrame],
     perturbed: Sequence[Any],
     digits: int = 4,
     seen: dict[str, Any] | None = None,
@@ -222,9 +250,11 @@ def redundant_step_reason(
         got = _answer(_suffix(ablated, i, digits), df, preset=preset)
         if got is None or got != answer:
             continue
-        code = compile_program(ablated, digits)
+        suffix = _suffix(ablated, i, digits)
         if all(
-            perturbed[j] is not None and _answer(code, t) == perturbed[j]
+            perturbed[j] is not None
+            and _ablated_answer(suffix, ablated, i, digits, t, _seen_of(perturbed, j))
+            == perturbed[j]
             for j, t in enumerate(tables)
         ):
             return (
@@ -232,6 +262,29 @@ def redundant_step_reason(
                 f"answer is the same without it on the table and on {len(tables)} perturbed tables"
             )
     return None
+
+
+def _seen_of(perturbed: Sequence[Any], j: int) -> dict[str, Any] | None:
+    """The hooked values of the run behind `perturbed[j]`, when it kept them."""
+    seens = getattr(perturbed, "seen", None)
+    return seens[j] if seens is not None and j < len(seens) else None
+
+
+def _ablated_answer(
+    suffix: str,
+    ablated: Program,
+    i: int,
+    digits: int,
+    table: pd.DataFrame,
+    seen: dict[str, Any] | None,
+) -> Any:
+    """The answer of `ablated` (the program without step `i`) on `table`: only its steps
+    from `i` on run when the original's run on that table hooked every step before `i`
+    (they are the same steps on the same table), else the whole program."""
+    names = [f"x{j + 1}" for j in range(i)]
+    if seen is not None and all(n in seen for n in names):
+        return _answer(suffix, table, preset={n: seen[n] for n in names})
+    return _answer(compile_program(ablated, digits), table)
 
 
 _Q = r"""['"`‘“]([^'"`’”]{1,80})['"`’”]"""
@@ -303,7 +356,7 @@ class TableTrials:
 
     def __init__(self, df: pd.DataFrame, k: int, seed: int) -> None:
         self.df = df
-        self.tables = same_shape_tables(df, k, seed) if len(df) else []
+        self.tables = LazyTables(df, k, seed)
         self._answers: dict[str, PerturbedAnswers] = {}  # by code body: variants share
 
     def answers(self, code: str) -> PerturbedAnswers:
@@ -336,4 +389,5 @@ class TableTrials:
             reason = redundant_step_reason(
                 program, self.df, answer, self.tables, perturbed, digits, seen
             )
+        perturbed.seen = [{} for _ in perturbed.seen]  # hooked frames: not kept per table
         return reason

@@ -50,25 +50,61 @@ ABSORBED_BY: dict[str, frozenset[str]] = {
 }
 
 
+def _series_input(program: Program, i: int) -> int | None:
+    """The step whose output is step `i`'s first series input (None: a filter, or a step
+    reading only the table)."""
+    step = program.steps[i]
+    series_inputs = [r for r in step.inputs if r != SOURCE]
+    if not series_inputs or BY_NAME[step.op].family == "filter":
+        return None
+    return series_inputs[0]
+
+
+# consumers that are themselves the step to drop (centring a z-score changes nothing); for
+# the other absorbed pairs the producer is (ranks, counts and distinct counts ignore it)
+CONSUMER_REDUNDANT = frozenset({"center"})
+
+
+def absorbed_step(program: Program) -> str | None:
+    """`redundant_step: step N (op) ...` for a step an identity makes pointless (the
+    absorbed-neighbour rule), or None. With the metamorphic screen on, the search asks this
+    before the dry run: step ablation would find the same step on the table and on every
+    perturbed table, after a dozen runs of the program (a third of the procedural screen's
+    time on the demo catalog); ablation still judges every other program, where a
+    redundant step sits anywhere in the chain."""
+    steps = program.steps
+    for i, step in enumerate(steps):
+        j = _series_input(program, i)
+        if j is None or steps[j].op not in ABSORBED_BY.get(step.op, frozenset()):
+            continue
+        drop = i if step.op in CONSUMER_REDUNDANT else j
+        other = j if drop == i else i
+        return (
+            f"redundant_step: step {drop + 1} ({steps[drop].op}) can be dropped: step "
+            f"{other + 1} ({steps[other].op}) gives the same result without it (an identity)"
+        )
+    return None
+
+
 def chain_problem(program: Program, absorbed: bool = True) -> str | None:
     """`meaningless_chain: ...` naming the offending steps, or None. `absorbed` False
     leaves out the neighbour-absorbs-neighbour rule: the metamorphic step ablation
     (`analysis.metamorphic`) finds those, and non-adjacent ones, on the data."""
     steps = program.steps
     for i, step in enumerate(steps):
-        series_inputs = [r for r in step.inputs if r != SOURCE]
-        if not series_inputs or BY_NAME[step.op].family == "filter":
+        first = _series_input(program, i)
+        if first is None:
             continue
-        prev = steps[series_inputs[0]]
+        prev = steps[first]
         if step.op == prev.op and step.cols == prev.cols and len(step.inputs) == 1:
             return f"meaningless_chain: step {i + 1} applies {step.op} twice in a row"
         if absorbed and prev.op in ABSORBED_BY.get(step.op, frozenset()):
             return (
                 f"meaningless_chain: step {i + 1} ({step.op}) makes step "
-                f"{series_inputs[0] + 1} ({prev.op}) pointless"
+                f"{first + 1} ({prev.op}) pointless"
             )
         if step.op in ORDER_DEPENDENT:
-            upstream = _lineage(program, series_inputs[0])
+            upstream = _lineage(program, first)
             destroyed = [j for j in upstream if steps[j].op in ORDER_DESTROYING]
             if destroyed:
                 return (

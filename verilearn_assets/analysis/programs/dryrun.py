@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import math
 import warnings
+from functools import lru_cache
 from pathlib import Path
+from types import CodeType
 from typing import Any
 
 import numpy as np
@@ -59,6 +61,13 @@ def check_answer(value: Any) -> None:
     raise AnswerUnusable(f"answer of unsupported type {type(value).__name__}")
 
 
+@lru_cache(maxsize=512)
+def _compiled(code: str) -> CodeType:
+    """Compiled once per code text: the screen runs one program on several tables (the
+    convention variants, the perturbed tables, the step ablations)."""
+    return compile(code, "<procedural>", "exec")
+
+
 def run_in_process(
     code: str,
     df: pd.DataFrame,
@@ -87,7 +96,7 @@ def run_in_process(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with np.errstate(all="ignore"):
-            exec(compile(code, "<procedural>", "exec"), env)
+            exec(_compiled(code), env)
     if len(submitted) != 1:
         raise AnswerUnusable(f"expected one submission, got {len(submitted)}")
     check_answer(submitted[0])

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from pydantic import Field
 
-from verilearn_assets.analysis.programs.chains import chain_problem
+from verilearn_assets.analysis.programs.chains import absorbed_step, chain_problem
 from verilearn_assets.analysis.programs.grammar import ROOT_OPS, Expander, SkeletonFailed
 from verilearn_assets.analysis.programs.operators import OpSpec
 from verilearn_assets.analysis.programs.program import (
@@ -255,6 +255,8 @@ def search_programs(
                 continue
             seen.add(program.key)
             reason = chain_problem(program, absorbed=pair_rules)
+            if reason is None and not pair_rules:  # ablation's verdict, known without a run
+                reason = absorbed_step(program)
             if reason is None and accept is not None:
                 reason = accept(program)
             if reason and not cfg.reject_meaningless and reason.startswith(KEPT_REASONS):
