@@ -71,31 +71,34 @@ def _has_float(value: Any) -> bool:
 NOISE = 0.05  # each numeric value is scaled by exp(NOISE * standard normal)
 
 
-def _jitter(col: pd.Series, rng: np.random.Generator) -> pd.Series:
-    """A numeric column with each value scaled by its own small random factor: resampled
-    rows keep a column's extremes and levels often (so a maximum, a range or an outlier
-    count would look fixed), and make ties an untied column never had (so the kurtosis of
-    squared percentile ranks, fixed by n without ties, would look data-driven)."""
-    values = col.to_numpy(dtype=float, na_value=np.nan)
-    return pd.Series(values * np.exp(NOISE * rng.standard_normal(len(values))), name=col.name)
+def _jitter(values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Numeric values each scaled by its own small random factor: resampled rows keep a
+    column's extremes and levels often (so a maximum, a range or an outlier count would
+    look fixed), and make ties an untied column never had (so the kurtosis of squared
+    percentile ranks, fixed by n without ties, would look data-driven)."""
+    return values * np.exp(NOISE * rng.standard_normal(len(values)))
 
 
 def _same_shape_iter(df: pd.DataFrame, k: int, seed: int) -> Iterator[pd.DataFrame]:
-    """The tables of `same_shape_tables`, one at a time from one seeded generator."""
+    """The tables of `same_shape_tables`, one at a time from one seeded generator. Numeric
+    columns are read as float arrays once per table, not once per perturbed table."""
     rng = np.random.default_rng(seed)
     n = len(df)
     numeric = {
-        c
+        c: df[c].to_numpy(dtype=float, na_value=np.nan)
         for c in df.columns
         if pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])
     }
     for _ in range(k):
         half = rng.choice(n, size=max(1, n // 2), replace=False)
         rows = half[rng.integers(0, len(half), size=n)]
-        cols = {}
+        cols: dict[Any, Any] = {}
         for c in df.columns:
-            col = df[c].take(rows[rng.permutation(n)]).reset_index(drop=True)
-            cols[c] = _jitter(col, rng) if c in numeric else col
+            taken = rows[rng.permutation(n)]
+            if c in numeric:
+                cols[c] = _jitter(numeric[c][taken], rng)
+            else:
+                cols[c] = df[c].take(taken).reset_index(drop=True)
         yield pd.DataFrame(cols, columns=df.columns)
 
 
