@@ -47,3 +47,18 @@ def require_env(flag: str, reason: str) -> None:
     if os.environ.get(flag) == "1":
         pytest.fail(f"{reason} (and {flag}=1 requires it)")
     pytest.skip(reason)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Free what the session left of DuckDB before the interpreter exits: a connection
+    held in a reference cycle (or duckdb's module-level default connection) outlives
+    the module otherwise, and its binding then prints a `leaked instances` report
+    after the summary line."""
+    import gc
+    import sys
+
+    gc.collect()
+    duckdb = sys.modules.get("duckdb")
+    if duckdb is not None:
+        duckdb.default_connection().close()
+    gc.collect()

@@ -91,7 +91,10 @@ def test_long_dafny_prompts_fit_and_an_overflow_fails_only_its_stage(
     # the rows the trajectories asset writes, as `mart_context_budget` reads them
     write_counts(counts, "dafny", "trajectories", tmp_path, "template", "dev")
     sql = (REPO / "dbt_like_sql/marts/mart_context_budget.sql").read_text()
-    mart = duckdb.sql(sql.replace("{{ lake }}", str(tmp_path))).fetchall()
+    # an own connection, closed: duckdb's module-level default one lives until exit
+    # and is reported as leaked then
+    with duckdb.connect() as con:
+        mart = con.sql(sql.replace("{{ lake }}", str(tmp_path))).fetchall()
     by_kind = {row[4]: row for row in mart}
     assert {row[0] for row in mart} == {"dafny"} and by_kind[FAILURE_CLASS][8] == 1
     assert by_kind["context"][7] == counts.tokens_removed["context"]

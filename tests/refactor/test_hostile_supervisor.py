@@ -176,10 +176,13 @@ def test_what_a_command_leaves_in_tmp_is_wiped_whatever_its_shape(config: Refact
     try:
         first = _run(ws, "python", "-c", leave)
         assert first.stdout.strip() == "left", first
-        look = (  # what /tmp holds besides mount points (the read-only runtime bytecode)
+        look = (  # what /tmp holds besides mount points and the folders leading to them
+            # (the read-only runtime bytecode; a repository cloned under /tmp mounts its venv)
             "import os\n"
-            "mounts = {line.split()[1] for line in open('/proc/self/mounts')}\n"
-            "print(sorted(n for n in os.listdir('/tmp') if '/tmp/' + n not in mounts))\n"
+            "mounts = [line.split()[1] for line in open('/proc/self/mounts')]\n"
+            "def mounted(p):\n"
+            "    return any(m == p or m.startswith(p + '/') for m in mounts)\n"
+            "print(sorted(n for n in os.listdir('/tmp') if not mounted('/tmp/' + n)))\n"
         )
         second = _run(ws, "python", "-c", look)
         assert second.exit_code == 0 and second.stdout.strip() == "[]", second
