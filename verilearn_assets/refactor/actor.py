@@ -35,7 +35,7 @@ from verilearn_assets.refactor.prompts import (
 )
 from verilearn_assets.refactor.queue import StepQueue
 from verilearn_assets.refactor.records import ModelOutput, RefactorTask, TrajectoryStep
-from verilearn_assets.refactor.rewards import compute_reward
+from verilearn_assets.refactor.rewards import reward_of
 from verilearn_assets.refactor.runner import (
     TestSpec,
     apply_action,
@@ -212,17 +212,10 @@ class Actor:
             state_before=state.model_dump(),
             state_version=0,
             model_output=ModelOutput(),
-            sandbox_result=_encodable(host_error(exc)),
-            tests={},
-            diff_from_start="",
-            tree_hash="",
-            reward=0.0,
-            failure="crash",
-            verified=False,
-            done=False,
             teacher=self.teacher.name,
             model=self.teacher.model,
             seed=self.seed + step,
+            **crash_fields(exc),
         )
         self.queue.commit_step(run, record, key, state)
         return record
@@ -304,15 +297,7 @@ class Actor:
         except Exception as exc:  # noqa: BLE001 - any host-side failure is this step's crash
             log.exception("refactor actor: task %s step %d: host-side error", task.id, step)
             sandbox, tests, th, diff = host_error(exc), {}, "", ""
-        reward = compute_reward(
-            task,
-            pre_failure,
-            sandbox.get("status"),
-            tests.get("status"),
-            th,
-            diff,
-            tests.get("scope"),
-        )
+        reward = reward_of(task, pre_failure, sandbox, tests, th, diff)
         if message:
             sandbox["message"] = message
         if sandbox.get("status") == "host_error":
@@ -375,18 +360,22 @@ def run_action(
 def crash_record(record: TrajectoryStep, exc: BaseException) -> TrajectoryStep:
     """`record` as a crash step (reward 0, the error's class and message, no diff, no
     tests), every text made encodable: what is committed when `record` itself cannot be."""
-    data = _encodable(record.model_dump())
-    data.update(
-        sandbox_result=_encodable(host_error(exc)),
-        tests={},
-        diff_from_start="",
-        tree_hash="",
-        reward=0.0,
-        failure="crash",
-        verified=False,
-        done=False,
-    )
-    return TrajectoryStep(**data)
+    return TrajectoryStep(**{**_encodable(record.model_dump()), **crash_fields(exc)})
+
+
+def crash_fields(exc: BaseException) -> dict[str, Any]:
+    """What a crash step records, whatever it was before: reward 0, the error's class and
+    message, no diff, no tests (one list for `crash_step` and `crash_record`)."""
+    return {
+        "sandbox_result": _encodable(host_error(exc)),
+        "tests": {},
+        "diff_from_start": "",
+        "tree_hash": "",
+        "reward": 0.0,
+        "failure": "crash",
+        "verified": False,
+        "done": False,
+    }
 
 
 def _encodable(value: Any) -> Any:

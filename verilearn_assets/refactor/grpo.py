@@ -5,7 +5,7 @@ the prompt the actor would send at step 1, and a completion holding `<think>`, `
 and `<state_update>`. The scorer runs the action in the jail on a fresh copy of the task's
 repository and, when the action changed something, the actor's verdict (`verdict.py`: a
 change outside the task's files earns nothing; else the task's original tests on a clean
-copy of the visible tree), and rewards with the actor's own `compute_reward`: `outcome`
+copy of the visible tree), and rewards with the actor's own `reward_of`: `outcome`
 1.0 when the tree equals the task's target and the tests pass (a one-step task solved; a
 multi-step task can only reach it with an action that does all steps at once), `partial`
 the step reward (1.0, capped partial credit, or 0). A host-side exception on the way is
@@ -13,7 +13,7 @@ that completion's `crash` (0), never the training step's.
 
 Multi-turn (`grpo.multi_turn`): `RefactorEnvironment` runs whole trajectories with the
 actor's own step (`Actor.step`: parse, state merge, the action in the jail, tests,
-`compute_reward`, the state committed as a new version) behind a teacher whose reply is
+`reward_of`, the state committed as a new version) behind a teacher whose reply is
 the trainer's generation. The environment's answer to a step is the user message the actor
 renders for the next step (the updated `<state>` block and the last result); the episode
 ends when a step reaches the target, or at the actor's step bound (reference steps +
@@ -127,7 +127,7 @@ class RefactorScorer:
         from verilearn_assets.refactor.actions import ActionRejected, parse_action
         from verilearn_assets.refactor.actor import host_error, run_action
         from verilearn_assets.refactor.prompts import ParseFailure, parse_output
-        from verilearn_assets.refactor.rewards import compute_reward
+        from verilearn_assets.refactor.rewards import reward_of
         from verilearn_assets.refactor.runner import cleanup, prepare_workspace
         from verilearn_assets.refactor.state import StateError, parse_update
 
@@ -165,15 +165,7 @@ class RefactorScorer:
                         cleanup(ws)
                     except Exception:  # noqa: BLE001 - leftovers never end a training step
                         log.exception("refactor GRPO: cleanup of %s failed", ws.root)
-        reward = compute_reward(
-            task,
-            pre_failure,
-            sandbox.get("status"),
-            tests.get("status"),
-            th,
-            diff,
-            tests.get("scope"),
-        )
+        reward = reward_of(task, pre_failure, sandbox, tests, th, diff)
         return {"outcome": 1.0 if reward.value == 1.0 else 0.0, "partial": reward.value}, reward
 
     def score(self, task_ids: Sequence[str], completions: Sequence[str]) -> list[dict[str, float]]:

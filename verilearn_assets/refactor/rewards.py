@@ -118,16 +118,31 @@ def compute_reward(
     return Reward(0.0, "wrong_change", False)
 
 
+def reward_of(
+    task: RefactorTask,
+    pre_failure: str | None,
+    sandbox: dict,
+    tests: dict,
+    tree_hash: str,
+    diff_from_start: str,
+) -> Reward:
+    """`compute_reward` from a step's sandbox and test results as they are recorded: the
+    actor, the GRPO scorer and `recompute` read the same fields the same way."""
+    return compute_reward(
+        task,
+        pre_failure,
+        sandbox.get("status"),
+        tests.get("status"),
+        tree_hash,
+        diff_from_start,
+        tests.get("scope"),
+    )
+
+
 def recompute(task: RefactorTask, step: TrajectoryStep) -> Reward:
     """The reward a stored step should have, from what it recorded (gate and tests)."""
     ran = "status" in step.sandbox_result
     pre_failure = None if ran else step.failure
-    return compute_reward(
-        task,
-        pre_failure,
-        step.sandbox_result.get("status"),
-        step.tests.get("status"),
-        step.tree_hash,
-        step.diff_from_start,
-        step.tests.get("scope"),
+    return reward_of(
+        task, pre_failure, step.sandbox_result, step.tests, step.tree_hash, step.diff_from_start
     )
