@@ -222,3 +222,23 @@ def test_process_recycled_after_max_requests() -> None:
         statuses = [v.verify(P.PARSE_ERROR).status for _ in range(3)]  # ~10 ms each
         assert statuses == ["parse_error"] * 3
         assert v.server_pool().recycled == 1 and v.server_pool().restarts == 0
+
+
+def _const_program(k: int) -> str:
+    return f"""const K: int := {k}
+function Twice(x: int): int {{ x + x }}
+method M(x: int) returns (y: int)
+  ensures y == Twice(x) + K
+{{ y := 2 * x; }}
+"""
+
+
+def test_server_verdict_does_not_depend_on_earlier_requests(verifier: DafnyVerifier) -> None:
+    """DafnyServer's snapshot cache once reused the honest twin's verdict for a program that
+    differs from it only in a `const` (checksum blind to it): the wrong one was 'verified'.
+    Both go to every server process of the shared pool, the wrong one after the honest one."""
+    honest, wrong = _const_program(0), _const_program(1)
+    for _ in range(verifier.config.pool_size()):
+        assert verifier.verify(honest, use_cache=False).status == "verified"
+    for _ in range(verifier.config.pool_size()):
+        assert verifier.verify(wrong, use_cache=False).status == "verification_error"

@@ -173,8 +173,15 @@ class DafnyVerifier:
 
     # --- the two modes ------------------------------------------------------------------
     def _args(self) -> list[str]:
-        """DafnyServer's request arguments (2.x only: the pool refuses 4.x)."""
-        return [*self.flags, *solver_flags("2", jails.z3_path(self.toolchain, self.jail))]
+        """DafnyServer's request arguments (2.x only: the pool refuses 4.x).
+
+        `/verifySnapshots:0`: DafnyServer turns Boogie's snapshot cache on, which reuses a
+        method's earlier verdict in the same process when its checksum matches, and that
+        checksum misses some of what the proof depends on (a `const`'s value): a program
+        verified after an honest twin differing only there was reported verified. A verdict
+        must come from the program alone, never from what the server saw before."""
+        z3 = jails.z3_path(self.toolchain, self.jail)
+        return [*self.flags, *solver_flags("2", z3), "/verifySnapshots:0"]
 
     def _verify_server(self, source: str, name: str) -> VerifyResult:
         pool = self.server_pool()
