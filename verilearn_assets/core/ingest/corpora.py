@@ -8,7 +8,12 @@ hardened downloader and extractor under the same `download:`/`archive:` policies
 pins and a licence per entry.
 
 Each entry has exactly one origin: `bundled` (a folder of the family's bundled corpus
-directory), `path` (a local directory) or `archive` (a tar/zip, local or https, pinned).
+directory), `path` (a local directory), `archive` (a tar/zip, local or https, pinned) or
+`package` (a published source distribution fetched by name and version through the
+machine's own package client, `pip download` or `npm pack`, pinned by sha256 like an
+archive: no registry host is written here, the client's configuration decides where it
+asks). A package is extracted like an archive, once, and read from that cache afterwards,
+so a cached package needs no index.
 
 `programs:` entries are program collections of one family (the Dafny family's verified
 programs: a DafnyBench checkout, a user's own `.dfy` folder). They share the origins and the
@@ -22,8 +27,12 @@ from __future__ import annotations
 
 import os
 import posixpath
+import shutil
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
@@ -37,7 +46,8 @@ if TYPE_CHECKING:
 C = TypeVar("C", bound="CorpusOrigin")
 CorpusName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_\-]{0,63}$")]
 LOCAL_CATALOG_ENV = "VERILEARN_LOCAL_CATALOG"
-ORIGINS = ("bundled", "path", "archive")
+ORIGINS = ("bundled", "path", "archive", "package")
+FETCH_TIMEOUT_S = 300  # one client run (pip may build the metadata of an sdist)
 
 
 class ArchiveSource(StrictConfig):
@@ -64,6 +74,27 @@ class ArchiveSource(StrictConfig):
         return self
 
 
+class PackageSource(StrictConfig):
+    """A published source distribution, fetched by name and version with the machine's
+    ordinary client (`pip download --no-binary :all: --no-deps`, `npm pack`) and used only
+    if its bytes hash to `sha256`. `test` is the repository's test command when detection
+    (`refactor/repos/baseline.py`) should not choose it."""
+
+    manager: Literal["pip", "npm"]
+    name: str = Field(pattern=r"^(@[a-z0-9][a-z0-9._\-]*/)?[A-Za-z0-9][A-Za-z0-9._\-]*$")
+    version: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9.+!_\-]*$")
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    test: list[str] | None = Field(default=None, min_length=1)
+
+    def spec(self) -> str:
+        """What the client is asked for: `name==version` (pip) or `name@version` (npm)."""
+        return (
+            f"{self.name}=={self.version}"
+            if self.manager == "pip"
+            else f"{self.name}@{self.version}"
+        )
+
+
 class CorpusOrigin(StrictConfig):
     """What every catalog corpus has: a licence and exactly one origin."""
 
@@ -72,6 +103,7 @@ class CorpusOrigin(StrictConfig):
     bundled: str | None = None  # a folder of the family's bundled corpus directory
     path: str | None = None  # a local directory; relative: to the catalog file's directory
     archive: ArchiveSource | None = None
+    package: PackageSource | None = None
 
     @field_validator("bundled")
     @classmethod
@@ -82,25 +114,29 @@ class CorpusOrigin(StrictConfig):
 
     # Field validators, not a model validator, so that a second origin is reported under
     # its own field (`corpora.<name>.path`), not only under the entry.
-    @field_validator("path", "archive")
+    @field_validator("path", "archive", "package")
     @classmethod
     def _only_origin(cls, value: Any, info: ValidationInfo) -> Any:
         if value is not None:
             others = [o for o in ORIGINS if o != info.field_name and info.data.get(o) is not None]
             if others:
                 raise ValueError(
-                    f"give exactly one origin (bundled, path or archive): {others[0]} is set too"
+                    f"give exactly one origin (bundled, path, archive or package): "
+                    f"{others[0]} is set too"
                 )
         return value
 
     @model_validator(mode="after")
     def _has_origin(self) -> CorpusOrigin:
         if all(getattr(self, o) is None for o in ORIGINS):
-            raise ValueError("needs one origin: bundled, path or archive")
+            raise ValueError("needs one origin: bundled, path, archive or package")
         return self
 
     def origin(self) -> str:
-        """`bundled`, `path` or `archive:<url or path>`: what a repository records."""
+        """`bundled`, `path`, `archive:<url or path>` or `package:<manager>:<spec>`: what a
+        repository records."""
+        if self.package is not None:
+            return f"package:{self.package.manager}:{self.package.spec()}"
         if self.archive is not None:
             return f"archive:{self.archive.url or self.archive.path}"
         return "path" if self.path is not None else "bundled"
@@ -109,6 +145,8 @@ class CorpusOrigin(StrictConfig):
         """What makes two entries the same repository (so it cannot sit in two splits)."""
         if self.archive is not None:
             return ("archive", self.archive.sha256, self.archive.subdir)
+        if self.package is not None:  # the same bytes as an archive entry: the same repository
+            return ("archive", self.package.sha256, "")
         if self.path is not None:
             return ("path", posixpath.normpath(self.path))
         return ("bundled", str(self.bundled))
@@ -154,11 +192,14 @@ def corpus_root(
     section: str = "corpora",
 ) -> Path:
     """The directory holding repository `name`. An archive is fetched (URL) or read (path),
-    checked against its pin and extracted, hardened, once under
-    `<cache_dir>/<name>-<sha256[:16]>`. Any failure is a `ConfigError` naming the catalog
-    file, `<section>.<name>` and the field."""
+    a package fetched by its client, checked against its pin and extracted, hardened, once
+    under `<cache_dir>/<name>-<sha256[:16]>`. Any failure is a `ConfigError` naming the
+    catalog file, `<section>.<name>` and the field."""
     where = f"{catalog_file}: {section}.{name}"
-    if entry.archive is not None:
+    if entry.package is not None:
+        root = _package_root(where, name, entry.package, cache_dir, limits)
+        field = "package"
+    elif entry.archive is not None:
         root = _unpacked(where, catalog_file, name, entry.archive, cache_dir, policy, limits)
         field = "archive"
     elif entry.path is not None:
@@ -219,6 +260,98 @@ def _unpacked(
     if not root.is_dir():
         raise ConfigError(f"{where}.archive.subdir: {source.subdir!r} is not in the archive")
     return root
+
+
+def _package_root(
+    where: str, name: str, source: PackageSource, cache_dir: Path, limits: ArchiveLimits
+) -> Path:
+    """The package's source tree: the cached extraction if there is one (no client, no
+    index), else fetched by its client into a temporary directory, checked against the pin
+    and extracted by the archive extractor. An sdist or npm tarball holds one top folder
+    (`toolz-0.12.1/`, `package/`): that folder is the repository."""
+    from verilearn_assets.core.ingest.archive import ArchiveError, extract_archive, file_sha256
+
+    target = cache_dir / f"{name}-{source.sha256[:16]}"
+    if not target.is_dir():
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=f".{name}-", dir=cache_dir) as tmp:
+            archive = fetch_package(where, source, Path(tmp))
+            digest = file_sha256(archive)
+            if digest != source.sha256:
+                raise ConfigError(
+                    f"{where}.package.sha256: {source.manager} gave {archive.name} with sha256 "
+                    f"{digest}, the catalog pins {source.sha256}"
+                )
+            try:
+                extract_archive(archive, target, limits)
+            except ArchiveError as exc:
+                raise ConfigError(f"{where}.package: {exc}") from exc
+    tops = [p for p in target.iterdir() if not p.name.startswith(".")]
+    return tops[0] if len(tops) == 1 and tops[0].is_dir() else target
+
+
+def fetch_package(where: str, source: PackageSource, directory: Path) -> Path:
+    """Run the package client once into the empty `directory`; return the one archive it
+    wrote. pip checks the pin itself before it builds anything (`--require-hashes`): a
+    source distribution's metadata step runs its build backend, and only the pinned bytes
+    may get that far. A missing client, an unknown name or version, an unreachable index
+    or a wrong pin is a `ConfigError` naming the entry and the field."""
+    out = directory / "out"
+    out.mkdir()
+    if source.manager == "pip":
+        requirement = directory / "requirement.txt"
+        requirement.write_text(f"{source.spec()} --hash=sha256:{source.sha256}\n")
+        argv = [
+            sys.executable, "-m", "pip", "download", "--no-binary", ":all:", "--no-deps",
+            "--require-hashes", "--retries", "1", "--timeout", "30",
+            "--disable-pip-version-check", "-d", str(out), "-r", str(requirement),
+        ]  # fmt: skip
+        probe: list[str] = [sys.executable, "-m", "pip", "--version"]
+    else:
+        argv = ["npm", "pack", source.spec(), "--ignore-scripts", "--pack-destination", str(out)]
+        probe = ["npm", "--version"]
+    if shutil.which(probe[0]) is None or _quiet(probe, directory) != 0:
+        raise ConfigError(
+            f"{where}.package.manager: the {source.manager} client is not installed "
+            f"({' '.join(probe)} does not run)"
+        )
+    try:
+        done = subprocess.run(
+            argv, cwd=directory, capture_output=True, text=True, timeout=FETCH_TIMEOUT_S,
+            env={**os.environ, "npm_config_update_notifier": "false"}, check=False,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired as exc:
+        raise ConfigError(
+            f"{where}.package: {source.manager} did not fetch {source.spec()} in "
+            f"{FETCH_TIMEOUT_S}s (index unreachable?)"
+        ) from exc
+    tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-4:])
+    if done.returncode != 0:
+        if "do not match the hashes" in done.stderr.lower():
+            raise ConfigError(
+                f"{where}.package.sha256: {source.manager} refused {source.spec()}: its bytes "
+                f"do not hash to the pin: {tail}"
+            )
+        raise ConfigError(
+            f"{where}.package.version: {source.manager} could not fetch {source.spec()} "
+            f"(not published, or the index is unreachable): {tail}"
+        )
+    found = sorted(p for p in out.iterdir() if p.is_file())
+    if len(found) != 1:
+        raise ConfigError(
+            f"{where}.package: {source.manager} left {len(found)} files for {source.spec()} "
+            f"(one source archive expected): {[p.name for p in found]}"
+        )
+    return found[0]
+
+
+def _quiet(argv: list[str], cwd: Path) -> int:
+    try:
+        return subprocess.run(
+            argv, cwd=cwd, capture_output=True, timeout=60, check=False
+        ).returncode
+    except (OSError, subprocess.TimeoutExpired):
+        return 1
 
 
 class LocalCatalog(StrictConfig):
