@@ -194,14 +194,15 @@ def test_verdict_bytecode_comes_from_the_host_read_only(config: RefactorConfig) 
     """A verdict's pytest reads bytecode only under `-X pycache_prefix` (never beside the
     workspace's sources): there the jail finds the runtime's bytecode compiled by the host,
     read-only, so a command can neither plant bytecode for a later run nor pay for
-    compiling pytest on every run."""
+    compiling pytest, or a stdlib module a repository's tests import (asyncio), on every run."""
     from verilearn_assets.refactor.jail import PYCACHE_IN_JAIL
     from verilearn_assets.refactor.verdict import PYCACHE_IN_JAIL as VERDICT_PREFIX
 
     assert PYCACHE_IN_JAIL == VERDICT_PREFIX
     probe = (
-        "import errno, os, pytest\n"
+        "import asyncio, errno, os, pytest\n"
         "print(os.path.exists(pytest.__cached__), pytest.__cached__.startswith('/tmp/'))\n"
+        "print(os.path.exists(asyncio.__cached__), asyncio.__cached__.startswith('/tmp/'))\n"
         "try:\n"
         f"    open('{PYCACHE_IN_JAIL}/planted.pyc', 'w')\n"
         "    print('written')\n"
@@ -211,6 +212,6 @@ def test_verdict_bytecode_comes_from_the_host_read_only(config: RefactorConfig) 
     ws = prepare_workspace("t-pycache", {"probe.py": probe}, config)
     try:
         step = _run(ws, "python", "-X", f"pycache_prefix={PYCACHE_IN_JAIL}", "probe.py")
-        assert step.stdout.split() == ["True", "True", "EROFS"], step
+        assert step.stdout.split() == ["True", "True", "True", "True", "EROFS"], step
     finally:
         cleanup(ws)

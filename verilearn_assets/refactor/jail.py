@@ -99,15 +99,18 @@ def jail_env(backend: str) -> dict[str, str]:
 
 def runtime_pycache(config: RefactorConfig) -> Path:
     """The host directory mounted read-only at `PYCACHE_IN_JAIL`: bytecode of the runtime
-    as a trivial pytest run imports it, written by the host's own run of it (never by a
-    jailed command: the jail sees it read-only), once per home and interpreter."""
+    (the whole standard library, linked from its own `__pycache__`, and pytest as a trivial
+    run imports it), written by the host (never by a jailed command: the jail sees it
+    read-only), once per home and interpreter. Stdlib modules a repository's tests import
+    beyond pytest's (asyncio, ssl, ...) were otherwise compiled from source by every
+    jailed run (benchmarks/refactor.py: about 40 ms of a 240 ms step)."""
     import hashlib
 
     from verilearn_assets.refactor.config import expand_home
 
     where = hashlib.sha256(sys.executable.encode()).hexdigest()[:10]
     tag = f"{sys.implementation.cache_tag}-{where}"
-    cache = expand_home(config.workspace_root).parent / f"pycache-{tag}"
+    cache = expand_home(config.workspace_root).parent / f"pycache-v2-{tag}"
     with _PYCACHE_LOCK:
         if str(cache) in _PYCACHES:
             return cache
@@ -115,6 +118,7 @@ def runtime_pycache(config: RefactorConfig) -> Path:
             cache.parent.mkdir(parents=True, exist_ok=True)
             building = Path(tempfile.mkdtemp(prefix=".pycache-", dir=cache.parent))
             building.chmod(0o755)  # read by the commands' uid (mkdtemp makes it 0700)
+            _link_stdlib_bytecode(building)
             _warm_pycache(building)
             try:
                 os.rename(building, cache)
@@ -122,6 +126,33 @@ def runtime_pycache(config: RefactorConfig) -> Path:
                 shutil.rmtree(building, ignore_errors=True)
         _PYCACHES[str(cache)] = cache
     return cache
+
+
+def _link_stdlib_bytecode(cache: Path) -> None:
+    """The standard library's own bytecode (`dir/__pycache__/m.<tag>.pyc`) placed where
+    `-X pycache_prefix=cache` looks for it (`cache/<abs dir>/m.<tag>.pyc`): hard links
+    (a copy across file systems or where linking is refused). The header still ties each
+    file to its source's mtime and size: a stale one is recompiled in memory, never used."""
+    import sysconfig
+
+    tag = f".{sys.implementation.cache_tag}.pyc"
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    for dirpath, dirnames, filenames in os.walk(stdlib):
+        if dirpath == str(stdlib):  # not the base interpreter's own packages or tests
+            dirnames[:] = [d for d in dirnames if d not in ("site-packages", "test")]
+        if os.path.basename(dirpath) != "__pycache__":
+            continue
+        target = cache / os.path.dirname(dirpath).lstrip("/")
+        for name in filenames:
+            if not name.endswith(tag) or name.count(".") != 2:  # no opt-1/opt-2 variants
+                continue
+            target.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(os.path.join(dirpath, name), target / name)
+            except OSError:
+                shutil.copyfile(os.path.join(dirpath, name), target / name)
+    for dirpath, _dirnames, _filenames in os.walk(cache):
+        os.chmod(dirpath, 0o755)  # the commands' uid walks it
 
 
 def _warm_pycache(cache: Path) -> None:
