@@ -52,6 +52,14 @@ def register(sub: argparse._SubParsersAction) -> None:
             choices=list(SPLITS),
             help="split to train on (default: the config's, normally train)",
         )
+        if stage == "sft":
+            s.add_argument(
+                "--roles",
+                default=None,
+                metavar="ROLE[,ROLE]",
+                help="train only rows of these roles, comma-separated (e.g. dafny's writer); "
+                "overrides sft.roles (default: the config's, null = every role)",
+            )
         if stage == "grpo":
             s.add_argument("--family", default=None, help="family to train (default: config)")
             s.add_argument(
@@ -85,6 +93,8 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from exc
     if args.split:
         config = config.model_copy(update={"split": args.split})
+    if getattr(args, "roles", None) is not None:
+        config = _with_roles(config, args.roles)
     if args.max_steps is not None and args.max_steps < 1:
         raise CliError(f"--max-steps must be >= 1, got {args.max_steps}")
     home = lake.home()
@@ -103,6 +113,21 @@ def run(args: argparse.Namespace) -> int:
     kind = "model" if run_.merged else "adapter (serve the base with --enable-lora)"
     console.print(f"{kind}: {run_.model_dir}", markup=False)
     return 0
+
+
+def _with_roles(config: Any, roles: str) -> Any:
+    """`config` with `sft.roles` from `--roles a,b`, validated as the YAML field is."""
+    from pydantic import ValidationError
+
+    from verilearn_assets.cli import CliError
+
+    names = [r.strip() for r in roles.split(",")]
+    try:
+        sft = type(config.sft).model_validate({**config.sft.model_dump(), "roles": names})
+    except ValidationError as exc:
+        msg = "; ".join(e["msg"] for e in exc.errors())
+        raise CliError(f"--roles {roles!r}: {msg}") from exc
+    return config.model_copy(update={"sft": sft})
 
 
 def _sft(config: Any, home: Path, args: argparse.Namespace, console: Any) -> Any:

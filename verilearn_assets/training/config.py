@@ -86,6 +86,23 @@ class SftSettings(StrictConfig):
     # with 2 threads at load average 12 on 2 cores).
     cpu_threads: int | None = Field(default=None, ge=1)
     merge: bool = True  # True: merged HF model dir; False: adapter dir (vLLM --enable-lora)
+    # SftRow.role values that train (dafny: writer / annotator; other families: "default");
+    # None: every role. Checked against the roles the split's rows carry when training.
+    roles: list[str] | None = None
+
+    @model_validator(mode="after")
+    def _roles_named(self) -> SftSettings:
+        if self.roles is None:
+            return self
+        if not self.roles:
+            raise ValueError(
+                "sft.roles is an empty list, which trains nothing; null trains every role"
+            )
+        blank = [r for r in self.roles if not r.strip()]
+        twice = sorted({r for r in self.roles if self.roles.count(r) > 1})
+        if blank or twice:
+            raise ValueError(f"sft.roles: blank {blank} or repeated {twice} role names")
+        return self
 
     @model_validator(mode="after")
     def _full_has_no_adapter(self) -> SftSettings:

@@ -90,14 +90,15 @@ def train_sft(
             "needs them (rebuild the tiny model with `make tiny-model`)"
         )
 
-    selection = apply_weights(select_mixture(rows, config.mixture, split), sft)
+    selection = apply_weights(select_mixture(rows, config.mixture, split, sft.roles), sft)
     prep = prepare_rows(tokenizer, selection.rows, sft)
     if prep.errors:
         raise ValueError(f"sft_dataset [{split}]: rows do not render: {prep.errors[:3]}")
     if not prep.conversations:
         raise NothingToTrain(
             f"sft_dataset [{split}]: no row left to train on ({len(rows)} rows, "
-            f"{selection.candidates} admitted by the mixture, {len(selection.rows)} drawn, "
+            f"{selection.candidates} admitted by sft.roles and the mixture, "
+            f"{len(selection.rows)} drawn, "
             f"{len(prep.dropped_too_long_ids)} too long, "
             f"{len(prep.dropped_no_assistant_ids)} without an assistant turn)"
         )
@@ -168,6 +169,7 @@ def train_sft(
             "compressed_tokens_removed": prep.tokens_removed,
             "rows_dropped_too_long": len(prep.dropped_too_long_ids),
             "rows_dropped_no_assistant": len(prep.dropped_no_assistant_ids),
+            "roles": sft.roles,  # None: every role
             "method": sft.method,
             "weighting": sft.weighting,
             "truncation": sft.truncation,

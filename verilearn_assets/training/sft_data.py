@@ -1,7 +1,8 @@
 """Gated SFT rows → the chat dataset TRL trains on (pure: no dagster).
 
-Reads `sft_dataset` (lake, one `split` partition), applies the mixture (families, sources,
-templates, per-family weights), and turns weights into rows:
+Reads `sft_dataset` (lake, one `split` partition), keeps the roles `sft.roles` names
+(`select_roles`: dafny's writer / annotator, "default" for single-role families), applies the
+mixture (families, sources, templates, per-family weights), and turns weights into rows:
 
 * `sample` (default): each task (family, task id, role) gets `floor(W)` draws plus one more
   with probability `frac(W)`, where `W` is the sum of its rows' weights times the family
@@ -72,12 +73,34 @@ def chat_messages(row: SftRow) -> list[dict[str, str]]:
     return out
 
 
+class UnknownRole(ValueError):
+    """`sft.roles` names a role no row of the split carries (a typo trains nothing)."""
+
+
+def select_roles(rows: list[SftRow], roles: list[str] | None, split: str) -> list[SftRow]:
+    """The rows whose `role` is in `roles` (None: all). A role no row of the split carries
+    is an error naming the field and the roles that are there: a misspelt role would
+    otherwise train on nothing of it, silently."""
+    if roles is None:
+        return list(rows)
+    present = sorted({r.role for r in rows})
+    unknown = [r for r in roles if r not in present]
+    if unknown:
+        raise UnknownRole(
+            f"training.yaml sft.roles: unknown role(s) {unknown}; the rows of "
+            f"sft_dataset [{split}] carry the roles {present}"
+        )
+    wanted = set(roles)
+    return [r for r in rows if r.role in wanted]
+
+
 def select_mixture(
-    rows: list[SftRow], mixture: MixtureSettings, split: str
+    rows: list[SftRow], mixture: MixtureSettings, split: str, roles: list[str] | None = None
 ) -> list[tuple[SftRow, float]]:
-    """Rows the mixture admits, each with its effective weight (row weight × family weight)."""
+    """Rows of `roles` (`select_roles`) the mixture admits, each with its effective weight
+    (row weight × family weight)."""
     out = []
-    for r in rows:
+    for r in select_roles(rows, roles, split):
         if r.split != split:
             raise ValueError(
                 f"sft_dataset row {r.id}: field 'split' is {r.split!r}, training split is "
