@@ -1,0 +1,3 @@
+module example.com/gotally
+
+go 1.19

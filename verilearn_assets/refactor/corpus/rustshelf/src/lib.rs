@@ -1,0 +1,3 @@
+//! A bookshelf: books, loans and printed labels.
+pub mod label;
+pub mod shelf;
