@@ -31,9 +31,9 @@ from verilearn_assets.analysis.teacher.parse import FormatError, parse_reply
 from verilearn_assets.analysis.teacher.policy import Policy
 from verilearn_assets.analysis.teacher.prompts import (
     Observation,
-    question_prompt,
     reprompt,
     system_prompt,
+    task_prompt,
     tool_message,
 )
 from verilearn_assets.core.answers import AnswerError, answer_hash, answers_match, parse_answer
@@ -125,7 +125,7 @@ async def run_trace(
     """
     started = time.monotonic()
     tx = Transcript()
-    tx.add("system", "prompt", system_prompt(table, cfg.max_turns))
+    tx.add("system", "prompt", system_prompt(table, cfg.max_turns, cfg.prompts))
     tx.add("user", "prompt", task_prompt)
     cells: list[CellRun] = []
     codes: list[str] = []
@@ -175,7 +175,7 @@ async def run_trace(
                 tx.add(
                     "user",
                     "reprompt",
-                    reprompt(parsed.reason, cfg.max_format_errors - format_errors),
+                    reprompt(parsed.reason, cfg.max_format_errors - format_errors, cfg.prompts),
                 )
                 continue
             turn = tx.add("assistant", "reply", reply.text)
@@ -338,16 +338,18 @@ async def run_episode(
     role: str = "single",
     index: int = 0,
     counts: BudgetCounts | None = None,
+    examples: Sequence[QuestionRecord] = (),
 ) -> Episode:
     """Run one trace for `question` and judge it against the question's answer.
 
-    The trace's context-budget losses are added to `counts` when given.
+    The trace's context-budget losses are added to `counts` when given; `examples` are the
+    solved questions shown first (`FewShotPool.examples`, when `cfg.prompts.few_shot`).
     """
     if question.table != table.id:
         raise ValueError(
             f"question {question.id}: table {question.table!r} is not the given table {table.id!r}"
         )
-    prompt = question_prompt(question.question, question.answer_schema)
+    prompt = task_prompt(question, cfg.prompts, examples)
     trace = await run_trace(prompt, table, policy, pool, cfg)
     if counts is not None:
         counts.merge(trace.budget)

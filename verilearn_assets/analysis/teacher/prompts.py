@@ -1,45 +1,42 @@
-"""Everything the model reads: the system prompt, the question, re-prompts, tool output."""
+"""Everything the model reads: the system prompt, the question, re-prompts, tool output.
+
+The texts are configuration (`teacher_prompts.yaml` `analysis:`, `config.AnalysisPrompts`);
+every renderer takes the prompts and falls back to the defaults, which are the prompts
+this module always rendered.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from verilearn_assets.analysis.records import QuestionRecord
+from verilearn_assets.analysis.teacher.config import SYSTEM_RULES, AnalysisPrompts  # noqa: F401
+
 # The truncation marker and `cap_text` live with the context budget (one marker for
 # every family); re-exported here for the callers that build tool messages.
 from verilearn_assets.core.llm.budget import TRUNCATION_MARK, cap_text  # noqa: F401
-from verilearn_assets.core.records import AnswerSchema, ColumnProfile, TableRecord
+from verilearn_assets.core.records import AnswerSchema, ColumnProfile, TableRecord, content_hash
 
 MAX_TOP_VALUES = 5
-
-SYSTEM_RULES = """\
-You are a careful data analyst working in a Python sandbox.
-A pandas DataFrame `df` holds the table described below; pandas (as pd) and numpy \
-(as np) are available.
-Work step by step. Every reply must contain one short line of reasoning followed by \
-exactly one ```python code block. The block runs as the next cell; variables persist \
-between cells, and you will see its printed output, errors and the value of its last \
-expression.
-Record important intermediate values on the line right after the one computing them: \
-`hook(value, "<that exact line of code>", name="short_name")`.
-When you know the answer, call `submit(answer)` exactly once; the episode ends there.
-You have at most {max_turns} cells."""
+DEFAULT_PROMPTS = AnalysisPrompts()
 
 
-def describe_column(col: ColumnProfile) -> str:
-    """One overview line per column: type, missingness, cardinality, range or top values."""
+def describe_column(col: ColumnProfile, hints: bool = True) -> str:
+    """One overview line per column: type, missingness, cardinality, and with `hints`
+    the value hints (identifier-like, range, top values)."""
     parts = [
         f"{col.kind}, {col.dtype}",
         f"{col.missing_pct:.1f}% missing",
         f"{col.n_unique} unique",
     ]
-    if col.id_like:
+    if hints and col.id_like:
         parts.append("identifier-like")
     stats = [(k, getattr(col, k)) for k in ("min", "median", "mean", "max", "std")]
     shown = [f"{k}={v:.6g}" for k, v in stats if v is not None]
-    if shown:
+    if hints and shown:
         parts.append(" ".join(shown))
-    if col.top_values:
+    if hints and col.top_values:
         tops = ", ".join(repr(v) for v in col.top_values[:MAX_TOP_VALUES])
         parts.append(f"top values: {tops}")
     return f"- {col.name!r}: " + "; ".join(parts)
@@ -52,18 +49,22 @@ def table_head(table: TableRecord) -> str:
     )
 
 
-def data_overview(table: TableRecord) -> str:
+def data_overview(table: TableRecord, hints: bool = True) -> str:
     """The table's profile as the model sees it; built only from `TableRecord.columns`."""
-    return "\n".join([table_head(table), "Columns:", *(describe_column(c) for c in table.columns)])
+    columns = (describe_column(c, hints) for c in table.columns)
+    return "\n".join([table_head(table), "Columns:", *columns])
 
 
-def system_rules(max_turns: int) -> str:
-    return SYSTEM_RULES.format(max_turns=max_turns)
+def system_rules(max_turns: int, prompts: AnalysisPrompts | None = None) -> str:
+    return (prompts or DEFAULT_PROMPTS).system.format(max_turns=max_turns)
 
 
-def system_prompt(table: TableRecord, max_turns: int) -> str:
+def system_prompt(
+    table: TableRecord, max_turns: int, prompts: AnalysisPrompts | None = None
+) -> str:
     """Rules, then the table; `context.budget_messages` splits it back along this seam."""
-    return system_rules(max_turns) + "\n\n" + data_overview(table)
+    prompts = prompts or DEFAULT_PROMPTS
+    return system_rules(max_turns, prompts) + "\n\n" + data_overview(table, prompts.hints)
 
 
 def describe_schema(schema: AnswerSchema) -> str:
@@ -87,17 +88,77 @@ def describe_schema(schema: AnswerSchema) -> str:
     return f"a dict mapping keys to {inner}"
 
 
-def question_prompt(question: str, schema: AnswerSchema) -> str:
-    return f"Question: {question}\n\nSubmit {describe_schema(schema)}."
+def question_prompt(
+    question: str, schema: AnswerSchema, prompts: AnalysisPrompts | None = None
+) -> str:
+    """The question, and with `hints` the expected answer's shape."""
+    prompts = prompts or DEFAULT_PROMPTS
+    hint = prompts.answer_hint.format(answer_shape=describe_schema(schema))
+    return prompts.question.format(question=question, answer_hint=hint if prompts.hints else "")
 
 
-def reprompt(reason: str, errors_left: int) -> str:
+def few_shot_block(examples: Sequence[QuestionRecord], prompts: AnalysisPrompts) -> str:
+    """The solved examples, numbered from 1, under the header."""
+    shown = [
+        prompts.few_shot_example.format(
+            n=i,
+            table=q.table,
+            dataset=q.dataset,
+            question=q.question,
+            code=q.code.strip("\n"),
+            answer=q.answer,
+        )
+        for i, q in enumerate(examples, 1)
+    ]
+    return "\n\n".join([prompts.few_shot_header, *shown])
+
+
+def task_prompt(
+    question: QuestionRecord,
+    prompts: AnalysisPrompts | None = None,
+    examples: Sequence[QuestionRecord] = (),
+) -> str:
+    """An episode's first user message: the solved examples (if any), then the question."""
+    prompts = prompts or DEFAULT_PROMPTS
+    text = question_prompt(question.question, question.answer_schema, prompts)
+    return few_shot_block(examples, prompts) + "\n\n" + text if examples else text
+
+
+class FewShotPool:
+    """Solved questions a prompt may show: accepted ones of the train split, nothing else.
+
+    A question of another split is an error naming it, never filtered away quietly: a pool
+    holding dev/test questions is a bug upstream that would leak evaluation answers.
+    """
+
+    def __init__(self, questions: Sequence[QuestionRecord], seed: int = 0) -> None:
+        leaked = [q for q in questions if q.split != "train"]
+        if leaked:
+            named = ", ".join(f"{q.id} (split {q.split})" for q in leaked[:5])
+            raise ValueError(
+                f"few-shot pool: {len(leaked)} question(s) not of the train split: {named}"
+            )
+        self.questions = [q for q in questions if q.status == "accepted"]
+        self.seed = seed
+
+    def examples(self, question: QuestionRecord, n: int) -> list[QuestionRecord]:
+        """`n` examples for `question`, never from its own table; the same ones on every
+        run (ordered by a hash of the seed and both ids)."""
+        if n == 0:
+            return []
+        others = [q for q in self.questions if q.table != question.table]
+        if len(others) < n:
+            raise ValueError(
+                f"question {question.id}: few_shot is {n} but the train pool holds only "
+                f"{len(others)} accepted question(s) on tables other than {question.table!r}"
+            )
+        others.sort(key=lambda q: content_hash("few-shot", self.seed, question.id, q.id))
+        return others[:n]
+
+
+def reprompt(reason: str, errors_left: int, prompts: AnalysisPrompts | None = None) -> str:
     """Shown after a rejected reply; says what was wrong and how many more are tolerated."""
-    return (
-        f"Your last reply could not be run: {reason}. Reply with one line of reasoning "
-        f"and exactly one ```python code block. ({errors_left} more malformed "
-        f"replies end the episode.)"
-    )
+    return (prompts or DEFAULT_PROMPTS).reprompt.format(reason=reason, errors_left=errors_left)
 
 
 @dataclass(frozen=True)

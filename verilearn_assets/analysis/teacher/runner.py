@@ -21,10 +21,11 @@ from verilearn_assets.analysis.records import Episode, QuestionRecord
 from verilearn_assets.analysis.teacher.config import TeacherConfig
 from verilearn_assets.analysis.teacher.loop import run_episode, run_trace, to_episode
 from verilearn_assets.analysis.teacher.policy import Policy, ProgramPolicy, VllmPolicy
-from verilearn_assets.analysis.teacher.prompts import question_prompt
+from verilearn_assets.analysis.teacher.prompts import FewShotPool, task_prompt
 from verilearn_assets.analysis.teacher.triangulate import TraceOutcome, triangulate
 from verilearn_assets.core import lake
 from verilearn_assets.core.llm.budget import FAILURE_CLASS, BudgetCounts
+from verilearn_assets.core.llm.teacher_metrics import Attempt, TeacherMetrics
 from verilearn_assets.core.records import TableRecord
 from verilearn_assets.core.sandbox.pool import SandboxPool
 
@@ -82,13 +83,15 @@ async def triangulated_episodes(
     pool: SandboxPool,
     cfg: TeacherConfig,
     counts: BudgetCounts | None = None,
+    examples: Sequence[QuestionRecord] = (),
 ) -> list[Episode]:
     """Gold + K consistency traces; triangulation sets `verified` and the failure class.
 
-    Context-budget losses of every trace are added to `counts` when given.
+    Context-budget losses of every trace are added to `counts` when given; every trace
+    is shown the same solved `examples` first.
     """
     policies = [make_policy(question.code, i) for i in range(cfg.n_traces)]
-    prompt = question_prompt(question.question, question.answer_schema)
+    prompt = task_prompt(question, cfg.prompts, examples)
     traces = await asyncio.gather(*(run_trace(prompt, table, p, pool, cfg) for p in policies))
     if counts is not None:
         for t in traces:
@@ -127,11 +130,53 @@ async def question_episodes(
     pool: SandboxPool,
     cfg: TeacherConfig,
     counts: BudgetCounts | None = None,
+    examples: Sequence[QuestionRecord] = (),
 ) -> list[Episode]:
     if question.source == "llm":
-        return await triangulated_episodes(question, table, make_policy, pool, cfg, counts)
+        return await triangulated_episodes(
+            question, table, make_policy, pool, cfg, counts, examples
+        )
     policy = make_policy(question.code, 0)
-    return [await run_episode(question, table, policy, pool, cfg, counts=counts)]
+    return [await run_episode(question, table, policy, pool, cfg, counts=counts, examples=examples)]
+
+
+QUESTIONS_ASSET = "analysis/questions"
+
+
+def load_few_shot_pool(cfg: TeacherConfig, root: Path | None = None) -> FewShotPool:
+    """The solved questions `few_shot` draws from: the accepted questions of the
+    `few_shot_sources` partitions of the train split (the only split the config allows)."""
+    prompts = cfg.prompts
+    questions = [
+        q
+        for source in prompts.few_shot_sources
+        for q in lake.read_records(
+            QUESTIONS_ASSET, QuestionRecord, root, source=source, split=prompts.few_shot_split
+        )
+        if isinstance(q, QuestionRecord)
+    ]
+    pool = FewShotPool(questions, prompts.few_shot_seed)
+    if len(pool.questions) < prompts.few_shot:
+        raise ValueError(
+            f"teacher_prompts.yaml analysis.few_shot is {prompts.few_shot} but the train "
+            f"split's {'/'.join(prompts.few_shot_sources)} questions hold only "
+            f"{len(pool.questions)} accepted one(s): materialize analysis/questions for "
+            "the train split first, or lower few_shot"
+        )
+    return pool
+
+
+def episode_attempt(episode: Episode) -> Attempt:
+    """An episode as one attempt of the teacher run's metrics."""
+    return Attempt(
+        source=episode.source,
+        split=episode.split,
+        verified=episode.verified,
+        latency_ms=episode.duration_ms,
+        parse_failures=sum(m.kind == "rejected_reply" for m in episode.messages),
+        prompt_tokens=episode.prompt_tokens,
+        completion_tokens=episode.completion_tokens,
+    )
 
 
 @dataclass
@@ -142,6 +187,7 @@ class PartitionRun:
     failures: Counter = field(default_factory=Counter)
     errors: list[str] = field(default_factory=list)
     budget: BudgetCounts = field(default_factory=BudgetCounts)  # context-budget losses
+    metrics_path: Path | None = None  # this run's teacher_metrics.jsonl
 
 
 def existing_episode_ids(source: str, split: str, root: Path | None = None) -> set[str]:
@@ -162,14 +208,20 @@ async def run_partition(
     split: str,
     root: Path | None = None,
     teacher: str | None = None,
+    few_shot: FewShotPool | None = None,
 ) -> PartitionRun:
     """Run every question of one partition that is not already done; append as they end.
 
     A failing question (the sandbox or server erred) is recorded in `errors` and the run
-    goes on; the caller decides whether any error fails the materialization.
+    goes on; the caller decides whether any error fails the materialization. With
+    `cfg.prompts.few_shot`, examples come from `few_shot` (default: the train split's
+    questions in the lake). The run's metrics go to `<home>/runs/<id>/teacher_metrics.jsonl`.
     """
+    if cfg.prompts.few_shot and few_shot is None:
+        few_shot = load_few_shot_pool(cfg, root)
     done = existing_episode_ids(source, split, root)
     stats = PartitionRun()
+    metrics = TeacherMetrics("analysis", teacher or cfg.teacher, cfg.model)
     todo = []
     for q in questions:
         if (q.source, q.split) != (source, split):
@@ -186,8 +238,9 @@ async def run_partition(
     async def one(q: QuestionRecord) -> None:
         async with gate:
             try:
+                shots = few_shot.examples(q, cfg.prompts.few_shot) if few_shot else []
                 episodes = await question_episodes(
-                    q, tables[q.table], make_policy, pool, cfg, stats.budget
+                    q, tables[q.table], make_policy, pool, cfg, stats.budget, shots
                 )
             except Exception as exc:  # recorded with the question named; the caller decides
                 log.error("question %s: episode run failed: %s", q.id, exc)
@@ -199,11 +252,13 @@ async def run_partition(
             )
         stats.written += len(episodes)
         for e in episodes:
+            metrics.add(episode_attempt(e))
             stats.verified += e.verified
             if e.failure_class:
                 stats.failures[e.failure_class] += 1
 
     await asyncio.gather(*(one(q) for q in todo))
+    stats.metrics_path = metrics.write((root or lake.lake_root()).parent)
     return stats
 
 
