@@ -145,6 +145,8 @@ def trajectories(
     finally:
         if isinstance(teacher, VllmTeacher):
             teacher.close()
+    if isinstance(teacher, VllmTeacher):  # the run's teacher_metrics.jsonl (issue 28)
+        teacher.write_metrics(records, home.dir())
     path = lake.partition_dir(FAMILY.rollout_lake, home.lake_root(), source=source, split=split)
     summary = trajectory_summary(records)
     budget = teacher.budget_counts if isinstance(teacher, VllmTeacher) else BudgetCounts()

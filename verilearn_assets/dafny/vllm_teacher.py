@@ -9,12 +9,16 @@ are dropped first, then the context declarations are middle-truncated; the syste
 prompt, the signature and specification and the body to annotate are never cut. A prompt
 that still does not fit raises `ContextOverflow`: the cascade records that stage as failed
 with class `context_overflow`, the llm source a rejected proposal. Losses are summed in
-`budget_counts` for the asset's metadata and `mart_context_budget`.
+`budget_counts` for the asset's metadata and `mart_context_budget`. Per task it keeps
+the replies without a fenced block and the tokens, which `write_metrics` joins with the
+cascades' verdicts into the run's `teacher_metrics.jsonl`.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from verilearn_assets.core.llm.budget import (
@@ -26,8 +30,9 @@ from verilearn_assets.core.llm.budget import (
 )
 from verilearn_assets.core.llm.client import VllmClient
 from verilearn_assets.core.llm.config import VllmConfig
+from verilearn_assets.core.llm.teacher_metrics import Attempt, TeacherMetrics
 from verilearn_assets.dafny import prompts
-from verilearn_assets.dafny.records import DafnyTask
+from verilearn_assets.dafny.records import DafnyTask, DafnyTrajectory
 
 
 def task_messages(
@@ -66,9 +71,12 @@ class VllmTeacher:
         self.client = VllmClient(config)
         self.loop.run_until_complete(self.client.start())
         self.usage: list[dict[str, Any]] = []
+        # task id -> [replies without a fenced block, prompt tokens, completion tokens]
+        self.asked: dict[str, list[int]] = {}
 
-    def _chat(self, messages: list[BudgetMessage]) -> str:
+    def _chat(self, messages: list[BudgetMessage], task_id: str | None = None) -> str:
         """One budgeted request; `ContextOverflow` when the prompt cannot fit."""
+        counts = self.asked.setdefault(task_id, [0, 0, 0]) if task_id else [0, 0, 0]
         result = self.loop.run_until_complete(
             self.client.chat_budgeted(
                 messages,
@@ -81,6 +89,9 @@ class VllmTeacher:
         self.usage.append(
             {"prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens}
         )
+        counts[0] += "```" not in result.text  # the cascade then takes the raw text
+        counts[1] += int(result.prompt_tokens or 0)
+        counts[2] += int(result.completion_tokens or 0)
         return result.text
 
     def propose(self, messages: list[dict[str, str]]) -> str:
@@ -91,12 +102,32 @@ class VllmTeacher:
     def write(self, task: DafnyTask) -> str:
         shots = self.shots.get("writer")
         msgs = prompts.messages(task, "writer", shots=shots, config=self.prompts)
-        return self._chat(task_messages(msgs, task))
+        return self._chat(task_messages(msgs, task), task.id)
 
     def annotate(self, task: DafnyTask, body: str) -> str:
         shots = self.shots.get("annotator")
         msgs = prompts.messages(task, "annotator", body, shots=shots, config=self.prompts)
-        return self._chat(task_messages(msgs, task))
+        return self._chat(task_messages(msgs, task), task.id)
+
+    def write_metrics(self, trajectories: Sequence[DafnyTrajectory], home: Path) -> Path:
+        """This run's `teacher_metrics.jsonl`: one attempt per cascade the model was asked
+        for (trajectories resumed from an earlier run are not this run's)."""
+        metrics = TeacherMetrics("dafny", self.name, self.config.model)
+        for t in trajectories:
+            if t.task_id in self.asked:
+                blockless, prompt_tokens, completion_tokens = self.asked[t.task_id]
+                metrics.add(
+                    Attempt(
+                        t.source,
+                        t.split,
+                        t.verified,
+                        t.latency_ms,
+                        blockless,
+                        prompt_tokens,
+                        completion_tokens,
+                    )
+                )
+        return metrics.write(home)
 
     def close(self) -> None:
         self.loop.run_until_complete(self.client.close())

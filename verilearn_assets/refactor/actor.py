@@ -20,6 +20,7 @@ from typing import Any
 
 from verilearn_assets.core import lake
 from verilearn_assets.core.llm.budget import FAILURE_CLASS, ContextOverflow
+from verilearn_assets.core.llm.teacher_metrics import Attempt, TeacherMetrics
 from verilearn_assets.core.records import content_hash
 from verilearn_assets.refactor.actions import ActionRejected, parse_action
 from verilearn_assets.refactor.catalog import Repo, load_corpus
@@ -72,6 +73,7 @@ class RunSummary:
     sandbox_failures: int = 0
     latencies_ms: list[float] = field(default_factory=list)
     compactions: dict[str, int] = field(default_factory=dict)  # model / rules / fallback
+    metrics_path: str = ""  # this run's teacher_metrics.jsonl
 
     def metadata(self) -> dict[str, Any]:
         lat = sorted(self.latencies_ms)
@@ -87,6 +89,7 @@ class RunSummary:
             "actor_latency_max_ms": round(lat[-1], 3) if lat else 0.0,
             "compactions": ", ".join(f"{k}={v}" for k, v in sorted(self.compactions.items()))
             or "-",
+            "teacher_metrics": self.metrics_path,
         }
 
 
@@ -122,12 +125,13 @@ class Actor:
         self.queue.enqueue(run, list(by_id))
         self.queue.recover(run)
         summary = RunSummary(run)
+        metrics = TeacherMetrics("refactor", self.teacher.name, self.teacher.model)
 
         async def worker() -> None:
             # the queue and the store are used from this event-loop thread only; the jail
             # runs in worker threads, so `concurrency` tasks progress side by side
             while (task_id := self.queue.claim(run)) is not None:
-                await self.run_task(run, by_id[task_id], summary)
+                await self.run_task(run, by_id[task_id], summary, metrics)
                 self.queue.finish(run, task_id)
                 self.write_lake(source, split, set(by_id))
                 summary.tasks += 1
@@ -135,6 +139,7 @@ class Actor:
         await asyncio.gather(*(worker() for _ in range(self.concurrency)))
         self.write_lake(source, split, set(by_id))
         summary.compactions = dict(self.compactions)
+        summary.metrics_path = str(metrics.write(self.home))
         return summary
 
     def write_lake(self, source: str, split: str, task_ids: set[str]) -> None:
@@ -149,7 +154,13 @@ class Actor:
             split=split,
         )
 
-    async def run_task(self, run: str, task: RefactorTask, summary: RunSummary) -> None:
+    async def run_task(
+        self,
+        run: str,
+        task: RefactorTask,
+        summary: RunSummary,
+        metrics: TeacherMetrics | None = None,
+    ) -> None:
         key = state_key(task.id, self.teacher.name)
         done = self.queue.committed(run, task.id)
         if done and (done[-1].done or _crashed(done[-1])):
@@ -167,6 +178,8 @@ class Actor:
             self.crash_step(run, task, key, step, max_steps, last, exc)
             summary.steps += 1
             summary.sandbox_failures += 1
+            if metrics is not None:  # a step that failed before the model was asked
+                metrics.add(Attempt(task.source, task.split, False, 0.0))
             return
         try:
             await self._replay(ws, done)
@@ -177,6 +190,18 @@ class Actor:
                 summary.parse_failures += int(record.failure == "parse")
                 summary.sandbox_failures += int(record.failure in ("crash", "disallowed"))
                 summary.latencies_ms.append(record.latency_ms)
+                if metrics is not None:  # a step is one attempt; tokens as the server said
+                    used = getattr(self.teacher, "usage", {}).pop((task.id, step), (0, 0))
+                    metrics.add(
+                        Attempt(
+                            task.source,
+                            task.split,
+                            record.verified,
+                            record.latency_ms,
+                            int(record.failure == "parse"),
+                            *used,
+                        )
+                    )
                 last = last_result(record)
                 step += 1
                 if record.done or _crashed(record):

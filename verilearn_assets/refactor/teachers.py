@@ -393,6 +393,8 @@ class VllmTeacher:
         self.overrides = client_overrides or {}
         self._clients: dict[str, VllmClient] = {}
         self.budget_counts = BudgetCounts()  # what fitting every prompt cost
+        # (task id, step) -> (prompt, completion) tokens, popped by the actor's metrics
+        self.usage: dict[tuple[str, int], tuple[int, int]] = {}
 
     async def _client(self, model: str) -> VllmClient:
         if model not in self._clients:
@@ -419,6 +421,9 @@ class VllmTeacher:
                 errors.append(f"{model}: {exc}")
                 continue
             self.model = model
+            if task is not None:
+                tokens = (int(result.prompt_tokens or 0), int(result.completion_tokens or 0))
+                self.usage[(task.id, step)] = tokens
             return result.text
         raise VllmError(f"actor {self.actor.name}: every model failed: {'; '.join(errors)}")
 
