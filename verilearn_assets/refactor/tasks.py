@@ -79,8 +79,12 @@ class Candidate:
         return "First: " + parts[0] + ". Then: " + parts[1] + "."
 
 
-def run_candidate(candidate: Candidate, config: RefactorConfig) -> RefactorTask:
-    """Run the candidate's steps in a fresh workspace and build its (accepted/rejected) task."""
+def run_candidate(
+    candidate: Candidate, config: RefactorConfig, test_command: list[str] | None = None
+) -> RefactorTask:
+    """Run the candidate's steps in a fresh workspace and build its (accepted/rejected) task.
+    `test_command`: the repository's own (a real repository's baseline narrows it)."""
+    command = list(test_command or TEST_COMMAND)
     actions = candidate.actions()
     task_id = content_hash(
         "refactor-task", candidate.repo.name, candidate.source, actions, candidate.instruction()
@@ -99,7 +103,7 @@ def run_candidate(candidate: Candidate, config: RefactorConfig) -> RefactorTask:
                 reason = f"step {i}: {result.status} {result.message}".strip()
                 break
         if not reason:
-            tests = run_tests(ws, TestSpec(argv=TEST_COMMAND))
+            tests = run_tests(ws, TestSpec(argv=command))
             if tests.status != "passed":
                 reason = f"tests {tests.status}: {tests.passed} passed, {tests.failed} failed"
         final = ws.snapshot()
@@ -118,7 +122,7 @@ def run_candidate(candidate: Candidate, config: RefactorConfig) -> RefactorTask:
         target_diff=diff,
         target_tree=tree_hash(final),
         step_trees=step_trees,
-        test_command=TEST_COMMAND,
+        test_command=command,
         reference_actions=actions,
         rules=[rule.id for rule, _ in candidate.steps],
         source=candidate.source,  # type: ignore[arg-type]
@@ -400,8 +404,13 @@ def generate_tasks(
         repos = load_corpus(strict=False)
     repos = [r for r in repos if r.split == split]
     rules = rules if rules is not None else load_rules()
+    # published packages: their baseline's stable passing tests, or skipped (repos/mining.py)
+    from verilearn_assets.refactor.repos.mining import package_commands
+
+    commands = package_commands(repos, rules, config, source, split)  # type: ignore[arg-type]
+    repos = [r for r in repos if commands.get(r.name, TEST_COMMAND) is not None]
     tasks = [
-        run_candidate(c, config)
+        run_candidate(c, config, commands.get(c.repo.name))
         for c in candidates(source, repos, rules, config, max_pairs_per_repo, seed)
     ]
     return finalize(tasks, {r.name: r.path for r in repos})
