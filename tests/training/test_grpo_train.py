@@ -224,7 +224,7 @@ def test_orm_vs_prm_experiment_writes_both_curves(orm_prm: dict) -> None:
     summary = orm_prm
     assert set(summary["arms"]) == {"orm", "prm"}
     saved = json.loads((Path(summary["dir"]) / "summary.json").read_text())
-    assert saved["arms"] == summary["arms"] and Path(saved["plot"]).is_file()
+    assert saved["arms"] == summary["arms"] and Path(saved["curves_plot"]).is_file()
     keys, weights = {}, {}
     for arm, info in summary["arms"].items():
         steps = [r for r in _metrics(Path(info["run_dir"])) if "reward" in r]
@@ -239,7 +239,7 @@ def test_orm_vs_prm_experiment_writes_both_curves(orm_prm: dict) -> None:
             assert r["reward"] == pytest.approx(total, abs=1e-6)
     assert "rewards/process/mean" in keys["prm"] and "rewards/process/mean" not in keys["orm"]
     assert "rewards/outcome/mean" in keys["orm"] & keys["prm"]
-    prm = load_experiment().arms["prm"]["process_weight"]
+    prm = load_experiment().arms["prm"].set["grpo.process_weight"]
     assert weights["orm"] == {"outcome": 0.0, "partial": 1.0}
     assert weights["prm"] == {"outcome": 0.0, "partial": 1.0, "process": prm}
 

@@ -21,7 +21,17 @@ import importlib.util
 import sys
 from pathlib import Path
 
-SUBCOMMAND_MODULES = ("demo", "report", "gate", "inspect", "sandbox", "questions", "train", "eval")
+SUBCOMMAND_MODULES = (
+    "demo",
+    "report",
+    "gate",
+    "inspect",
+    "sandbox",
+    "questions",
+    "train",
+    "eval",
+    "experiment",
+)
 
 DESCRIPTION = """\
 Verified training data for LLM agents, as a Dagster asset graph: materialize it, check the
