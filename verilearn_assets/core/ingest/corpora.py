@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 C = TypeVar("C", bound="CorpusOrigin")
 CorpusName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_\-]{0,63}$")]
 LOCAL_CATALOG_ENV = "VERILEARN_LOCAL_CATALOG"
+PACKAGE_CACHE_ENV = "VERILEARN_PACKAGE_CACHE"
 ORIGINS = ("bundled", "path", "archive", "package")
 FETCH_TIMEOUT_S = 300  # one client run (pip may build the metadata of an sdist)
 
@@ -262,30 +263,49 @@ def _unpacked(
     return root
 
 
+def package_cache() -> Path:
+    """Where fetched package archives are kept for every home on this machine, by sha256
+    (`VERILEARN_PACKAGE_CACHE`, default `~/.cache/verilearn/packages`): the bytes are the
+    pinned ones whoever fetched them, so a new home (each test's) extracts without the
+    client, and without the index once the machine has fetched them."""
+    return Path(os.environ.get(PACKAGE_CACHE_ENV) or "~/.cache/verilearn/packages").expanduser()
+
+
 def _package_root(
     where: str, name: str, source: PackageSource, cache_dir: Path, limits: ArchiveLimits
 ) -> Path:
-    """The package's source tree: the cached extraction if there is one (no client, no
-    index), else fetched by its client into a temporary directory, checked against the pin
-    and extracted by the archive extractor. An sdist or npm tarball holds one top folder
-    (`toolz-0.12.1/`, `package/`): that folder is the repository."""
+    """The package's source tree: the home's extraction if there is one; else the pinned
+    archive from the machine's package cache, or fetched by its client (into a temporary
+    directory, checked against the pin, then kept in that cache), extracted by the archive
+    extractor. An sdist or npm tarball holds one top folder (`toolz-0.12.1/`, `package/`):
+    that folder is the repository."""
     from verilearn_assets.core.ingest.archive import ArchiveError, extract_archive, file_sha256
 
     target = cache_dir / f"{name}-{source.sha256[:16]}"
     if not target.is_dir():
         cache_dir.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(prefix=f".{name}-", dir=cache_dir) as tmp:
-            archive = fetch_package(where, source, Path(tmp))
-            digest = file_sha256(archive)
-            if digest != source.sha256:
-                raise ConfigError(
-                    f"{where}.package.sha256: {source.manager} gave {archive.name} with sha256 "
-                    f"{digest}, the catalog pins {source.sha256}"
-                )
-            try:
-                extract_archive(archive, target, limits)
-            except ArchiveError as exc:
-                raise ConfigError(f"{where}.package: {exc}") from exc
+        shared = package_cache() / source.sha256
+        kept = sorted(shared.glob("*")) if shared.is_dir() else []
+        if len(kept) == 1 and file_sha256(kept[0]) == source.sha256:
+            archive = kept[0]
+        else:
+            with tempfile.TemporaryDirectory(prefix=f".{name}-", dir=cache_dir) as tmp:
+                fetched = fetch_package(where, source, Path(tmp))
+                digest = file_sha256(fetched)
+                if digest != source.sha256:
+                    raise ConfigError(
+                        f"{where}.package.sha256: {source.manager} gave {fetched.name} with "
+                        f"sha256 {digest}, the catalog pins {source.sha256}"
+                    )
+                shutil.rmtree(shared, ignore_errors=True)
+                shared.mkdir(parents=True, exist_ok=True)
+                archive = shared / fetched.name
+                shutil.copyfile(fetched, archive.with_name(f".{fetched.name}.part"))
+                os.replace(archive.with_name(f".{fetched.name}.part"), archive)
+        try:
+            extract_archive(archive, target, limits)
+        except ArchiveError as exc:
+            raise ConfigError(f"{where}.package: {exc}") from exc
     tops = [p for p in target.iterdir() if not p.name.startswith(".")]
     return tops[0] if len(tops) == 1 and tops[0].is_dir() else target
 
