@@ -271,7 +271,7 @@ def cascade_prompts(
     return [
         {
             **row,
-            "prompt": prompts.messages(by_id[row["task_id"]], "annotator", body=body, config=cfg),
+            "prompt": prompts.role_prompt(by_id[row["task_id"]], "annotator", body, cfg),
         }
         for row, body in zip(rows, map(prompts.answer, writer_texts), strict=True)
     ]
@@ -368,18 +368,19 @@ class DafnyGrpo:
                 close()
 
     def prompts(self, home: Path, tasks: Sequence[Record], role: str) -> list[dict[str, Any]]:
-        """The family's own prompts (configs/dafny_prompts.yaml); harder = longer, not easy."""
+        """The family's own prompts (`prompts.role_prompt`, the builder SFT rows use too);
+        harder = longer, not easy."""
         cfg = prompts.load_prompt_config()
         chosen = role_tasks(tasks, role)
         if role == ANNOTATOR_FROZEN_WRITER:
             bodies = self.frozen_bodies(chosen)
             return [
-                _row(t, prompts.messages(t, "annotator", body=bodies[t.id], config=cfg))
+                _row(t, prompts.role_prompt(t, "annotator", bodies[t.id], cfg))
                 for t in chosen
                 if is_block(bodies[t.id])
             ]
         base = task_role(role)
-        return [_row(t, prompts.messages(t, base, config=cfg)) for t in chosen]
+        return [_row(t, prompts.role_prompt(t, base, config=cfg)) for t in chosen]
 
     def scorer(self, home: Path, tasks: Sequence[Record], role: str) -> DafnyScorer:
         if role == ANNOTATOR_FROZEN_WRITER:

@@ -1,6 +1,14 @@
 """Writer and annotator prompts (chat messages) and the stop sequences that keep a model
 from writing past the method body. `strict` asks for the body only; `permissive` lets
-the model think first but still takes only the last fenced block."""
+the model think first but still takes only the last fenced block.
+
+`role_prompt` is the one builder of a role's prompt from configs/dafny_prompts.yaml: SFT
+rows (`sft.py`), GRPO and evaluation (`grpo.py`: `DafnyGrpo.prompts`, which
+`verilearn eval` asks too, and the cascade's annotator turn) all call it, so a model trains
+on the prompt it is evaluated with. `completion` is the answer a role is taught to give: the
+fenced body ended by the stop sequence evaluation stops at, so the model learns to stop
+there. The vllm teacher adds few-shot pairs (`few_shot`) to the same prompt.
+"""
 
 from __future__ import annotations
 
@@ -105,6 +113,32 @@ def messages(
         out += [{"role": "user", "content": user}, {"role": "assistant", "content": assistant}]
     out.append({"role": "user", "content": user_prompt(task, role, body)})
     return out
+
+
+def role_prompt(
+    task: PromptSource,
+    role: str,
+    body: str | None = None,
+    config: PromptConfig | None = None,
+) -> list[dict[str, str]]:
+    """The chat a model is asked in `role` (writer, annotator; `body` the code an annotator
+    is shown, default the task's): configs/dafny_prompts.yaml's system text and variant
+    (loaded when `config` is None), no few-shot pairs. SFT, GRPO and evaluation prompts."""
+    if role not in ("writer", "annotator"):
+        raise ValueError(f"dafny prompt: role must be writer or annotator, got {role!r}")
+    return messages(task, role, body, config=config or load_prompt_config())
+
+
+def completion(answer: str, config: PromptConfig | None = None) -> str:
+    """What a role is taught to say for `answer`: the fenced block, then the rest of the
+    first configured stop sequence that closes the fence (`\n```\n` adds the newline), so
+    the text ends where evaluation stops the model. Unchanged when no stop closes a fence."""
+    text = fenced(answer)
+    for stop in (config or load_prompt_config()).stop:
+        for k in range(len(stop), 0, -1):
+            if "```" in stop[:k] and text.endswith(stop[:k]):
+                return text + stop[k:]
+    return text
 
 
 def answer(text: str) -> str:

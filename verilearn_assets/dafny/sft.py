@@ -10,6 +10,10 @@ must keep the code it was given (`same_code`). A writer body the annotator repla
 teaches nothing: no writer row and no annotator row. The writer row teaches the writer's
 code without its hints (`remove_hints`): the cascade proved that code with the
 annotator's hints, not with whatever hints the writer wrote, so those are never taught.
+
+Prompts are `prompts.role_prompt` (configs/dafny_prompts.yaml), the ones GRPO and
+evaluation ask with; the target is `prompts.completion`: the fenced answer ended by the
+stop sequence where evaluation stops the model.
 """
 
 from __future__ import annotations
@@ -43,7 +47,11 @@ def teachable(trajectory: DafnyTrajectory) -> bool:
     return same_code(shown, trajectory.annotator_output, _lemmas(trajectory))
 
 
-def rows_for(trajectory: DafnyTrajectory, variant: prompts.Variant = "strict") -> list[SftRow]:
+def rows_for(
+    trajectory: DafnyTrajectory, config: prompts.PromptConfig | None = None
+) -> list[SftRow]:
+    """The trajectory's rows per role (none unless `teachable`), in `config`'s prompts
+    (default: configs/dafny_prompts.yaml)."""
     if not teachable(trajectory):
         return []
     pairs: list[tuple[str, str | None, str]] = []
@@ -53,10 +61,11 @@ def rows_for(trajectory: DafnyTrajectory, variant: prompts.Variant = "strict") -
         pairs.append(("annotator", code, trajectory.annotator_output))
     else:
         pairs.append(("annotator", trajectory.body, trajectory.annotator_output))
+    cfg = config or prompts.load_prompt_config()
     rows = []
     for role, body, answer in pairs:
-        msgs = prompts.messages(trajectory, role, body, variant)
-        msgs.append({"role": "assistant", "content": prompts.fenced(answer)})
+        msgs = prompts.role_prompt(trajectory, role, body, cfg)
+        msgs.append({"role": "assistant", "content": prompts.completion(answer, cfg)})
         rows.append(
             SftRow(
                 id=SftRow.make_id("dafny", trajectory.id, role),
@@ -76,9 +85,10 @@ def rows_for(trajectory: DafnyTrajectory, variant: prompts.Variant = "strict") -
 
 
 def sft_rows(rollouts: Sequence[Record]) -> list[SftRow]:
+    cfg = prompts.load_prompt_config()
     out: list[SftRow] = []
     for r in rollouts:
         if not isinstance(r, DafnyTrajectory):
             raise TypeError(f"dafny sft_rows: {type(r).__name__} is not a DafnyTrajectory")
-        out.extend(rows_for(r))
+        out.extend(rows_for(r, cfg))
     return out
