@@ -22,7 +22,7 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from verilearn_assets.core.config import (
     ConfigError,
@@ -143,10 +143,15 @@ class ArmSpec(StrictConfig):
     set: dict[str, Any] = Field(default_factory=dict)  # dotted keys of configs/training.yaml
     configs: dict[str, dict[str, Any]] = Field(default_factory=dict)  # {file: {dotted: v}}
 
+    @field_validator("train")
+    @classmethod
+    def _order(cls, train: list[str]) -> list[str]:
+        if train not in ([], ["sft"], ["grpo"], ["sft", "grpo"]):
+            raise ValueError(f"{train}: one of [], [sft], [grpo], [sft, grpo] (sft first)")
+        return train
+
     @model_validator(mode="after")
-    def _order(self) -> ArmSpec:
-        if self.train not in ([], ["sft"], ["grpo"], ["sft", "grpo"]):
-            raise ValueError(f"train {self.train}: one of [], [sft], [grpo], [sft, grpo]")
+    def _configs(self) -> ArmSpec:
         unknown = sorted(set(self.configs) - set(CONFIG_LOADERS))
         if "training" in self.configs:
             raise ValueError("configs.training: use the arm's `set:` for training.yaml keys")
