@@ -26,6 +26,7 @@ from verilearn_assets.refactor.workspace import (
     Budget,
     HostBudgetExceeded,
     remove_tree,
+    scan,
     snapshot,
     syntax_errors,
 )
@@ -48,14 +49,26 @@ def _workspaces_left(config: RefactorConfig) -> list[str]:
     return [p.name for p in root.iterdir() if not p.name.startswith(".")] if root.is_dir() else []
 
 
+def _paths(tree: Path) -> list[tuple[str, str]]:
+    """Every path under `tree` (skipped directories included) and its kind."""
+    return [(e.rel, e.kind) for e in scan(tree, Budget(max_files=10**6, max_depth=10**4))]
+
+
 def test_deep_chain_sparse_files_and_hidden_paths_fail_their_own_step(
     config: RefactorConfig, backend: str
 ) -> None:
-    ws = prepare_workspace("t-host", {"mod.py": "x = 1\n"}, config)
+    """Each over-budget step is refused as `limit` and the workspace is put back exactly
+    as it was before it (files, a symlink, nothing left in skipped directories): the next
+    step runs on the pre-step tree."""
+    ws = prepare_workspace("t-host", {"mod.py": "x = 1\n", "pkg/a.py": "y = 2\n"}, config)
     try:
+        link = apply_action(ws, _command("python", "-c", "import os; os.symlink('mod.py', 'al')"))
+        assert link.status == "ok", link
+        before, paths = ws.snapshot(), _paths(ws.tree)
+        assert ("al", "link") in paths
         chain = apply_action(ws, _command("python", "-c", CHAIN))
         assert chain.status == "limit" and "max_depth 64" in chain.message, chain
-        remove_tree(ws.tree, keep_root=True)  # the host removes a chain `shutil.rmtree` can't
+        assert "restored" in chain.message and _paths(ws.tree) == paths
         tracemalloc.start()
         start = time.perf_counter()
         try:
@@ -66,12 +79,10 @@ def test_deep_chain_sparse_files_and_hidden_paths_fail_their_own_step(
         assert sparse.status == "limit" and "max_tree_mb 64" in sparse.message, sparse
         assert peak < 8 * 1024 * 1024, f"the host allocated {peak} bytes for a refused tree"
         assert time.perf_counter() - start < 10
-        remove_tree(ws.tree, keep_root=True)
+        assert _paths(ws.tree) == paths
         hidden = apply_action(ws, _command("python", "-c", HIDDEN))  # paths nobody diffs
         assert hidden.status == "limit" and "max_files 2000" in hidden.message, hidden
-        remove_tree(ws.tree, keep_root=True)
-        (ws.tree / "mod.py").write_text("x = 1\n")
-        ws.baseline = ws.snapshot()
+        assert _paths(ws.tree) == paths and ws.snapshot() == before
         for code, why in ((NESTED, "too deeply nested"), (HUGE, "bytes, over the")):
             step = apply_action(ws, _command("python", "-c", code))
             assert step.status == "invalid_python" and why in step.message, step

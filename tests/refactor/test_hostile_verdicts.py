@@ -300,6 +300,58 @@ def test_cheats_through_the_actor_loop(
     assert summary.metadata()["precision"] == round(1 / (len(table) + 1), 4)
 
 
+class ByStep:
+    """A scripted policy: one answer per step (what a model says)."""
+
+    name = "scripted"
+    model = "script"
+
+    def __init__(self, answers: list[str]) -> None:
+        self.answers = answers
+
+    async def respond(self, messages, task, step, state, seed) -> str:  # noqa: ANN001
+        return self.answers[step - 1]
+
+
+# 8 sparse files of 15 MB: over the host's max_tree_mb (64) before one byte is read
+SWELL = {
+    "kind": "command",
+    "argv": [
+        "python",
+        "-c",
+        "for i in range(8):\n    open(f'big{i}', 'wb').truncate(15 << 20)\n",
+    ],
+}
+
+
+def test_an_over_budget_step_fails_alone_in_the_actor_loop(
+    backend: str, config: RefactorConfig, rename, tmp_path: Path
+) -> None:
+    """Step 1 swells the tree past the host budget: a `limit` crash, the workspace put back
+    as it was; step 2, the honest rewrite on that restored tree, reaches the target."""
+    repo, task, _ = rename
+    actor = Actor(
+        home=tmp_path / "home",
+        teacher=ByStep([answer(SWELL), answer(task.reference_actions[0])]),
+        config=config,
+        prompts=load_prompts(),
+        repos={repo.name: repo},
+        extra_steps=1,
+    )
+    try:
+        asyncio.run(actor.run([task], task.source, task.split))
+        records = sorted(actor.queue.records(task.source, task.split), key=lambda s: s.step)
+    finally:
+        actor.close()
+    assert [(s.step, s.failure, s.verified) for s in records] == [
+        (1, "crash", False),
+        (2, None, True),
+    ], [(s.step, s.failure, s.sandbox_result.get("message")) for s in records]
+    assert records[0].sandbox_result["status"] == "limit"
+    assert "restored" in records[0].sandbox_result["message"]
+    assert records[1].reward == 1.0
+
+
 def test_cheats_through_the_grpo_scorer(
     backend: str, config: RefactorConfig, rename, tmp_path: Path, monkeypatch
 ) -> None:

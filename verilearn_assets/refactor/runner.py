@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from verilearn_assets.refactor import toolchains
 from verilearn_assets.refactor.actions import (
     ActionRejected,
     CommandAction,
@@ -42,6 +43,8 @@ from verilearn_assets.refactor.workspace import (
     copy_tree,
     new_workspace_root,
     remove_tree,
+    restore_tree,
+    snapshot_and_links,
     syntax_errors,
     tree_hash,
     unified_diff,
@@ -168,11 +171,13 @@ def apply_action(workspace: Workspace, action: AnyAction | str | dict[str, Any])
 
 def _run_action(workspace: Workspace, parsed: AnyAction, argv: list[str]) -> StepResult:
     """Run a validated action; every host-side look at the tree within the workspace's
-    `Budget` (`HostBudgetExceeded` past it)."""
+    `Budget` (`HostBudgetExceeded` past it). A step over the budget (or `max_files`) is
+    refused as `limit` and the workspace put back as it was before the step: the step
+    fails alone, and the next one starts from a tree the host can read."""
     config = workspace.config
     if isinstance(parsed, RuleAction):
         (workspace.control / "rule.yml").write_text(parsed.rule_yaml())
-    before = workspace.snapshot()
+    before, links = snapshot_and_links(workspace.tree, workspace.budget)
     done = run_in_jail(
         config,
         workspace.tree,
@@ -184,9 +189,10 @@ def _run_action(workspace: Workspace, parsed: AnyAction, argv: list[str]) -> Ste
     try:
         after = workspace.snapshot()
     except HostBudgetExceeded as exc:  # refused before reading what the command left
+        restore_tree(workspace.tree, before, links)
         return StepResult(
             status="limit",
-            message=f"workspace: {exc}"[:500],
+            message=f"workspace: {exc}; restored to before the step"[:500],
             exit_code=done.exit_code,
             stdout=done.stdout,
             stderr=done.stderr,
@@ -200,6 +206,7 @@ def _run_action(workspace: Workspace, parsed: AnyAction, argv: list[str]) -> Ste
     if done.timed_out:
         status, message = "timeout", f"killed after {config.limits.action_timeout_s}s"
     elif len(after) > config.limits.max_files:
+        restore_tree(workspace.tree, before, links)
         status, message = "limit", f"{len(after)} files > max_files {config.limits.max_files}"
     elif errors:
         status, message = "invalid_python", "; ".join(errors)[:500]
@@ -228,6 +235,9 @@ def _ast_grep_no_match(argv: list[str], done: Completed) -> bool:
     return argv[0] == "ast-grep" and done.exit_code == 1 and not done.stderr.startswith("bwrap:")
 
 
+# Test commands (a corpus entry's `test`) may also start with a language's runner
+# (`toolchains.RUNNERS`: node, go, cargo, javatest, make); a model's actions may not.
+TEST_RUNNERS: tuple[str, ...] = tuple(toolchains.RUNNERS)
 _COUNT = re.compile(r"(\d+) (passed|failed|errors?)\b")
 
 
@@ -255,8 +265,9 @@ def run_on_files(
 
     config = workspace.config
     try:
-        check_allowed(spec.argv, list(config.allowed_binaries))
+        check_allowed(spec.argv, [*config.allowed_binaries, *TEST_RUNNERS])
         CommandAction(argv=spec.argv)  # same path rules as an action
+        toolchains.for_argv(spec.argv)  # ToolchainMissing: not installed here
     except (ActionRejected, ValueError) as exc:
         result = TestResult(status="disallowed", stderr=str(exc))
         _log(workspace, "tests", spec.model_dump(), result)
@@ -267,7 +278,7 @@ def run_on_files(
         result = hit.model_copy(update={"cached": True})
         _log(workspace, "tests", spec.model_dump(), result)
         return result
-    timeout = spec.timeout_s or config.limits.test_timeout_s
+    timeout = spec.timeout_s or toolchains.with_limits(config, spec.argv).limits.test_timeout_s
     argv = jail_test_argv(spec.argv)
     with _clean_tree(workspace, files):
         done = run_in_jail(
@@ -278,6 +289,7 @@ def run_on_files(
     for line in tail:
         for number, word in _COUNT.findall(line):
             counts["errors" if word.startswith("error") else word] += int(number)
+    counts = toolchains.test_counts(spec.argv, done.stdout) or counts  # node, cargo, go
     if done.timed_out:
         status = "timeout"
     elif done.exit_code == 0:

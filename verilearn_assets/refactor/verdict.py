@@ -27,7 +27,13 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from verilearn_assets.refactor.workspace import SKIP_DIRS, Snapshot, changed_files, tree_hash
+from verilearn_assets.refactor.workspace import (
+    SKIP_DIRS,
+    SYMLINK_MARK,
+    Snapshot,
+    changed_files,
+    tree_hash,
+)
 
 if TYPE_CHECKING:
     from verilearn_assets.refactor.records import RefactorTask
@@ -50,7 +56,6 @@ TEST_CONFIG_FILES = frozenset(
 )
 # never copied: compiled code imported in place of a source, and path hooks
 COMPILED_SUFFIXES = (".pyc", ".pyo", ".so", ".pyd", ".pth")
-SYMLINK_MARK = b"symlink -> "  # how `workspace.snapshot` records a link
 _HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
 
 

@@ -33,6 +33,7 @@ __all__ = ["remove_tree"]  # re-exported: stdlib-only in jail_exec, which runs i
 
 SKIP_DIRS = {"__pycache__", ".pytest_cache", ".git", ".mypy_cache", ".ruff_cache"}
 Snapshot = dict[str, bytes]
+SYMLINK_MARK = b"symlink -> "  # how a snapshot records a link (its target follows)
 
 
 MAX_PATH_CHARS = 3800  # below PATH_MAX (4096) with room for the workspace root's prefix
@@ -229,16 +230,38 @@ def snapshot(tree: Path, budget: Budget | None = None) -> Snapshot:
     """Every regular file's bytes, symlinks as their target text (never followed), outside
     the skipped directories. Nothing is read until every path of the tree (skipped
     directories included) has fit `budget` by `lstat`: `HostBudgetExceeded` otherwise."""
+    return snapshot_and_links(tree, budget)[0]
+
+
+def snapshot_and_links(tree: Path, budget: Budget | None = None) -> tuple[Snapshot, set[str]]:
+    """`snapshot` and which of its paths are symlinks (a file may hold the same bytes as
+    a link's record): enough to put the tree back with `restore_tree`."""
     entries = scan(tree, budget or Budget())
     out: Snapshot = {}
+    links: set[str] = set()
     for entry in entries:
         if entry.skipped:
             continue
         if entry.kind == "link":
-            out[entry.rel] = b"symlink -> " + os.readlink(entry.path).encode()
+            out[entry.rel] = SYMLINK_MARK + os.readlink(entry.path).encode()
+            links.add(entry.rel)
         elif entry.kind == "file":
             out[entry.rel] = _read_at_most(entry.path, entry.size)
-    return out
+    return out, links
+
+
+def restore_tree(tree: Path, snap: Snapshot, links: set[str]) -> None:
+    """Put `tree` back to `snap` (from `snapshot_and_links`): everything it holds now is
+    removed (any depth, any count: `remove_tree`), the files and links rewritten. The
+    directory itself stays (a Docker container binds its inode)."""
+    remove_tree(tree, keep_root=True)
+    for rel, data in snap.items():
+        path = tree / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if rel in links:
+            os.symlink(data[len(SYMLINK_MARK) :].decode(errors="surrogateescape"), path)
+        else:
+            path.write_bytes(data)
 
 
 def _read_at_most(path: str, size: int) -> bytes:
