@@ -21,9 +21,15 @@ from verilearn_assets.core.config import (
     config_dir,
     read_yaml_mapping,
 )
+from verilearn_assets.refactor.toolchains import RUNNERS
 
 Backend = Literal["bwrap", "docker", "none"]
-ALLOWED_BINARIES: tuple[str, ...] = ("ast-grep", "python", "pytest")
+# What a model's action may run (`allowed_binaries` narrows it) ...
+ACTION_BINARIES: tuple[str, ...] = ("ast-grep", "python", "pytest")
+# ... and every name a command may start with: the language test runners
+# (`toolchains.RUNNERS`, allowlisted for test commands by `runner.TEST_RUNNERS`) too.
+ALLOWED_BINARIES: tuple[str, ...] = (*ACTION_BINARIES, *RUNNERS)
+Binary = Literal["ast-grep", "python", "pytest", "node", "go", "cargo", "javatest", "make"]
 
 
 class Limits(StrictConfig):
@@ -53,6 +59,15 @@ class Limits(StrictConfig):
     # bwrap: without a usable memory + pids cgroup (not root, no cgroup delegation), true
     # refuses to run a command; false runs it with the rlimits alone and logs a warning
     require_cgroup: bool = False
+
+
+class ToolchainLimits(StrictConfig):
+    """One language's test-runner limits over `toolchains.py`'s defaults (a JVM or the Go
+    toolchain reserves more address space than pytest; rustc runs more threads)."""
+
+    memory_mb: int | None = Field(default=None, ge=64)
+    pids: int | None = Field(default=None, ge=8)
+    test_timeout_s: float | None = Field(default=None, gt=0)
 
 
 class DockerSettings(StrictConfig):
@@ -109,9 +124,7 @@ class RefactorConfig(StrictConfig):
     rest from refactor.yaml (`load_refactor_config`)."""
 
     backend: Backend = "bwrap"
-    allowed_binaries: list[Literal["ast-grep", "python", "pytest"]] = Field(
-        default_factory=lambda: list(ALLOWED_BINARIES)
-    )
+    allowed_binaries: list[Binary] = Field(default_factory=lambda: list(ACTION_BINARIES))
     limits: Limits = Field(default_factory=Limits)
     # Host paths the jail sees read-only besides the Python runtime and ast-grep.
     system_ro_paths: list[str] = Field(
@@ -128,6 +141,10 @@ class RefactorConfig(StrictConfig):
     state: StateSettings = Field(default_factory=StateSettings)
     generation: GenerationSettings = Field(default_factory=GenerationSettings)
     actors: ActorSettings = Field(default_factory=ActorSettings)
+    # per-language test-runner limits (toolchains.py has the defaults), by canonical name
+    toolchains: dict[Literal["javascript", "go", "rust", "java", "c"], ToolchainLimits] = Field(
+        default_factory=dict
+    )
 
     def with_backend(self, backend: Backend) -> RefactorConfig:
         return self.model_copy(update={"backend": backend})

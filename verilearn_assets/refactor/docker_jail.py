@@ -44,6 +44,7 @@ from typing import Any
 
 from verilearn_assets.core.procs import running
 from verilearn_assets.core.sandbox.jail import SANDBOX_UID
+from verilearn_assets.refactor import toolchains
 from verilearn_assets.refactor.config import RefactorConfig
 from verilearn_assets.refactor.jail_exec import remove_tree
 from verilearn_assets.refactor.seccomp import docker_profile
@@ -109,6 +110,9 @@ def container_kwargs(
     volumes[str(runtime_pycache(config))] = {"bind": PYCACHE_IN_JAIL, "mode": "ro"}
     volumes[str(control)] = {"bind": CONTROL_IN_JAIL, "mode": "ro"}
     volumes[str(workspace)] = {"bind": WORKSPACE_IN_JAIL, "mode": "rw"}
+    for host, inside in toolchains.docker_paths(_ro_paths(config)).items():  # node, go, ...
+        volumes[host] = {"bind": inside, "mode": "ro"}
+    memory_mb, pids = toolchains.docker_limits(config)  # the largest runner's
     size = limits.file_size_mb * 1024 * 1024
     parent = cgroup_parent(client, config.docker.cgroup_parent)
     return {
@@ -118,13 +122,15 @@ def container_kwargs(
         "read_only": True,
         "user": "0:0" if supervised else f"{SANDBOX_UID}:{SANDBOX_UID}",
         "working_dir": WORKSPACE_IN_JAIL,
-        "environment": jail_env("docker"),
+        "environment": toolchains.docker_env(jail_env("docker")),
         "volumes": volumes,
-        "tmpfs": {"/tmp": "size=64m,mode=1777"},
+        # exec: compiled test binaries (go test, cargo test, make test) run from /tmp, as in
+        # the bwrap jail's tmpfs (Docker mounts a tmpfs noexec by default)
+        "tmpfs": {"/tmp": "size=64m,mode=1777,exec"},
         "ipc_mode": "private",  # its own /dev/shm and System V IPC (reset empties both)
-        "mem_limit": f"{limits.memory_mb}m",
-        "memswap_limit": f"{limits.memory_mb}m",
-        "pids_limit": limits.pids,
+        "mem_limit": f"{memory_mb}m",
+        "memswap_limit": f"{memory_mb}m",
+        "pids_limit": pids,
         "cap_drop": ["ALL"],
         **({"cap_add": SUPERVISOR_CAPS} if supervised else {}),
         # no ptrace / process_vm_* (and Docker's documented denials): see seccomp.py
@@ -264,7 +270,7 @@ class DockerSession:
             self._start()
         assert self._conn is not None
         give_to_sandbox_user(self.workspace)  # files the host added since the last command
-        limits = self.config.limits
+        limits = toolchains.with_limits(self.config, argv).limits  # its runner's RLIMIT_AS
         spec = {
             "argv": argv,
             "timeout_s": timeout_s,

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from verilearn_assets.core.sandbox.jail import SANDBOX_UID, python_runtime_paths
+from verilearn_assets.refactor import toolchains
 from verilearn_assets.refactor.config import RefactorConfig
 
 if TYPE_CHECKING:
@@ -80,6 +81,8 @@ def resolve_argv(argv: list[str], backend: str) -> list[str]:
         return [sys.executable, "-B", *rest]
     if name == "pytest":
         return [sys.executable, "-B", "-m", "pytest", "-p", "no:cacheprovider", *rest]
+    if (runner := toolchains.resolve(argv, backend)) is not None:  # node, go, cargo, ...
+        return runner
     raise ValueError(f"binary {name!r} has no mapping (allowlist checked first)")
 
 
@@ -361,10 +364,14 @@ def bwrap_command(
     ]
     if seccomp_fd is not None:
         args += ["--seccomp", str(seccomp_fd)]
-    for key, value in jail_env("bwrap").items():
+    for key, value in {**jail_env("bwrap"), **toolchains.env_for(argv)}.items():
         args += ["--setenv", key, value]
     for path in _ro_paths(config):
         args += ["--ro-bind", path, path]
+    for path in toolchains.ro_paths_for(argv, _ro_paths(config)):  # the runner's toolchain
+        args += ["--ro-bind", path, path]
+    for host, inside in toolchains.binds_for(argv).items():
+        args += ["--ro-bind", host, inside]
     args += ["--ro-bind", ast_grep_binary(), f"{BIN_IN_JAIL}/ast-grep"]
     args += ["--ro-bind", str(runtime_pycache(config)), PYCACHE_IN_JAIL]
     args += ["--ro-bind", str(control), CONTROL_IN_JAIL]
@@ -394,6 +401,7 @@ def run_in_jail(
 ) -> Completed:
     """Run the already-allowlisted `argv` on `workspace` with the configured backend
     (Docker: in the workspace's container when `session` is given, else a fresh one)."""
+    config = toolchains.with_limits(config, argv)  # a language runner's own limits
     backend = config.backend
     resolved = resolve_argv(argv, backend)
     if backend == "docker":
@@ -416,7 +424,8 @@ def run_in_jail(
         str(control) + a[len(CONTROL_IN_JAIL) :] if a.startswith(CONTROL_IN_JAIL) else a
         for a in resolved
     ]
-    return _run_local(config, command, str(workspace), jail_env("none"), timeout_s)
+    env = {**jail_env("none"), **toolchains.env_for(resolved)}
+    return _run_local(config, command, str(workspace), env, timeout_s)
 
 
 def _run_local(
