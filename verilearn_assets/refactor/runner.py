@@ -238,9 +238,6 @@ def _ast_grep_no_match(argv: list[str], done: Completed) -> bool:
 # Test commands (a corpus entry's `test`) may also start with a language's runner
 # (`toolchains.RUNNERS`: node, go, cargo, javatest, make); a model's actions may not.
 TEST_RUNNERS: tuple[str, ...] = tuple(toolchains.RUNNERS)
-# Test commands (a corpus entry's `test`) may also start with a language's runner
-# (`toolchains.RUNNERS`: node, go, cargo, javatest, make); a model's actions may not.
-TEST_RUNNERS: tuple[str, ...] = tuple(toolchains.RUNNERS)
 _COUNT = re.compile(r"(\d+) (passed|failed|errors?)\b")
 
 
@@ -292,7 +289,6 @@ def run_on_files(
     for line in tail:
         for number, word in _COUNT.findall(line):
             counts["errors" if word.startswith("error") else word] += int(number)
-    counts = toolchains.test_counts(spec.argv, done.stdout) or counts  # node, cargo, go
     counts = toolchains.test_counts(spec.argv, done.stdout) or counts  # node, cargo, go
     if done.timed_out:
         status = "timeout"
