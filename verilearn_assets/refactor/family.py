@@ -13,6 +13,7 @@ from verilearn_assets.refactor.grpo import (
     grpo_environment,
     grpo_pass_rates,
     grpo_prompts,
+    grpo_stop,
 )
 from verilearn_assets.refactor.records import RefactorTask, TrajectoryStep
 
@@ -111,5 +112,6 @@ FAMILY = Family(
         RefactorScorer,
         pass_rates=grpo_pass_rates,
         environment=grpo_environment,
+        stop=grpo_stop,
     ),
 )

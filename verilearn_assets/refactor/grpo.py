@@ -11,6 +11,11 @@ multi-step task can only reach it with an action that does all steps at once), `
 the step reward (1.0, capped partial credit, or 0). A host-side exception on the way is
 that completion's `crash` (0), never the training step's.
 
+Stop sequences (`grpo_stop`): a step ends at `</state_update>` (`prompts.STEP_END`, what the
+vLLM actors stop at too); GRPO cuts every sampled turn there (`training/grpo_stop.py`: no
+token past it takes loss, the scorer sees the text before it, as a vLLM server returns it:
+`parse_output` reads an unclosed last block) and evaluation sends it with every request.
+
 Multi-turn (`grpo.multi_turn`): `RefactorEnvironment` runs whole trajectories with the
 actor's own step (`Actor.step`: parse, state merge, the action in the jail, tests,
 `reward_of`, the state committed as a new version) behind a teacher whose reply is
@@ -72,6 +77,13 @@ def grpo_pass_rates(home: Path, split: str) -> dict[str, float]:
                 c[0] += int(step.verified)
                 c[1] += 1
     return {k: v / n for k, (v, n) in counts.items() if n}
+
+
+def grpo_stop() -> list[str]:
+    """The stop sequences of every refactor request: the end of one step's answer."""
+    from verilearn_assets.refactor.prompts import STEP_END
+
+    return [STEP_END]
 
 
 def grpo_prompts(home: Path, tasks: Sequence[Record], role: str) -> list[dict[str, Any]]:

@@ -12,7 +12,9 @@ budget's `cap_text` as a last resort. A model cannot refactor code it never sees
 teacher's reasoning can only point at code the prompt shows.
 
 An answer is `<think>…</think><action>…</action><state_update>…</state_update>`; the action
-and the update are then validated against their schemas by the actor loop.
+and the update are then validated against their schemas by the actor loop. `STEP_END`
+closes a step: the stop sequence a model is asked with (GRPO, evaluation, the vLLM actors),
+so nothing it says past one step is judged or trained on.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ FILE_HEADER = re.compile(r"^### (\S+) \((\d+) lines(?:, excerpt)?\)$")
 NUMBERED = re.compile(r"^ *(\d+)\| ?(.*)$")
 MAX_FILE_BYTES = 256_000  # a file in scope larger than this is named, never read
 WINDOW = 3  # lines of context around a line still to change, in an excerpt
+STEP_END = "</state_update>"  # the last block's close: where a step's answer ends
 
 
 def _placeholders(value: str, allowed: set[str], required: set[str]) -> str:

@@ -28,6 +28,10 @@ ends at once as `context_overflow` with a one-token (EOS) completion. Every memb
 group has the same opening, so they all score alike, their advantage is zero and they
 teach nothing; `opening_overflows` counts them.
 
+Stop sequences (`GrpoTask.stop`, refactor: `</state_update>`): a reply is cut right after its
+first stop (`cut_at_stop`); the turn then ends as one that said EOS, so the episode goes
+on (a reply cut by a stop is not a reply cut by the budget).
+
 Every rollout is appended to the run's `rollouts.jsonl` (messages, scores, the completion
 ids with their loss mask) so a user can read what the policy did.
 """
@@ -40,6 +44,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from verilearn_assets.core.family import GrpoEnvironment, GrpoEpisode
+from verilearn_assets.training.grpo_stop import cut_ids_at_stop, text_before_stop
 
 
 class TurnGenerator(Protocol):
@@ -69,6 +74,23 @@ def trainer_generate(
     if logprobs is not None:
         logprobs = [list(lp)[: len(x)] for lp, x in zip(logprobs, ids, strict=True)]
     return ids, logprobs
+
+
+def cut_at_stop(tokenizer: Any, reply: list[int], stop: Sequence[str]) -> tuple[list[int], bool]:
+    """`reply` ended right after its first stop sequence (`grpo_stop.cut_ids_at_stop`: the
+    stop's tokens kept, nothing after) and whether one was hit. A turn that ends at a stop
+    ends like one that ended by itself: the environment gets the text before the stop (as
+    a vLLM server returns it) and the next turn follows; the EOS that closes it in the chat
+    template is appended unsampled, so it takes no loss."""
+    if not stop:
+        return reply, False
+
+    def decode(x: Sequence[int]) -> str:
+        return tokenizer.decode(list(x), skip_special_tokens=True)
+
+    cut = cut_ids_at_stop(reply, decode, stop)
+    text = decode(cut)
+    return cut, bool(cut) and text_before_stop(text, stop) != text
 
 
 def feedback_ids(tokenizer: Any, messages: Sequence[dict[str, Any]]) -> list[int]:
@@ -143,6 +165,7 @@ class MultiTurnRollout:
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
         tok = trainer.processing_class
         eos = set(getattr(trainer, "eos_token_ids", None) or [tok.eos_token_id])
+        stops = list(getattr(trainer, "stop_sequences", None) or [])  # grpo_stop's trainer
         budget = self.max_completion_length
         task_ids = [self.task_id(p) for p in prompts]
         episodes: list[GrpoEpisode] = []
@@ -184,7 +207,7 @@ class MultiTurnRollout:
                     logps = None
                 still = []
                 for k, i in enumerate(active):
-                    reply = ids[k][: left[k]]
+                    reply, at_stop = cut_at_stop(tok, ids[k][: left[k]], stops)
                     comp[i] += reply
                     mask[i] += [1] * len(reply)
                     if logps is not None and lps is not None:
@@ -193,10 +216,15 @@ class MultiTurnRollout:
                     segments[i].append(
                         {"role": "assistant", "text": text, "tokens": len(reply), "loss": True}
                     )
-                    if not reply or reply[-1] not in eos:
+                    if at_stop and reply[-1] not in eos and len(comp[i]) < budget:
+                        comp[i].append(min(eos))  # the turn's end, as if said; not sampled: no loss
+                        mask[i].append(0)
+                        if logps is not None:
+                            logps[i].append(0.0)
+                    elif not reply or reply[-1] not in eos:
                         episodes[i].stop(f"completion budget of {budget} tokens spent mid-reply")
                         continue
-                    feedback, done = episodes[i].step(text)
+                    feedback, done = episodes[i].step(text_before_stop(text, stops))
                     if done:
                         continue
                     fb = feedback_ids(tok, feedback)
