@@ -13,7 +13,6 @@ corpus takes ~1.5 min cold on 2 cores; `make demo` builds it and rejects any wea
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,7 +29,7 @@ from verilearn_assets.dafny.tasks import (
     spec_strength,
     template_tasks,
 )
-from verilearn_assets.dafny.verifier import DafnyVerifier, VerifierConfig
+from verilearn_assets.dafny.verifier import DafnyVerifier
 
 # The corpus specs as they were: each accepts a wrong implementation.
 OLD_WITHDRAW = """class Account {
@@ -87,16 +86,6 @@ def _old_histogram() -> str:
     old = old.replace("    invariant forall x :: x in h ==> h[x] == multiset(s[..i])[x]\n", "")
     assert old != text
     return old
-
-
-@pytest.fixture(scope="module")
-def verifier() -> Iterator[DafnyVerifier]:
-    """A pool of this module's own, uncached: after the rest of `tests/dafny` the shared
-    session pool once answered the old Withdraw's gold program `verification_error`
-    (twice in two whole-folder runs, never in this module alone or after the red team and
-    reward tests; cause not found yet), so these verdicts stand on fresh servers."""
-    with DafnyVerifier(VerifierConfig(processes=2, vc_time_limit_s=10, cache=False)) as v:
-        yield v
 
 
 SAMPLE = ("account_class", "map_ops", "list_datatype", "multiply", "abs_max", "binary_search")
