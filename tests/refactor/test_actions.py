@@ -16,7 +16,7 @@ GOOD = [
 BAD_BY_SCHEMA = [
     ({"kind": "shell", "argv": ["ls"]}, "schema"),
     ({"kind": "run", "pattern": "p"}, "schema"),  # no rewrite
-    ({"kind": "run", "pattern": "p", "rewrite": "r", "lang": "rust"}, "schema"),
+    ({"kind": "run", "pattern": "p", "rewrite": "r", "lang": "klingon"}, "schema"),
     ({"kind": "command", "argv": []}, "schema"),
     ({"kind": "run", "pattern": "p", "rewrite": "r", "extra": 1}, "schema"),
 ]
@@ -40,7 +40,7 @@ def test_bad_actions_fail_schema_and_model(action: dict, failure: str) -> None:
 @pytest.mark.parametrize(
     "action",
     [
-        {"kind": "rule", "rule": {"id": "x", "language": "rust", "rule": {"pattern": "a"}}},
+        {"kind": "rule", "rule": {"id": "x", "language": "klingon", "rule": {"pattern": "a"}}},
         {"kind": "rule", "rule": {"id": "x", "language": "python", "rule": {}, "bogus": 1}},
         {"kind": "rule", "rule": "id: [unclosed"},
     ],

@@ -92,7 +92,7 @@ def test_apply_pattern_without_match(capsys: pytest.CaptureFixture[str], home: P
     ("argv", "message"),
     [
         (["--pattern", "print($A)"], "--pattern needs --rewrite"),
-        (["--pattern", "p", "--rewrite", "r", "--lang", "rust"], "--lang"),
+        (["--pattern", "p", "--rewrite", "r", "--lang", "klingon"], "--lang"),
         (["--rule", "/nonexistent/rule.yml"], "rule file not found"),
     ],
 )

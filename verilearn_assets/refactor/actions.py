@@ -12,28 +12,22 @@ import json
 import posixpath
 from typing import Annotated, Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from verilearn_assets.refactor.config import ALLOWED_BINARIES
+from verilearn_assets.refactor.languages import alias_pattern
+from verilearn_assets.refactor.rule_files import RuleFile, RuleFileError, parse_rule_file, rule_text
 
 RULE_FILE_IN_JAIL = "/run/refactor/rule.yml"
-RULE_KEYS = {
-    "id",
-    "language",
-    "rule",
-    "fix",
-    "constraints",
-    "utils",
-    "transform",
-    "files",
-    "ignores",
-    "message",
-    "severity",
-    "note",
-    "metadata",
-    "rewriters",
-}
 
 
 class ActionRejected(ValueError):
@@ -70,38 +64,27 @@ class _Action(BaseModel):
 
 
 class RuleAction(_Action):
-    """An ast-grep YAML rule with a `fix`, applied to every match."""
+    """An ast-grep rule file, applied to every match (`ast-grep scan -r FILE -U`): YAML text
+    as ast-grep takes it (several documents separated by `---`, `utils`, `transform`,
+    `rewriters`, `fix` objects, any language name), a mapping (one document) or a list of
+    mappings. Text goes to ast-grep verbatim; what is checked before is `rule_files`'."""
 
     kind: Literal["rule"] = "rule"
-    rule: dict[str, Any]
+    rule: dict[str, Any] | list[dict[str, Any]] | str
+    _file: RuleFile = PrivateAttr()
 
-    @field_validator("rule", mode="before")
-    @classmethod
-    def _parse_text(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            try:
-                value = yaml.safe_load(value)
-            except yaml.YAMLError as exc:
-                raise ValueError(f"rule is not valid YAML: {exc}") from exc
-        return value
+    @model_validator(mode="after")
+    def _checked(self) -> RuleAction:
+        self._file = parse_rule_file(rule_text(self.rule))
+        return self
 
-    @field_validator("rule")
-    @classmethod
-    def _rule_shape(cls, value: dict[str, Any]) -> dict[str, Any]:
-        unknown = sorted(set(value) - RULE_KEYS)
-        if unknown:
-            raise ValueError(f"rule has unknown key(s) {unknown}")
-        for key in ("id", "language", "rule"):
-            if key not in value:
-                raise ValueError(f"rule lacks {key!r}")
-        if str(value["language"]).lower() not in {"python", "py"}:
-            raise ValueError(f"rule language {value['language']!r}: only python is served")
-        if not isinstance(value["rule"], dict):
-            raise ValueError("rule.rule must be a mapping")
-        return value
+    @property
+    def rule_file(self) -> RuleFile:
+        """The documents' ids, languages and fixes, and the exact text ast-grep reads."""
+        return self._file
 
     def rule_yaml(self) -> str:
-        return yaml.safe_dump(self.rule, sort_keys=False)
+        return self._file.text
 
     def argv(self, rule_path: str = RULE_FILE_IN_JAIL) -> list[str]:
         return ["ast-grep", "scan", "--rule", rule_path, "--update-all", *self.path_args()]
@@ -113,7 +96,8 @@ class PatternAction(_Action):
     kind: Literal["run"] = "run"
     pattern: str = Field(min_length=1, max_length=2000)
     rewrite: str = Field(max_length=2000)
-    lang: Literal["python"] = "python"
+    # any of ast-grep's names in any case (`languages.py`); the schema lists them
+    lang: str = Field(default="python", pattern=alias_pattern())
 
     def argv(self, rule_path: str = RULE_FILE_IN_JAIL) -> list[str]:
         return [
@@ -178,9 +162,26 @@ def parse_action(raw: str | dict[str, Any]) -> RuleAction | PatternAction | Comm
     try:
         action = _ADAPTER.validate_python(raw)
     except ValidationError as exc:
-        failure = "disallowed" if "outside the workspace" in str(exc) else "schema"
+        failure = "disallowed" if _disallowed(exc) else "schema"
         raise ActionRejected(failure, "invalid action: " + describe_errors(exc)) from exc
     return action
+
+
+def rule_file_error(exc: ValidationError) -> RuleFileError | None:
+    """The rule file's own refusal inside a validation error, if that is what it is."""
+    for err in exc.errors():
+        cause = (err.get("ctx") or {}).get("error")
+        if isinstance(cause, RuleFileError):
+            return cause
+    return None
+
+
+def _disallowed(exc: ValidationError) -> bool:
+    """A path outside the workspace or a rule file over a limit (not a malformed action)."""
+    cause = rule_file_error(exc)
+    return (cause is not None and cause.failure == "disallowed") or (
+        "outside the workspace" in str(exc)
+    )
 
 
 def action_to_dict(action: RuleAction | PatternAction | CommandAction) -> dict[str, Any]:

@@ -10,18 +10,21 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from verilearn_assets.core import lake
 from verilearn_assets.refactor.actions import (
+    RULE_FILE_IN_JAIL,
     ActionRejected,
     PatternAction,
     RuleAction,
     check_test_command,
     describe_errors,
+    rule_file_error,
 )
 from verilearn_assets.refactor.config import load_refactor_config
+from verilearn_assets.refactor.languages import UnknownLanguage, canonical_language
+from verilearn_assets.refactor.rule_files import MAX_RULE_BYTES, RuleFileError, ast_grep_refusal
 from verilearn_assets.refactor.runner import (
     TestSpec,
     apply_action,
@@ -51,10 +54,14 @@ def register(subparsers: Any) -> None:
         help="copy DIR into a fresh jailed workspace, apply one ast-grep action, print JSON",
     )
     what = apply.add_mutually_exclusive_group(required=True)
-    what.add_argument("--rule", type=Path, help="an ast-grep YAML rule file with a fix")
+    what.add_argument(
+        "--rule", type=Path, help="an ast-grep rule file (as `ast-grep scan -r FILE` takes it)"
+    )
     what.add_argument("--pattern", help="ast-grep pattern (with --rewrite)")
     apply.add_argument("--rewrite", help="rewrite template for --pattern")
-    apply.add_argument("--lang", default="python", help="language of --pattern (python)")
+    apply.add_argument(
+        "--lang", default="python", help="language of --pattern, any ast-grep name (python)"
+    )
     apply.add_argument("--workspace", type=Path, required=True, help="directory (never modified)")
     apply.add_argument("--backend", choices=["bwrap", "docker", "none"])
     apply.add_argument("--test", help="test command run in the same jail, e.g. 'pytest -q'")
@@ -70,24 +77,40 @@ def register(subparsers: Any) -> None:
 
 
 def _action(args: argparse.Namespace) -> RuleAction | PatternAction:
+    """The action the arguments ask for; RuleFileError when a rule file is over a limit
+    or names a place outside the workspace (refused in the JSON, exit 1), `_Bad` for any
+    other bad input (one line, exit 2)."""
     if args.rule is not None:
         if args.rewrite is not None:
             raise _Bad("--rewrite goes with --pattern, not --rule")
         if not args.rule.is_file():
             raise _Bad(f"{args.rule}: rule file not found")
+        if args.rule.stat().st_size > MAX_RULE_BYTES:  # never read a huge file whole
+            raise RuleFileError(
+                "disallowed",
+                f"{args.rule}: {args.rule.stat().st_size} bytes, over the limit of "
+                f"{MAX_RULE_BYTES}",
+            )
         try:
-            rule = yaml.safe_load(args.rule.read_text())
-        except yaml.YAMLError as exc:
-            raise _Bad(f"{args.rule}: not valid YAML: {exc}") from exc
+            text = args.rule.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise _Bad(f"{args.rule}: not UTF-8 text: {exc}") from exc
         try:
-            return RuleAction(rule=rule)
+            return RuleAction(rule=text)
         except ValidationError as exc:
-            raise _Bad(f"{args.rule}: {describe_errors(exc)}") from exc
+            cause = rule_file_error(exc)
+            if cause is not None and cause.failure == "disallowed":
+                raise RuleFileError("disallowed", f"{args.rule}: {cause}") from exc
+            raise _Bad(f"{args.rule}: {cause or describe_errors(exc)}") from exc
     if args.rewrite is None:
         raise _Bad("--pattern needs --rewrite")
     try:
         return PatternAction(pattern=args.pattern, rewrite=args.rewrite, lang=args.lang)
     except ValidationError as exc:
+        try:
+            canonical_language(args.lang)
+        except UnknownLanguage as bad_lang:
+            raise _Bad(f"--lang: {bad_lang}") from exc
         raise _Bad(f"--pattern/--rewrite/--lang: {describe_errors(exc)}") from exc
 
 
@@ -101,13 +124,24 @@ def _refusal(what: str, reason: str) -> dict[str, str]:
     return {"what": what, "reason": reason}
 
 
+def _refused_before_running(what: str, reason: str, backend: str) -> int:
+    """A refusal before anything is copied or run: the JSON, one stderr line, exit 1."""
+    refused = _refusal(what, reason)
+    print(json.dumps({"status": "disallowed", "message": reason, "refused": refused,
+                      "backend": backend}))  # fmt: skip
+    return 1
+
+
 def _apply(args: argparse.Namespace) -> int:
-    action = _action(args)
-    if not args.workspace.is_dir():
-        raise _Bad(f"{args.workspace}: not a directory")
     config = load_refactor_config()
     if args.backend:
         config = config.with_backend(args.backend)
+    try:
+        action = _action(args)
+    except RuleFileError as exc:  # refused before anything is copied or run
+        return _refused_before_running("rule", str(exc), config.backend)
+    if not args.workspace.is_dir():
+        raise _Bad(f"{args.workspace}: not a directory")
     spec = None
     if args.test:
         try:
@@ -119,10 +153,7 @@ def _apply(args: argparse.Namespace) -> int:
         try:  # refused before anything is copied or run
             check_test_command(argv, list(config.allowed_binaries))
         except ActionRejected as exc:
-            refused = _refusal("tests", f"--test {args.test!r}: {exc}")
-            print(json.dumps({"status": "disallowed", "message": refused["reason"],
-                              "refused": refused, "backend": config.backend}))  # fmt: skip
-            return 1
+            return _refused_before_running("tests", f"--test {args.test!r}: {exc}", config.backend)
         spec = TestSpec(argv=argv)
     start = time.perf_counter()
     ws = prepare_workspace(f"cli-{args.workspace.name}", args.workspace, config)
@@ -134,13 +165,22 @@ def _apply(args: argparse.Namespace) -> int:
     finally:
         cleanup(ws)
     refused = None
-    if result.status in REFUSED:
+    message = result.message
+    rejected = (
+        ast_grep_refusal(result.exit_code, result.stderr, RULE_FILE_IN_JAIL, str(args.rule))
+        if isinstance(action, RuleAction)
+        else None
+    )
+    if rejected is not None:  # ast-grep would not load the rule: its own words
+        message = rejected
+        refused = _refusal("rule", rejected)
+    elif result.status in REFUSED:
         refused = _refusal("action", result.message or result.status)
     elif tests is not None and tests.status == "disallowed":
         refused = _refusal("tests", tests.stderr or "disallowed")
     out = {
         "status": result.status,
-        "message": result.message,
+        "message": message,
         "exit_code": result.exit_code,
         "files_changed": result.files_changed,
         "diff": result.diff,
