@@ -123,7 +123,8 @@ def run_argv(runner: Runner, command: list[str]) -> list[str]:
     if runner == "pytest":
         # -v: one line per test; --continue-on-collection-errors: a module that cannot be
         # imported (a missing dependency) must not stop the others from running
-        return [*command, "-v", "--tb=line", "-rfE", "--continue-on-collection-errors"]
+        # -vv: the summary's reasons are not cut to the terminal's width
+        return [*command, "-vv", "--tb=line", "-rfE", "--continue-on-collection-errors"]
     if runner == "unittest":
         return [*command, "-v"] if "-v" not in command else list(command)
     return list(command)
@@ -134,14 +135,17 @@ _PYTEST_LINE = re.compile(
     r"(?:\s+\[\s*\d+%\])?\s*$",
     re.M,
 )
+_PYTEST_COLLECTION = re.compile(
+    r"^_{3,} ERROR collecting (?P<id>\S+) _{3,}\n(?P<body>.*?)(?=^_{3,} |^={3,} |\Z)", re.M | re.S
+)
 _PYTEST_SUMMARY = re.compile(r"^(?P<out>FAILED|ERROR) (?P<id>\S+)(?: - (?P<why>.*))?$", re.M)
 _UNITTEST_LINE = re.compile(
-    r"^(?P<name>\w+) \((?P<id>[\w.]+)\)(?:\n[^\n]*?)? \.\.\. "
+    r"^(?P<name>[\w.]+) \((?P<id>[\w.]+)\)(?:\n[^\n]*?)? \.\.\. "
     r"(?P<out>ok|FAIL|ERROR|skipped.*|expected failure|unexpected success)$",
     re.M,
 )
 _UNITTEST_SECTION = re.compile(
-    r"^(?:ERROR|FAIL): \w+ \((?P<id>[\w.]+)\)\n-+\n(?P<body>.*?)(?=^={20,}$|^-{20,}$|\Z)",
+    r"^(?:ERROR|FAIL): [\w.]+ \((?P<id>[\w.]+)\)\n-+\n(?P<body>.*?)(?=^={20,}$|^-{20,}$|\Z)",
     re.M | re.S,
 )
 _TAP_LINE = re.compile(
@@ -166,15 +170,21 @@ def parse_run(runner: Runner, result: TestResult) -> dict[str, tuple[str, str]]:
             if "::" not in test_id:  # a module that failed at collection
                 kind = "missing_dependency" if _MISSING.search(why) else "error"
             out[test_id] = (kind, why[:300])
+        for m in _PYTEST_COLLECTION.finditer(text):  # a module that could not be imported
+            body = m.group("body")
+            named = [ln.strip() for ln in body.splitlines() if _MISSING.search(ln)]
+            why = next((ln for ln in named if "No module named" in ln), named[-1] if named else "")
+            kind = "missing_dependency" if named else "error"
+            out[m.group("id")] = (kind, why.removeprefix("E").strip()[:300])
         return out
     if runner == "unittest":
         text = result.stderr + "\n" + result.stdout
         reasons = {}
         for m in _UNITTEST_SECTION.finditer(text):
             lines = [ln for ln in m.group("body").strip().splitlines() if ln.strip()]
-            reasons[m.group("id")] = lines[-1].strip()[:300] if lines else ""
+            reasons[_unittest_id(m.group("id"))] = lines[-1].strip()[:300] if lines else ""
         for m in _UNITTEST_LINE.finditer(text):
-            word, test_id = m.group("out"), m.group("id")
+            word, test_id = m.group("out"), _unittest_id(m.group("id"))
             why = reasons.get(test_id, "")
             if word in ("ok", "expected failure"):
                 kind = "passed"
@@ -192,6 +202,12 @@ def parse_run(runner: Runner, result: TestResult) -> dict[str, tuple[str, str]]:
         else:
             out[m.group("name")] = ("passed" if m.group("out") == "ok" else "failed", "")
     return out
+
+
+def _unittest_id(raw: str) -> str:
+    """A module that failed to import is reported as `unittest.loader._FailedTest.<module>`:
+    its id is the module's."""
+    return raw.removeprefix("unittest.loader._FailedTest.")
 
 
 def classify(runs: list[dict[str, tuple[str, str]]]) -> list[TestOutcome]:
