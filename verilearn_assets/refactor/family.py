@@ -16,6 +16,7 @@ from verilearn_assets.refactor.grpo import (
     grpo_stop,
 )
 from verilearn_assets.refactor.records import RefactorTask, TrajectoryStep
+from verilearn_assets.refactor.repos.records import PROFILE_LAKE, RepoProfileRow
 
 NAME = "refactor"
 
@@ -64,6 +65,7 @@ FAMILY = Family(
     description="ast-grep refactoring tasks run in a jail; verified SRL trajectories.",
     task_columns=("repo", "rules", "instruction"),
     rollout_columns=("task_id", "step", "teacher", "reward", "failure"),
+    extra={"lake_models": {PROFILE_LAKE: RepoProfileRow}},  # real repositories (repos/)
     rules=(
         GateRule(
             "refactor_task_schema",
