@@ -15,13 +15,13 @@ from verilearn_assets.core.deploy import op_tags_for
 from verilearn_assets.core.llm.budget import BudgetCounts, write_counts
 from verilearn_assets.platform.defs import SOURCE_SPLIT, source_split
 from verilearn_assets.refactor.actor import TASKS_LAKE, Actor
-from verilearn_assets.refactor.catalog import load_corpus, load_rules, read_corpus
+from verilearn_assets.refactor.catalog import load_corpus, read_corpus
 from verilearn_assets.refactor.config import load_refactor_config
 from verilearn_assets.refactor.family import FAMILY
 from verilearn_assets.refactor.llm_tasks import generate_llm_tasks, vllm_proposer
 from verilearn_assets.refactor.prompts import load_prompts
 from verilearn_assets.refactor.records import RefactorTask
-from verilearn_assets.refactor.tasks import generate_tasks
+from verilearn_assets.refactor.tasks import generate_tasks, load_catalog
 from verilearn_assets.refactor.teachers import (
     ProgramTeacher,
     VllmTeacher,
@@ -44,7 +44,7 @@ from verilearn_assets.refactor.teachers import (
 def tasks(context: AssetExecutionContext, home: HomeResource) -> MaterializeResult:
     source, split = source_split(context.partition_key)
     config = load_refactor_config().for_home(home.dir())
-    rules = load_rules()
+    rules = load_catalog()  # every language's task rules
     wanted = config.generation.rules
     if wanted is not None:
         unknown = sorted(set(wanted) - {r.id for r in rules})

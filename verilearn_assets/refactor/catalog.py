@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from verilearn_assets.core.config import ConfigError, StrictConfig, config_dir
 from verilearn_assets.core.ingest.corpora import corpus_root
 from verilearn_assets.core.records import Split
+from verilearn_assets.refactor import toolchains
 
 HERE = Path(__file__).resolve().parent
 RULES_DIR = HERE / "rules"
@@ -100,6 +101,8 @@ class Repo(BaseModel):
     licence: str
     origin: str = "bundled"  # bundled | path | archive:<path or url>
     sha256: str | None = None  # the archive's pin, for archive repos
+    language: str = "python"  # canonical (languages.py); its rules and runner follow
+    test_command: tuple[str, ...] = ("pytest", "-q")  # toolchains.corpus_language
 
 
 class CorpusFailure(BaseModel):
@@ -138,6 +141,12 @@ def read_corpus(directory: Path | None = None, home: Path | None = None) -> Corp
     repos, failures = [], []
     for name, entry in sorted(catalog.corpora.items()):
         try:
+            language, test = toolchains.corpus_language(entry.language, entry.test)
+        except ValueError as exc:  # its message starts with the field at fault
+            error = f"{catalog_file}: corpora.{name}.{exc}"
+            failures.append(CorpusFailure(name=name, split=entry.split, error=error))
+            continue
+        try:
             path = corpus_root(
                 name,
                 entry,
@@ -161,6 +170,8 @@ def read_corpus(directory: Path | None = None, home: Path | None = None) -> Corp
                 licence=entry.licence,
                 origin=entry.origin(),
                 sha256=entry.archive.sha256 if entry.archive else None,
+                language=language,
+                test_command=test,
             )
         )
     return CorpusLoad(repos=repos, failures=failures)

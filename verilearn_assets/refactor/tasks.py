@@ -31,9 +31,13 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+import yaml
+
+from verilearn_assets.core.config import ConfigError
 from verilearn_assets.core.records import content_hash
 from verilearn_assets.refactor.actions import RuleAction
 from verilearn_assets.refactor.catalog import (
+    RULES_DIR,
     CatalogRule,
     Repo,
     RuleExamples,
@@ -49,9 +53,64 @@ from verilearn_assets.refactor.runner import (
     prepare_workspace,
     run_tests,
 )
+from verilearn_assets.refactor.toolchains import language_of_rule
 from verilearn_assets.refactor.workspace import SKIP_DIRS, tree_hash
 
 TEST_COMMAND = ["pytest", "-q"]
+
+
+def load_catalog(directory: Path = RULES_DIR) -> list[CatalogRule]:
+    """The task catalog of every language: Python's rules in `rules/` (`load_rules`) and
+    each other language's in `rules/<language>/`: the files there whose `metadata` has
+    the examples a task rule needs (`positive`, `fixed`, `negative`, checked with real
+    ast-grep by `test_languages`). The others are parity rules (ast-grep's syntax shown on a
+    `sample`, `test_rule_parity`), not task rules."""
+    rules = load_rules(directory)
+    for folder in sorted(p for p in directory.iterdir() if p.is_dir()):
+        for path in sorted(folder.glob("*.yml")):
+            try:
+                docs = list(yaml.safe_load_all(path.read_text()))
+            except yaml.YAMLError as exc:
+                raise ConfigError(f"{path}: not YAML: {exc}") from exc
+            meta = docs[0].get("metadata") if len(docs) == 1 and isinstance(docs[0], dict) else None
+            if not (isinstance(meta, dict) and "positive" in meta):
+                continue
+            rules.append(_catalog_rule(path, docs[0], folder.name))
+    return sorted(rules, key=lambda r: r.id)
+
+
+def _catalog_rule(path: Path, data: dict, folder: str) -> CatalogRule:
+    """One task rule of `rules/<folder>/`, checked as `load_rules` checks Python's: its id
+    is its file name, it has a `fix`, and its language is the folder's."""
+    data = dict(data)
+    try:
+        meta = data.pop("metadata")
+        rule = CatalogRule(id=data["id"], path=str(path), rule=data, examples=RuleExamples(**meta))
+        language = language_of_rule(data)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ConfigError(f"{path}: not a catalog rule: {exc}") from exc
+    if rule.id != path.stem:
+        raise ConfigError(f"{path}: rule id {rule.id!r} differs from the file name")
+    if "fix" not in data:
+        raise ConfigError(f"{path}: catalog rules need a `fix`")
+    if language != folder:
+        raise ConfigError(f"{path}: language {language!r} in the folder of {folder!r}")
+    return rule
+
+
+def rules_for(repo: Repo, rules: list[CatalogRule]) -> list[CatalogRule]:
+    """The rules of the repository's language (a rule of another language would scan none
+    of its files: a jailed run for nothing)."""
+    return [r for r in rules if language_of_rule(r.rule) == repo.language]
+
+
+def task_language(task: RefactorTask) -> str:
+    """A task's language: its first rule's (every step of a task is one language)."""
+    actions = task.reference_actions
+    rule = actions[0].get("rule") if actions else None
+    return language_of_rule(rule) if isinstance(rule, dict) else "python"
+
+
 _APPLIED = re.compile(r"Applied (\d+) changes?")
 
 
@@ -149,9 +208,10 @@ class RuleScan:
 def matching_files(
     repo: Repo, rules: list[CatalogRule], config: RefactorConfig
 ) -> dict[str, RuleScan]:
-    """Rule id → where it changes `repo` (one jailed run per rule, no tests)."""
+    """Rule id → where it changes `repo` (one jailed run per rule of the repository's
+    language, no tests)."""
     out: dict[str, RuleScan] = {}
-    for rule in rules:
+    for rule in rules_for(repo, rules):
         ws = prepare_workspace(f"scan-{repo.name}-{rule.id}", repo.path, config)
         try:
             result = apply_action(ws, RuleAction(rule=rule.rule))
@@ -164,6 +224,7 @@ def matching_files(
                 functions={
                     path: _changed_functions(ws.baseline.get(path, b""), after.get(path, b""))
                     for path in result.files_changed
+                    if repo.language == "python"  # function scopes: Python's `ast` only
                 },
             )
     return out
@@ -403,14 +464,14 @@ def generate_tasks(
     if repos is None:
         repos = load_corpus(strict=False)
     repos = [r for r in repos if r.split == split]
-    rules = rules if rules is not None else load_rules()
+    rules = rules if rules is not None else load_catalog()
     # published packages: their baseline's stable passing tests, or skipped (repos/mining.py)
     from verilearn_assets.refactor.repos.mining import package_commands
 
     commands = package_commands(repos, rules, config, source, split)  # type: ignore[arg-type]
     repos = [r for r in repos if commands.get(r.name, TEST_COMMAND) is not None]
     tasks = [
-        run_candidate(c, config, commands.get(c.repo.name))
+        run_candidate(c, config, commands.get(c.repo.name) or list(c.repo.test_command))
         for c in candidates(source, repos, rules, config, max_pairs_per_repo, seed)
     ]
     return finalize(tasks, {r.name: r.path for r in repos})

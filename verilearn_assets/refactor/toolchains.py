@@ -40,7 +40,15 @@ HERE = Path(__file__).resolve().parent
 RUNNER_FILES = HERE / "toolchain_files"  # JavaTest.java: the Java runner, mapped read-only
 RUNNER_FILES_IN_JAIL = "/opt/refactor/toolchain"
 DEFAULT_LANGUAGE = "python"
-DEFAULT_TEST_COMMAND = ("pytest", "-q")
+# A corpus entry's test command when it gives none, by language.
+DEFAULT_TESTS: dict[str, tuple[str, ...]] = {
+    "python": ("pytest", "-q"),
+    "javascript": ("node", "--test"),
+    "go": ("go", "test", "./..."),
+    "rust": ("cargo", "test", "--offline", "-q"),
+    "java": ("javatest",),
+    "c": ("make", "-s", "test"),
+}
 
 
 @dataclass(frozen=True)
@@ -49,7 +57,6 @@ class Toolchain:
 
     language: str  # canonical (`languages.py`)
     runner: str  # the allowlisted bare name a test command starts with
-    test_command: tuple[str, ...]  # the default test command of a corpus of this language
     binary: str  # host path of the runner's binary (mapped at the same path)
     prefix: tuple[str, ...] = ()  # arguments the runner always gets first
     ro_paths: tuple[str, ...] = ()  # host paths mapped read-only at the same path
@@ -103,7 +110,7 @@ def installed() -> dict[str, Toolchain]:
     node = _real(shutil.which("node"))
     if node:
         out["javascript"] = Toolchain(
-            "javascript", "node", ("node", "--test"), node, (), (node,),
+            "javascript", "node", node, (), (node,),
             {"NODE_OPTIONS": "", "NODE_REPL_HISTORY": ""},
             memory_mb=4096, pids=64,
         )  # fmt: skip
@@ -113,7 +120,7 @@ def installed() -> dict[str, Toolchain]:
         # Debian's GOROOT links src/, api/, ... into /usr/share/go-N: map that too
         shared = str(Path(os.path.realpath(f"{goroot}/src")).parent)
         out["go"] = Toolchain(
-            "go", "go", ("go", "test", "./..."), go, (), (goroot, shared),
+            "go", "go", go, (), (goroot, shared),
             {
                 "GOROOT": goroot, "GOCACHE": "/tmp/go-cache", "GOPATH": "/tmp/go-path",
                 "GOMODCACHE": "/tmp/go-path/mod", "GOFLAGS": "-mod=mod", "GOPROXY": "off",
@@ -126,7 +133,7 @@ def installed() -> dict[str, Toolchain]:
     if rust is not None:
         bin_dir = str(rust / "bin")
         out["rust"] = Toolchain(
-            "rust", "cargo", ("cargo", "test", "--offline", "-q"), f"{bin_dir}/cargo", (),
+            "rust", "cargo", f"{bin_dir}/cargo", (),
             (str(rust), *SYSTEM_BIN),
             {
                 "PATH": f"{bin_dir}:{SYSTEM_PATH}", "RUSTC": f"{bin_dir}/rustc",
@@ -142,7 +149,7 @@ def installed() -> dict[str, Toolchain]:
     if java and (Path(java).parent / "javac").exists():
         java_home = Path(java).parent.parent
         out["java"] = Toolchain(
-            "java", "javatest", ("javatest",), java,
+            "java", "javatest", java,
             (
                 "-Xmx256m", "-Xss2m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
                 "-XX:ReservedCodeCacheSize=64m", "-XX:MaxMetaspaceSize=192m",
@@ -156,7 +163,7 @@ def installed() -> dict[str, Toolchain]:
     make = _real(shutil.which("make"))
     if make and shutil.which("gcc"):
         out["c"] = Toolchain(
-            "c", "make", ("make", "-s", "test"), make, (), SYSTEM_BIN, {"PATH": SYSTEM_PATH},
+            "c", "make", make, (), SYSTEM_BIN, {"PATH": SYSTEM_PATH},
             memory_mb=2048, pids=64,
         )  # fmt: skip
     return out
@@ -346,3 +353,29 @@ def fence(language: str) -> str:
     """The code-fence tag of a language in prompts: its canonical name (`javascript`,
     `go`, `rust`, `java`, `c`, `cpp`, `tsx`) is the tag Markdown renderers know."""
     return language
+
+
+def corpus_language(language: str, test: list[str] | None) -> tuple[str, tuple[str, ...]]:
+    """A corpus entry's (canonical language, test command): the language any ast-grep
+    name, the command the entry's or the language's default. ValueError starting with the
+    field at fault (`language: …`, `test: …`), for the caller to name the entry."""
+    from verilearn_assets.refactor.languages import UnknownLanguage, canonical_language
+
+    try:
+        canonical = canonical_language(language)
+    except UnknownLanguage as exc:
+        raise ValueError(f"language: {exc}") from exc
+    if test is None:
+        if canonical not in DEFAULT_TESTS:
+            raise ValueError(
+                f"test: no default test command for {canonical} (known: "
+                f"{', '.join(DEFAULT_TESTS)}): give one"
+            )
+        return canonical, DEFAULT_TESTS[canonical]
+    allowed = ("pytest", "python", *RUNNERS)
+    if test[0] not in allowed:
+        raise ValueError(
+            f"test: {test[0]!r} is not a test runner the jail allows (allowed: "
+            f"{', '.join(allowed)})"
+        )
+    return canonical, tuple(test)

@@ -157,6 +157,10 @@ class CorpusEntry(CorpusOrigin):
     """A code repository in the catalog: one hand-chosen split, a licence, one origin."""
 
     split: Split
+    # its language (any ast-grep name; the refactor family checks it) and its test command
+    # (a runner the refactor jail allowlists); absent: python and `pytest -q`
+    language: str = Field(default="python", pattern=r"^[A-Za-z][A-Za-z0-9+#_-]{0,31}$")
+    test: list[str] | None = Field(default=None, min_length=1, max_length=16)
 
 
 class ProgramCorpusEntry(CorpusOrigin):
