@@ -297,24 +297,111 @@ def _kill_members(path: Path) -> None:
             pass
 
 
-def _limiter(config: RefactorConfig, procs_files: list[str]):  # noqa: ANN202
+def _rlimits(config: RefactorConfig) -> list[tuple[int, tuple[int, int]]]:
+    """The jail's rlimits: CPU time, address space, file size, open files, no core dumps
+    (and processes per host uid where that is enforced: not for root)."""
     limits = config.limits
+    mem = limits.memory_mb * 1024 * 1024
+    size = limits.file_size_mb * 1024 * 1024
+    out = [
+        (resource.RLIMIT_CPU, (limits.cpu_s, limits.cpu_s)),
+        (resource.RLIMIT_AS, (mem, mem)),
+        (resource.RLIMIT_FSIZE, (size, size)),
+        (resource.RLIMIT_NOFILE, (limits.open_files, limits.open_files)),
+        (resource.RLIMIT_CORE, (0, 0)),
+    ]
+    if os.geteuid() != 0:
+        out.append((resource.RLIMIT_NPROC, (limits.pids, limits.pids)))
+    return out
+
+
+def _limiter(config: RefactorConfig, procs_files: list[str]):  # noqa: ANN202
+    rlimits = _rlimits(config)
 
     def apply() -> None:  # runs in the child between fork and exec
         for procs_file in procs_files:
             with open(procs_file, "w") as fh:
                 fh.write(str(os.getpid()))
-        mem = limits.memory_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_s, limits.cpu_s))
-        resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
-        size = limits.file_size_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
-        resource.setrlimit(resource.RLIMIT_NOFILE, (limits.open_files, limits.open_files))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        if os.geteuid() != 0:  # NPROC is per host uid and not enforced for root
-            resource.setrlimit(resource.RLIMIT_NPROC, (limits.pids, limits.pids))
+        for which, value in rlimits:
+            resource.setrlimit(which, value)
 
     return apply
+
+
+class BwrapGate:
+    """Limits for a bwrap jail set from the host while bwrap waits, instead of in a
+    `preexec_fn`: a `preexec_fn` makes `subprocess` fork the whole Python process and run
+    Python in the child (no vfork), which cost 2-8 ms of a jailed command, twice a step.
+
+    bwrap writes its sandbox child's pid to `--info-fd` and then blocks on `--block-fd`
+    before it loads the seccomp filter and forks the command (bubblewrap's `--block-fd`):
+    both bwrap processes are put in the jail's cgroups and given its rlimits, and only
+    then released; every process of the command descends from them. If anything fails
+    on the way, bwrap is killed (its sandbox child dies with it: `--die-with-parent`)
+    before the block is lifted."""
+
+    def __init__(self) -> None:
+        self.info_read, self.info_write = os.pipe()
+        self.block_read, self.block_write = os.pipe()
+
+    def args(self) -> list[str]:
+        return ["--info-fd", str(self.info_write), "--block-fd", str(self.block_read)]
+
+    def child_fds(self) -> tuple[int, int]:
+        return self.info_write, self.block_read
+
+    def admit(self, process: subprocess.Popen, config: RefactorConfig, procs: list[str],
+              timeout_s: float) -> None:  # fmt: skip
+        """After the spawn: close bwrap's ends, move and limit it and its sandbox child,
+        release the block (raises, with bwrap killed, when that cannot be done)."""
+        os.close(self.info_write)
+        os.close(self.block_read)
+        try:
+            pids = [process.pid]
+            child = self._child_pid(timeout_s)
+            if child is not None:  # None: bwrap ended before its sandbox existed
+                pids.append(child)
+            for pid in pids:
+                for procs_file in procs:
+                    with open(procs_file, "w") as fh:
+                        fh.write(str(pid))
+                for which, value in _rlimits(config):
+                    resource.prlimit(pid, which, value)
+        except BaseException:
+            _kill_group(process.pid)
+            raise
+        finally:
+            os.close(self.info_read)
+        try:
+            os.write(self.block_write, b"1")
+        except BrokenPipeError:  # bwrap already ended (a bad argument): its exit says why
+            pass
+        finally:
+            os.close(self.block_write)
+
+    def _child_pid(self, timeout_s: float) -> int | None:
+        import json
+
+        data, deadline = b"", time.monotonic() + timeout_s
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.info_read], [], [], left)[0]:
+                raise subprocess.TimeoutExpired("bwrap --info-fd", timeout_s)
+            chunk = os.read(self.info_read, 4096)
+            data += chunk
+            try:
+                return int(json.loads(data)["child-pid"])
+            except ValueError:
+                if not chunk:
+                    return None
+
+    def close(self) -> None:
+        """The fds not yet closed (a spawn that failed)."""
+        for fd in (self.info_read, self.info_write, self.block_read, self.block_write):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
 
 def bwrap_command(
@@ -323,10 +410,12 @@ def bwrap_command(
     control: Path,
     argv: list[str],
     seccomp_fd: int | None = None,
+    gate: BwrapGate | None = None,
 ) -> list[str]:
     """The bwrap command line: every tmpfs the jail can write (its root, /tmp, /dev/shm)
     sized (`--size`, bwrap >= 0.5) and the seccomp filter of `seccomp.py` read from
-    `seccomp_fd` (inherited by bwrap) and loaded just before `argv` runs."""
+    `seccomp_fd` (inherited by bwrap) and loaded just before `argv` runs; with `gate`,
+    bwrap waits for its limits (`BwrapGate`)."""
     binary = shutil.which("bwrap")
     if binary is None:
         raise RuntimeError("bubblewrap (`bwrap`) is not installed: apt-get install bubblewrap")
@@ -364,6 +453,8 @@ def bwrap_command(
     ]
     if seccomp_fd is not None:
         args += ["--seccomp", str(seccomp_fd)]
+    if gate is not None:
+        args += gate.args()
     for key, value in {**jail_env("bwrap"), **toolchains.env_for(argv)}.items():
         args += ["--setenv", key, value]
     for path in _ro_paths(config):
@@ -414,11 +505,14 @@ def run_in_jail(
         from verilearn_assets.refactor.seccomp import bpf_fd
 
         fd = bpf_fd()
+        gate = BwrapGate()
         try:
-            command = bwrap_command(config, workspace, control, resolved, seccomp_fd=fd)
-            return _run_local(config, command, None, {"PATH": "/usr/bin:/bin"}, timeout_s, (fd,))
+            command = bwrap_command(config, workspace, control, resolved, fd, gate)
+            env = {"PATH": "/usr/bin:/bin"}
+            return _run_local(config, command, None, env, timeout_s, (fd,), gate)
         finally:
             os.close(fd)
+            gate.close()
     # none: local debugging only; the rule path is rewritten to the host control dir
     command = [
         str(control) + a[len(CONTROL_IN_JAIL) :] if a.startswith(CONTROL_IN_JAIL) else a
@@ -435,9 +529,11 @@ def _run_local(
     env: dict[str, str],
     timeout_s: float,
     pass_fds: tuple[int, ...] = (),
+    gate: BwrapGate | None = None,
 ) -> Completed:
     limits = config.limits
     cgroup = JailCgroup(limits.pids, limits.memory_mb, limits.require_cgroup)
+    procs = cgroup.procs_files()
     start = time.perf_counter()
     timed_out = False
     # Output goes to files: a forked child holding a pipe open cannot stall the reader.
@@ -451,9 +547,11 @@ def _run_local(
                 stdout=out,
                 stderr=err,
                 start_new_session=True,
-                pass_fds=pass_fds,
-                preexec_fn=_limiter(config, cgroup.procs_files()),  # noqa: PLW1509
+                pass_fds=pass_fds + (gate.child_fds() if gate else ()),
+                preexec_fn=None if gate else _limiter(config, procs),  # noqa: PLW1509
             )
+            if gate is not None:
+                gate.admit(process, config, procs, timeout_s)
             try:
                 code = _wait_exit(process, timeout_s)
             except subprocess.TimeoutExpired:
