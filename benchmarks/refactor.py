@@ -17,7 +17,9 @@ containers kept between workspaces and reset in between, each command sent over 
 socket to the container's PID 1), `docker-per-workspace` (one container per workspace,
 started ahead) and `docker-per-command` (a fresh container per command). Prints one JSON
 object: steps/s and median step time of each, and each one's overhead over the
-bare baseline (target for the jails: under 30%).
+bare baseline (target for the jails: under 30%): of the totals, of the medians, and the
+median over blocks of a mode's block against the bare block just before it (the figure
+least moved by other load on a shared machine).
 """
 
 from __future__ import annotations
@@ -135,6 +137,9 @@ def main() -> None:
     rule_file = home / "rule.yml"
     rule_file.write_text(yaml.safe_dump(rule))
     times: dict[str, list[float]] = {"bare": [], **{m: [] for m in modes}}
+    # per block: the mode's time over the bare block's just before it (load drifts
+    # slowly on a shared machine: a pair of neighbouring blocks sees about the same load)
+    paired: dict[str, list[float]] = {m: [] for m in modes}
     assert bare_step(repo, rule_file)  # warm every path once
     for mode in modes:
         assert jailed_step(repo, rule, configs[mode]), mode
@@ -147,6 +152,7 @@ def main() -> None:
             if not bare_step(repo, rule_file):
                 raise SystemExit("a bare step failed")
             times["bare"].append(time.perf_counter() - start)
+        bare_block = sum(times["bare"][-block:])
         for mode in modes:
             for i in range(block):
                 start = time.perf_counter()
@@ -155,6 +161,7 @@ def main() -> None:
                 if i == block - 1 and MODES[mode][0] == "docker":
                     settle_docker()  # its background work is its own cost
                 times[mode].append(time.perf_counter() - start)
+            paired[mode].append(sum(times[mode][-block:]) / bare_block)
         done += block
     settle_docker()
     shutil.rmtree(home)
@@ -169,6 +176,7 @@ def main() -> None:
             "median_s": round(med, 4),
             "overhead_total": round(total / bare_total - 1, 4),
             "overhead_median": round(med / bare_med - 1, 4),
+            "overhead_paired_median": round(statistics.median(paired[mode]) - 1, 4),
         }
     for other in ("docker-per-workspace", "docker-per-command"):
         if "docker" in modes and other in modes:
