@@ -186,9 +186,9 @@ def parse_run(runner: Runner, result: TestResult) -> dict[str, tuple[str, str]]:
         for m in _UNITTEST_LINE.finditer(text):
             word, test_id = m.group("out"), _unittest_id(m.group("id"))
             why = reasons.get(test_id, "")
-            if word in ("ok", "expected failure"):
+            if word == "ok":
                 kind = "passed"
-            elif word.startswith("skipped"):
+            elif word.startswith("skipped") or word == "expected failure":
                 kind = "skipped"
             elif _MISSING.search(why):
                 kind = "missing_dependency"
@@ -259,6 +259,15 @@ def narrow(runner: Runner, command: list[str], tests: list[TestOutcome]) -> list
     return None
 
 
+def reading_whole_output(config: RefactorConfig) -> RefactorConfig:
+    """`config` with an output cap every test's (or match's) line fits under: the output is
+    read line by line, and the jail's usual cap cuts the middle out."""
+    limits = config.limits.model_copy(
+        update={"output_cap_bytes": max(config.limits.output_cap_bytes, BASELINE_OUTPUT_BYTES)}
+    )
+    return config.model_copy(update={"limits": limits})
+
+
 def take_baseline(
     repo_name: str,
     root: Path,
@@ -279,11 +288,7 @@ def take_baseline(
             repo=repo_name, runner=runner, command=command,
             skipped=f"test command {' '.join(command)!r} is not served by the jail: {exc}",
         )  # fmt: skip
-    # the whole suite's output is read line by line: the jail's usual cap would cut it
-    limits = config.limits.model_copy(
-        update={"output_cap_bytes": max(config.limits.output_cap_bytes, BASELINE_OUTPUT_BYTES)}
-    )
-    config = config.model_copy(update={"limits": limits})
+    config = reading_whole_output(config)
     parsed, summaries = [], []
     spec = TestSpec(argv=run_argv(runner, command))
     for i in range(runs):

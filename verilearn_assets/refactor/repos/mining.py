@@ -28,9 +28,9 @@ from verilearn_assets.refactor.catalog import CatalogRule, Repo
 from verilearn_assets.refactor.config import RefactorConfig, expand_home
 from verilearn_assets.refactor.records import RefactorTask
 from verilearn_assets.refactor.repos.baseline import (
-    BASELINE_OUTPUT_BYTES,
     Baseline,
     python_files,
+    reading_whole_output,
     take_baseline,
 )
 from verilearn_assets.refactor.repos.records import PROFILE_LAKE, Measure, RepoProfileRow
@@ -68,10 +68,7 @@ class RepoProfile(BaseModel):
 def mine_sites(repo: Repo, rules: list[CatalogRule], config: RefactorConfig) -> list[RuleSites]:
     """Per rule and file, the sites ast-grep finds in `repo` (read-only: `scan --json`, one
     jailed run per rule in one workspace; nothing is rewritten)."""
-    limits = config.limits.model_copy(
-        update={"output_cap_bytes": max(config.limits.output_cap_bytes, BASELINE_OUTPUT_BYTES)}
-    )
-    config = config.model_copy(update={"limits": limits})
+    config = reading_whole_output(config)
     out: list[RuleSites] = []
     ws = prepare_workspace(content_hash("mine", repo.name, repo.origin), repo.path, config)
     try:
