@@ -248,7 +248,7 @@ async def answer_proposal(
     cfg: TeacherConfig,
 ) -> ProposalOutcome:
     """Triangulate one proposal; on success build its record after a clean re-run."""
-    prompt = question_prompt(proposal.question, proposal.answer_schema)
+    prompt = question_prompt(proposal.question, proposal.answer_schema, cfg.prompts)
     policies: list[Policy] = [make_policy(None, i) for i in range(cfg.n_traces)]
     traces = list(await asyncio.gather(*(run_trace(prompt, table, p, pool, cfg) for p in policies)))
     outcomes = [
