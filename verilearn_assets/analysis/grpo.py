@@ -9,6 +9,14 @@ itself (`teacher.loop.run_trace`, the code `model_eval` runs) with a bridge poli
 replies are the trainer's generations, so the model sees exactly the prompts, tool messages
 and re-prompts it is evaluated with; the finished episode is scored by
 `rewards.score_trace`.
+
+Prompts are the teacher's (`teacher_prompts.yaml` `analysis:`, through `load_teacher_config`):
+the first user message is `task_prompt` with the same solved examples the teacher's episodes
+show (`question_shots`), so a GRPO prompt is the one the SFT rows were made with and
+evaluation sends; the multi-turn system prompt is the loop's own. Stop sequences: none. A
+reply is one ```python block and ends at the end-of-turn token; the student loop's vLLM
+policy sends no stop either, so GRPO (single- and multi-turn) and evaluation cut the same
+way (`GrpoTask.stop` is None).
 """
 
 from __future__ import annotations
@@ -16,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +42,7 @@ from verilearn_assets.analysis.teacher.context import system_message
 from verilearn_assets.analysis.teacher.loop import Trace, run_trace
 from verilearn_assets.analysis.teacher.parse import FormatError
 from verilearn_assets.analysis.teacher.policy import PolicyReply, chat_messages
-from verilearn_assets.analysis.teacher.prompts import question_prompt, system_prompt
+from verilearn_assets.analysis.teacher.prompts import system_prompt, task_prompt
 from verilearn_assets.core.family import GrpoEnvOptions
 from verilearn_assets.core.ingest.tables import load_table_records
 from verilearn_assets.core.llm.budget import BudgetMessage, ContextOverflow, Keep
@@ -80,9 +88,27 @@ async def score_completions(
     )
 
 
+def question_shots(
+    home: Path, teacher: TeacherConfig
+) -> Callable[[QuestionRecord], list[QuestionRecord]]:
+    """The solved examples a question's prompt shows: the teacher's `few_shot` pool of the
+    train split (`runner.load_few_shot_pool`), as its episodes show them; none when 0."""
+    n = teacher.prompts.few_shot
+    if not n:
+        return lambda q: []
+    from verilearn_assets.analysis.teacher.runner import load_few_shot_pool
+    from verilearn_assets.core import lake
+
+    pool = load_few_shot_pool(teacher, lake.lake_root(home))
+    return lambda q: pool.examples(q, n)
+
+
 def grpo_prompts(home: Path, tasks: Sequence[Record], role: str) -> list[dict[str, Any]]:
-    """Single-turn prompts: the teacher's system prompt (one cell) and the question."""
+    """Single-turn prompts: the teacher's system prompt (one cell) and its first user
+    message (`task_prompt`: configured prompts, the episodes' few-shot examples)."""
     tables = {t.id: t for t in load_table_records(home)}
+    teacher = load_teacher_config()
+    shots = question_shots(home, teacher)
     rows = []
     for q in tasks:
         if not isinstance(q, QuestionRecord):
@@ -94,8 +120,11 @@ def grpo_prompts(home: Path, tasks: Sequence[Record], role: str) -> list[dict[st
         rows.append(
             {
                 "prompt": [
-                    {"role": "system", "content": system_prompt(tables[q.table], 1)},
-                    {"role": "user", "content": question_prompt(q.question, q.answer_schema)},
+                    {
+                        "role": "system",
+                        "content": system_prompt(tables[q.table], 1, teacher.prompts),
+                    },
+                    {"role": "user", "content": task_prompt(q, teacher.prompts, shots(q))},
                 ],
                 "task_id": q.id,
                 "difficulty": DIFFICULTY[q.difficulty] + q.n_steps / 100.0,
@@ -215,7 +244,7 @@ class AnalysisEpisode:
         self.env = env
         self.question = question
         self.policy = _BridgePolicy()
-        prompt = question_prompt(question.question, question.answer_schema)
+        prompt = task_prompt(question, env.teacher.prompts, env.shots(question))
         self.task: asyncio.Task[Trace] = env._run(self._start(prompt, table))
         self._reply: asyncio.Future[PolicyReply] | None = None
         self._seen = 0
@@ -316,6 +345,7 @@ class AnalysisEnvironment(AnalysisScorer):
         turns = options.max_turns or base.max_turns  # None: the bound model_eval uses
         self.teacher = base.model_copy(update={"max_turns": turns})
         self.table_records = {t.id: t for t in load_table_records(home)}
+        self.shots = question_shots(home, self.teacher)
         self.episodes: list[AnalysisEpisode] = []
         super().__init__(home, tasks, cfg)
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from verilearn_assets.analysis.grpo import question_shots
 from verilearn_assets.analysis.records import QuestionRecord
 from verilearn_assets.analysis.teacher.config import (
     SamplingConfig,
@@ -386,9 +387,11 @@ async def run_questions(
     sandbox: SandboxConfig,
     mut: ModelUnderTest,
     progress: Progress | None = None,
+    shots: Callable[[QuestionRecord], Sequence[QuestionRecord]] | None = None,
 ) -> tuple[list[ModelEvalRecord], list[str]]:
-    """Every question through the student loop; a question whose run raised is an error
-    (named), never a silent pass or fail."""
+    """Every question through the student loop, shown the solved examples `shots(q)` the
+    teacher's episodes show (`analysis.grpo.question_shots`; default none); a question
+    whose run raised is an error (named), never a silent pass or fail."""
     records: list[ModelEvalRecord] = []
     errors: list[str] = []
     gate = asyncio.Semaphore(cfg.concurrency)
@@ -401,7 +404,10 @@ async def run_questions(
             nonlocal done
             async with gate:
                 try:
-                    episode = await run_episode(q, tables[q.table], policy, pool, cfg)
+                    examples = shots(q) if shots is not None else ()
+                    episode = await run_episode(
+                        q, tables[q.table], policy, pool, cfg, examples=examples
+                    )
                     records.append(to_record(episode, q, mut, key))
                 except Exception as exc:  # named and counted; the caller decides
                     log.error("question %s: evaluation failed: %s", q.id, exc)
@@ -481,6 +487,7 @@ def evaluate_model(
             f"under {lake.lake_root(home) / 'tables'}"
         )
     cfg = student_config(settings, teacher or load_teacher_config(), mut.name)
+    shots = question_shots(home, cfg)  # the SFT rows' examples (teacher_prompts few_shot)
     vllm_cfg = vllm_cfg or load_vllm_config()
     sandbox = sandbox or load_sandbox_config()
     n, temperature = resolve_n_best(families()[ANALYSIS], settings, n_best, n_best_temperature)
@@ -491,7 +498,14 @@ def evaluate_model(
             cfg_k = cfg if k == 0 else sampled_config(cfg, settings, k, temperature)
             got, errors = asyncio.run(
                 run_questions(
-                    questions, tables, client_cfg, cfg_k, sandbox, mut, progress if k == 0 else None
+                    questions,
+                    tables,
+                    client_cfg,
+                    cfg_k,
+                    sandbox,
+                    mut,
+                    progress if k == 0 else None,
+                    shots,
                 )
             )
             if errors:
