@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from verilearn_assets.core.config import StrictConfig, load_config
 from verilearn_assets.core.llm.budget import cap_text
+from verilearn_assets.refactor import toolchains
 from verilearn_assets.refactor.records import ModelOutput, RefactorTask
 
 # the user block's placeholders; the state has a block of its own (`state`)
@@ -165,11 +166,15 @@ def _windows(lines: list[str], focus: set[str]) -> list[int]:
     return sorted(keep)
 
 
-def code_view(texts: Mapping[str, str | None], target_diff: str, budget: int) -> str:
+def code_view(
+    texts: Mapping[str, str | None], target_diff: str, budget: int, language: str | None = None
+) -> str:
     """The code block of the user message: every file in scope with line numbers, whole
     when all fit `budget`, else windows around its lines still to change (elided runs
     marked `...`), each file then cut to an equal share of `budget` (the context budget's
-    middle cut, so every file keeps its header and first lines)."""
+    middle cut, so every file keeps its header and first lines). With `language`, each
+    file's lines sit in a code fence tagged with it (```go), so the language is shown."""
+    fence_open, fence_close = ([f"```{language}"], ["```"]) if language else ([], [])
     if not texts:
         return NOT_SHOWN
     whole: list[str] = []
@@ -182,14 +187,15 @@ def code_view(texts: Mapping[str, str | None], target_diff: str, budget: int) ->
             excerpts.append(note)
             continue
         lines = text.splitlines()
-        whole += [f"### {rel} ({len(lines)} lines)", *_numbered(lines, range(1, len(lines) + 1))]
+        numbered = _numbered(lines, range(1, len(lines) + 1))
+        whole += [f"### {rel} ({len(lines)} lines)", *fence_open, *numbered, *fence_close]
         keep = _windows(lines, todo.get(rel, set()))
-        part = [f"### {rel} ({len(lines)} lines, excerpt)"]
+        part = [f"### {rel} ({len(lines)} lines, excerpt)", *fence_open]
         for i, n in enumerate(keep):
             if i and n != keep[i - 1] + 1:
                 part.append("...")
             part += _numbered(lines, [n])
-        excerpts.append("\n".join(part))
+        excerpts.append("\n".join(part + fence_close))
     body = "\n".join(whole)
     if len(body) > budget:
         share = max(budget // len(excerpts) - 1, 1)
@@ -250,7 +256,9 @@ def render_messages(
         tree = catalogued_repos().get(task.repo)
     code = NOT_SHOWN
     if tree is not None:
-        code = code_view(read_scope(tree, task.files), task.target_diff, prompts.code_chars)
+        texts = read_scope(tree, task.files)
+        language = toolchains.fence(toolchains.language_of_actions(task.reference_actions))
+        code = code_view(texts, task.target_diff, prompts.code_chars, language)
     user = prompts.user.format(
         code=code,
         instruction=task.instruction,

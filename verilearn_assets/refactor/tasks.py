@@ -53,7 +53,7 @@ from verilearn_assets.refactor.runner import (
     prepare_workspace,
     run_tests,
 )
-from verilearn_assets.refactor.toolchains import language_of_rule
+from verilearn_assets.refactor.toolchains import language_of_actions, language_of_rule
 from verilearn_assets.refactor.workspace import SKIP_DIRS, tree_hash
 
 TEST_COMMAND = ["pytest", "-q"]
@@ -106,9 +106,7 @@ def rules_for(repo: Repo, rules: list[CatalogRule]) -> list[CatalogRule]:
 
 def task_language(task: RefactorTask) -> str:
     """A task's language: its first rule's (every step of a task is one language)."""
-    actions = task.reference_actions
-    rule = actions[0].get("rule") if actions else None
-    return language_of_rule(rule) if isinstance(rule, dict) else "python"
+    return language_of_actions(task.reference_actions)
 
 
 _APPLIED = re.compile(r"Applied (\d+) changes?")

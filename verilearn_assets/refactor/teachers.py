@@ -42,8 +42,10 @@ from verilearn_assets.core.llm.budget import (
 )
 from verilearn_assets.core.llm.client import VllmClient, VllmError
 from verilearn_assets.core.llm.config import SamplingDefaults, VllmConfig
+from verilearn_assets.refactor import toolchains
 from verilearn_assets.refactor.catalog import scoped_function
 from verilearn_assets.refactor.jail import ast_grep_binary
+from verilearn_assets.refactor.languages import ast_grep_name, language_of_path
 from verilearn_assets.refactor.records import RefactorTask
 from verilearn_assets.refactor.state import DROP_ORDER, State, render
 
@@ -92,7 +94,7 @@ def shown_places(
         return found
     with tempfile.TemporaryDirectory(prefix="refactor-teacher-") as tmp:
         for rel, numbered in view.items():
-            if not numbered or not rel.endswith(".py"):
+            if not numbered or language_of_path(rel) is None:  # a file ast-grep parses
                 continue
             lines = [""] * max(numbered)
             for n, text in numbered.items():
@@ -213,7 +215,8 @@ def program_answer(
     where, why_scope = _scope(action)
     shape = _shape(action)
     shown = ", ".join(sorted(view)) or "no file"
-    lines = [f"Step {step} of {len(actions)}. The code shows {shown}."]
+    language = ast_grep_name(toolchains.language_of_actions(actions))  # Go, JavaScript, ...
+    lines = [f"Step {step} of {len(actions)}. The {language} code shows {shown}."]
     if here:
         files = ", ".join(sorted({p.path for p in here}))
         lines.append(

@@ -379,3 +379,13 @@ def corpus_language(language: str, test: list[str] | None) -> tuple[str, tuple[s
             f"{', '.join(allowed)})"
         )
     return canonical, tuple(test)
+
+
+def language_of_actions(actions: list[dict]) -> str:
+    """A task's language from its reference actions: its first rule's (every step of a
+    task is in one language); python for a task without a rule action."""
+    for action in actions:
+        rule = action.get("rule") if isinstance(action, dict) else None
+        if isinstance(rule, dict):
+            return language_of_rule(rule)
+    return DEFAULT_LANGUAGE
