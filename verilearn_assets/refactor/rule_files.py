@@ -35,6 +35,7 @@ RULE_KEYS = (
     "message", "note", "severity", "labels", "files", "ignores", "url", "metadata",
 )  # fmt: skip
 AST_GREP_CONFIG_ERROR = 8  # ast-grep's exit code when it cannot load a rule
+AST_GREP_PANIC = 101  # a Rust panic: some rules crash ast-grep while it loads them
 
 
 class RuleFileError(ValueError):
@@ -109,10 +110,11 @@ def parse_rule_file(text: str) -> RuleFile:
 
 def ast_grep_refusal(exit_code: int | None, stderr: str, rule_path: str, shown: str) -> str | None:
     """ast-grep's own message when it refused to load the rule (else None), the jail's
-    path of the rule file replaced by the one the user knows."""
-    if exit_code != AST_GREP_CONFIG_ERROR or not stderr.lstrip().startswith("Error:"):
-        return None
-    return stderr.strip().replace(rule_path, shown)
+    path of the rule file replaced by the one the user knows. A panic while loading
+    (`transform` with `source: $$$` in 0.51.1) is a refusal too: nothing was scanned."""
+    refused = exit_code == AST_GREP_CONFIG_ERROR and stderr.lstrip().startswith("Error:")
+    panicked = exit_code == AST_GREP_PANIC and "panicked at" in stderr
+    return stderr.strip().replace(rule_path, shown) if refused or panicked else None
 
 
 def _document(index: int, doc: Any) -> RuleDocument:

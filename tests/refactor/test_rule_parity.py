@@ -1,0 +1,135 @@
+"""`verilearn refactor apply --rule FILE` gives exactly what bare `ast-grep scan -U -r FILE`
+gives on a copy, for every rule file of the catalog, in every language it has.
+
+Cases: `rules/parity/<language>/*.yml` (rule files as ast-grep users write them: several
+documents, `utils`, `constraints`, `transform`, `rewriters`, `fix` objects with
+`expandStart`/`expandEnd`, `files`/`ignores`, language names in any case and alias; the
+first document's `metadata.sample` is the tree it runs on) and every task rule
+(`rules/*.yml`, `rules/<language>/*.yml`: its positive and negative examples as two files).
+Each case runs through the real CLI and jail (bwrap; Docker on one case per language) on
+one copy and bare ast-grep on another; the resulting diffs must be equal."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from verilearn_assets.cli import main
+from verilearn_assets.refactor.catalog import RULES_DIR
+from verilearn_assets.refactor.jail import ast_grep_binary
+from verilearn_assets.refactor.languages import canonical_language, extensions
+from verilearn_assets.refactor.workspace import snapshot, unified_diff
+
+PARITY_DIR = RULES_DIR / "parity"
+REQUIRED = ("python", "javascript", "typescript", "tsx", "go", "rust", "java", "c", "cpp", "ruby")
+
+
+def _first_document(path: Path) -> dict:
+    return next(d for d in yaml.safe_load_all(path.read_text()) if d)
+
+
+def _sample(path: Path) -> dict[str, str]:
+    """The tree a catalog file runs on: its `sample`, or its task examples as two files."""
+    meta = _first_document(path).get("metadata") or {}
+    if "sample" in meta:
+        return dict(meta["sample"])
+    ext = extensions(_first_document(path)["language"])[0]
+    return {f"positive.{ext}": meta["positive"], f"negative.{ext}": meta["negative"]}
+
+
+def _cases() -> list[Path]:
+    task_rules = [*RULES_DIR.glob("*.yml"), *RULES_DIR.glob("*/*.yml")]
+    return sorted(PARITY_DIR.glob("*/*.yml")) + sorted(
+        p for p in task_rules if PARITY_DIR not in p.parents
+    )
+
+
+CASES = _cases()
+# Docker: the first parity file of each language (one container start each)
+DOCKER_CASES = sorted(
+    {p.parent.name: p for p in reversed(CASES) if PARITY_DIR in p.parents}.values()
+)
+
+
+def _id(path: Path) -> str:
+    return str(path.relative_to(RULES_DIR).with_suffix(""))
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+
+
+def _bare(rule: Path, tree: Path) -> tuple[subprocess.CompletedProcess[str], str, list[str]]:
+    """Bare ast-grep on `tree` in place: what it printed, the diff and the changed files."""
+    before = snapshot(tree)
+    done = subprocess.run(
+        [ast_grep_binary(), "scan", "-U", "-r", str(rule)],
+        cwd=tree, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    after = snapshot(tree)
+    changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+    return done, unified_diff(before, after), changed
+
+
+def _apply(capsys: pytest.CaptureFixture[str], rule: Path, tree: Path, backend: str) -> dict:
+    code = main(["refactor", "apply", "--rule", str(rule), "--workspace", str(tree),
+                 "--backend", backend])  # fmt: skip
+    data = json.loads(capsys.readouterr().out)
+    assert code == (1 if data["refused"] else 0), data
+    return data
+
+
+def _check_parity(
+    rule: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], backend: str
+) -> dict:
+    files = _sample(rule)
+    _write(tmp_path / "cli", files)
+    _write(tmp_path / "bare", files)
+    out = _apply(capsys, rule, tmp_path / "cli", backend)
+    done, diff, changed = _bare(rule, tmp_path / "bare")
+    assert {k: v.decode() for k, v in snapshot(tmp_path / "cli").items()} == files  # untouched
+    assert done.returncode == 0, done.stderr  # every catalog file is one ast-grep accepts
+    assert out["status"] in ("ok", "no_change") and out["refused"] is None, out
+    assert out["diff"] == diff, f"{rule}: jailed diff differs from bare ast-grep's"
+    assert out["files_changed"] == changed
+    return out
+
+
+def test_catalog_covers_every_required_language_three_times() -> None:
+    by_language: dict[str, int] = {}
+    for path in PARITY_DIR.glob("*/*.yml"):
+        language = canonical_language(_first_document(path)["language"])
+        assert path.parent.name == language, f"{path}: a {language} rule in the wrong folder"
+        by_language[language] = by_language.get(language, 0) + 1
+    assert {
+        lang: by_language.get(lang, 0) for lang in REQUIRED if by_language.get(lang, 0) < 3
+    } == {}
+    texts = [p.read_text() for p in PARITY_DIR.glob("*/*.yml")]
+    for feature in ("\n---\n", "\nutils:", "\nconstraints:", "\ntransform:", "\nrewriters:",
+                    "expandEnd:", "expandStart:", "\nfiles:", "\nignores:"):  # fmt: skip
+        assert any(feature in t for t in texts), f"no parity rule uses {feature.strip()}"
+
+
+@pytest.mark.parametrize("rule", CASES, ids=_id)
+def test_apply_equals_bare_ast_grep_bwrap(
+    rule: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], home: Path
+) -> None:
+    out = _check_parity(rule, tmp_path, capsys, "bwrap")
+    if PARITY_DIR in rule.parents:  # a parity sample is written to be rewritten
+        assert out["status"] == "ok" and out["diff"], f"{rule}: its sample was not rewritten"
+
+
+@pytest.mark.parametrize("rule", DOCKER_CASES, ids=_id)
+def test_apply_equals_bare_ast_grep_docker(
+    rule: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], home: Path
+) -> None:
+    from refactor_support import require_backend
+
+    require_backend("docker")
+    assert _check_parity(rule, tmp_path, capsys, "docker")["diff"]
