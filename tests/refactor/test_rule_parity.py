@@ -133,3 +133,31 @@ def test_apply_equals_bare_ast_grep_docker(
 
     require_backend("docker")
     assert _check_parity(rule, tmp_path, capsys, "docker")["diff"]
+
+
+@pytest.mark.parametrize(
+    ("lang", "name", "code", "pattern", "rewrite"),
+    [
+        ("Go", "a.go", "package a\n\nfunc f(s []int) bool { return len(s) == 0 }\n",
+         "len($S) == 0", "$S == nil"),
+        ("C++", "a.cpp", "int f(int *p) { return p == NULL; }\n", "$P == NULL", "!$P"),
+        ("rb", "a.rb", "x = items.length == 0\n", "$A.length == 0", "$A.empty?"),
+    ],
+)  # fmt: skip
+def test_pattern_rewrite_in_any_language_equals_bare_ast_grep(
+    lang: str, name: str, code: str, pattern: str, rewrite: str,
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], home: Path,
+) -> None:  # fmt: skip
+    for side in ("cli", "bare"):
+        _write(tmp_path / side, {name: code})
+    argv = ["refactor", "apply", "--pattern", pattern, "--rewrite", rewrite, "--lang", lang,
+            "--workspace", str(tmp_path / "cli"), "--backend", "bwrap"]  # fmt: skip
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    before = snapshot(tmp_path / "bare")
+    subprocess.run(
+        [ast_grep_binary(), "run", "-p", pattern, "-r", rewrite, "-l", lang, "-U"],
+        cwd=tmp_path / "bare", capture_output=True, check=True,
+    )  # fmt: skip
+    diff = unified_diff(before, snapshot(tmp_path / "bare"))
+    assert out["status"] == "ok" and out["diff"] == diff and diff, out
