@@ -94,6 +94,42 @@ def test_deep_chain_sparse_files_and_hidden_paths_fail_their_own_step(
     assert not ws.root.exists() and _workspaces_left(config) == []
 
 
+# three 200 KB list literals and one broken module: over HOST_COMPILE_BYTES in all
+BIG_LISTS = (
+    "for i in range(3):\n"
+    "    open(f'big{i}.py', 'w').write('x = [' + '1,' * 100000 + ']\\n')\n"
+    "open('bad.py', 'w').write('def broken(:\\n')\n"
+)
+
+
+def test_big_changed_modules_are_compiled_in_the_jail_not_on_the_host(
+    config: RefactorConfig, backend: str
+) -> None:
+    """A step that changed more Python than HOST_COMPILE_BYTES is syntax-checked in the
+    jail: the same verdict (the broken module named), without the host's memory."""
+    from verilearn_assets.refactor.runner import HOST_COMPILE_BYTES
+
+    ws = prepare_workspace("t-compile", {"mod.py": "x = 1\n"}, config)
+    try:
+        tracemalloc.start()
+        try:
+            step = apply_action(ws, _command("python", "-c", BIG_LISTS))
+            _, jailed_peak = tracemalloc.get_traced_memory()
+            tracemalloc.reset_peak()
+            files = [f"big{i}.py" for i in range(3)] + ["bad.py"]
+            assert sum((ws.tree / f).stat().st_size for f in files) > HOST_COMPILE_BYTES
+            on_host = syntax_errors(ws.tree, files)  # what the host would have paid
+            _, host_peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert step.status == "invalid_python", step
+        assert [e.split(":")[0] for e in step.syntax_errors] == ["bad.py"], step
+        assert [e.split(":")[0] for e in on_host] == ["bad.py"]
+        assert jailed_peak < host_peak / 4, (jailed_peak, host_peak)
+    finally:
+        cleanup(ws)
+
+
 def test_cleanup_removes_a_chain_left_in_the_workspace(config: RefactorConfig) -> None:
     ws = prepare_workspace("t-chain", {"mod.py": "x = 1\n"}, config)
     apply_action(ws, _command("python", "-c", CHAIN))

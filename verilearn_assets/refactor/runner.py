@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import sqlite3
+import stat
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -200,7 +201,7 @@ def _run_action(workspace: Workspace, parsed: AnyAction, argv: list[str]) -> Ste
             backend=config.backend,
         )
     changed = changed_files(before, after)
-    errors = syntax_errors(workspace.tree, changed, workspace.budget.max_text_bytes)
+    errors = check_syntax(workspace, changed)
     status: StepStatus
     message = ""
     if done.timed_out:
@@ -228,6 +229,80 @@ def _run_action(workspace: Workspace, parsed: AnyAction, argv: list[str]) -> Ste
         duration_ms=round(done.duration_ms, 3),
         backend=config.backend,
     )
+
+
+# Changed `.py` bytes a step may have compiled on the host (in the runner's process); a
+# step that changed more is checked in the jail. compile() of one 512 KB list literal
+# costs the host ~115 MB and 0.5 s: a step of 128 such files (64 MB, max_tree_mb) once
+# cost a minute of the actor's CPU.
+HOST_COMPILE_BYTES = 256 * 1024
+# Run in the jail as `python -I -S -c` (no site, no path from the workspace): compiles,
+# never runs, the files listed in the control directory; prints one JSON list.
+JAILED_SYNTAX_CHECK = """
+import json, os, stat, sys
+spec = json.load(open(sys.argv[1]))
+limit, errors = spec["max_bytes"], []
+for rel in spec["files"]:
+    try:
+        st = os.lstat(rel)
+        if not stat.S_ISREG(st.st_mode):
+            continue
+        if st.st_size > limit:
+            errors.append(f"{rel}: {st.st_size} bytes, over the {limit} checked")
+            continue
+        with open(rel, "rb") as fh:
+            data = fh.read(limit + 1)
+    except OSError:
+        continue
+    try:
+        compile(data, rel, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError) as exc:
+        errors.append(f"{rel}: {exc}")
+    except (RecursionError, MemoryError) as exc:
+        errors.append(f"{rel}: too deeply nested or too big to compile ({type(exc).__name__})")
+print(json.dumps(errors))
+"""
+
+
+def check_syntax(workspace: Workspace, changed: list[str]) -> list[str]:
+    """`syntax_errors` of the changed Python files: on the host when they are small (the
+    usual step: no jail spawn), else in the workspace's jail, bounded by its memory, CPU
+    and timeout like any command; a check that cannot finish there is an error."""
+    from verilearn_assets.refactor.jail import CONTROL_IN_JAIL
+
+    tree, limit = workspace.tree, workspace.budget.max_text_bytes
+    total = 0
+    for rel in changed:
+        if rel.endswith(".py"):
+            with contextlib.suppress(FileNotFoundError):
+                st = (tree / rel).lstat()
+                total += st.st_size if stat.S_ISREG(st.st_mode) else 0
+    if total <= HOST_COMPILE_BYTES:
+        return syntax_errors(tree, changed, limit)
+    files = [rel for rel in changed if rel.endswith(".py")]
+    spec = workspace.control / "syntax.json"
+    spec.write_text(json.dumps({"files": files, "max_bytes": limit}))
+    try:
+        done = run_in_jail(
+            workspace.config,
+            tree,
+            workspace.control,
+            ["python", "-I", "-S", "-c", JAILED_SYNTAX_CHECK, f"{CONTROL_IN_JAIL}/syntax.json"],
+            workspace.config.limits.action_timeout_s,
+            session=workspace.jail,
+        )
+    finally:
+        spec.unlink(missing_ok=True)
+    if done.timed_out:
+        return [f"syntax check of {len(files)} files ({total} bytes) timed out in the jail"]
+    try:
+        errors = json.loads(done.stdout)
+        if done.exit_code != 0 or not isinstance(errors, list):
+            raise ValueError(f"exit code {done.exit_code}")
+    except ValueError as exc:
+        why = f"{exc}; {done.stderr.strip()[-200:]}"
+        return [f"syntax check of {len(files)} files ({total} bytes) failed in the jail: {why}"]
+    return [str(e) for e in errors]
 
 
 def _ast_grep_no_match(argv: list[str], done: Completed) -> bool:
