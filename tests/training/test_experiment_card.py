@@ -128,3 +128,22 @@ def test_arm_delta_reaches_the_config_and_leaves_the_rest() -> None:
     cfg = arm_training_config(base, arm, {"grpo.max_steps": 9, "grpo.beta": 0.0})
     assert cfg.base_model == "/models/x" and cfg.grpo.max_steps == 3 and cfg.grpo.beta == 0.0
     assert cfg.sft == base.sft and cfg.eval == base.eval
+
+
+def test_resume_reopens_the_same_run_and_refuses_a_changed_card_or_options(
+    tmp_path: Path,
+) -> None:
+    from verilearn_assets.training.experiments.runner import open_experiment
+
+    path = write(tmp_path)
+    card, text = load_card(path), path.read_text()
+    root, opts = tmp_path / "experiments", {"limit": 2, "max_steps": 1, "splits": ["test"]}
+    with pytest.raises(ValueError, match="no experiment 'probe'"):
+        open_experiment(root, card, text, opts, resume=True)
+    out = open_experiment(root, card, text, opts, resume=False)
+    assert open_experiment(root, card, text, opts, resume=True) == out
+    changed = card.model_copy(update={"hypothesis": "a beats b"})
+    with pytest.raises(ValueError, match="differs from the card given"):
+        open_experiment(root, changed, text, opts, resume=True)
+    with pytest.raises(ValueError, match="options changed"):
+        open_experiment(root, card, text, {**opts, "limit": 3}, resume=True)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +52,12 @@ class Ran:
     exp_dir: Path
 
 
+def _failure(stderr: str) -> str:
+    """The command's error line, and the traceback it logged for an internal error."""
+    logs = re.findall(r"traceback in (\S+)\)", stderr)
+    return stderr + "".join(Path(p).read_text() for p in logs if Path(p).is_file())
+
+
 def _runs(home: Path) -> set[str]:
     return {p.name for p in (home / "runs").glob("grpo-*")}
 
@@ -79,10 +86,11 @@ def ran(
         decide_family_gate(instance, "analysis", "template", "train", passed=True)
         outs, runs = [], []
         for extra in (["--arms", "orm"], ["--resume"], ["--resume"]):
-            buf = io.StringIO()
-            with contextlib.redirect_stdout(buf):
-                assert main([*RUN, *extra]) == 0
-            outs.append(buf.getvalue())
+            out, err = io.StringIO(), io.StringIO()
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                code = main([*RUN, *extra])
+            assert code == 0, _failure(err.getvalue())
+            outs.append(out.getvalue())
             runs.append(_runs(home))
         (exp_dir,) = (home / "runs" / "experiments").iterdir()
         yield Ran(home, outs, runs, exp_dir)

@@ -28,6 +28,7 @@ from verilearn_assets.core.config import (
     ConfigError,
     StrictConfig,
     config_dir,
+    load_yaml_model,
     read_yaml_mapping,
 )
 from verilearn_assets.core.records import SOURCES, SPLITS
@@ -291,15 +292,7 @@ def load_card(card: str | Path, base: TrainingConfig | None = None) -> Experimen
     """Read and validate a card, and every arm's delta against the config models (`base`
     replaces the card's training config, for tests). Errors name the file and the field."""
     path = resolve_card_path(card)
-    data = read_yaml_mapping(path)
-    try:
-        parsed = ExperimentCard.model_validate(data)
-    except ValidationError as exc:
-        lines = [
-            f"{path}: field '{'.'.join(str(p) for p in e['loc']) or '<root>'}': {e['msg']}"
-            for e in exc.errors()
-        ]
-        raise ConfigError("\n".join(lines)) from exc
+    parsed = load_yaml_model(path, ExperimentCard)
     shared = base or card_training_config(parsed, path)
     for name, arm in parsed.arms.items():
         try:

@@ -294,8 +294,9 @@ def arm_info(spec: ArmSpec, state: ArmState) -> dict[str, Any]:
                 "reward_last": float(rows[-1]["reward"]) if "reward" in rows[-1] else None,
             }
         info["runs"][stage] = run
-    if spec.train:
-        info |= {k: v for k, v in info["runs"][spec.train[-1]].items() if k != "outcome_curve"}
+    last = info["runs"].get(spec.train[-1]) if spec.train else None
+    if last is not None:  # the arm's final run, once trained
+        info |= {k: v for k, v in last.items() if k != "outcome_curve"}
     return info
 
 
@@ -387,7 +388,8 @@ def write_experiment_summary(out: Path, card: ExperimentCard) -> dict[str, Any]:
         state = read_state(arm_dir / STATE, name)
         infos[name] = arm_info(spec, state)
         evaluations[name] = read_evaluations(arm_dir, state)
-    summary = summarize(card, evaluations, infos)
+    splits = json.loads((out / "options.json").read_text())["splits"]
+    summary = summarize(card, evaluations, infos, splits)
     summary["dir"] = str(out)
     write_summary(summary, out)
     return summary

@@ -221,9 +221,13 @@ def summarize(
     card: ExperimentCard,
     evaluations: dict[str, dict[str, list[ModelEvalRecord]]],
     arms: dict[str, dict[str, Any]],
+    splits: list[str] | None = None,
 ) -> dict[str, Any]:
     """summary.json's content: the card's claim, per arm its training and model, the table
-    rows of every arm × split × group, and the verdict. `evaluations`: arm -> split -> records."""
+    rows of every arm × split × group, and the verdict. `evaluations`: arm -> split -> records;
+    `splits`: the splits evaluated (default the card's; a criterion side without a split
+    is on the first)."""
+    splits = splits or card.evaluation.splits
     rng = np.random.default_rng(card.seed)
     conf = card.success.confidence
     cells = {
@@ -242,7 +246,8 @@ def summarize(
         "evaluation": card.evaluation.model_dump(mode="json"),
         "arms": arms,
         "table": rows,
-        "verdict": verdict(card.success, cells, card.evaluation.splits[0], rng, card.bootstrap),
+        "splits": splits,
+        "verdict": verdict(card.success, cells, splits[0], rng, card.bootstrap),
     }
 
 
