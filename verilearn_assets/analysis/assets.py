@@ -297,6 +297,7 @@ def episodes(
             "verified": verified,
             "pass_rate": round(verified / total, 4) if total else 0.0,
             "teacher": tcfg.teacher,
+            "teacher_metrics": str(stats.metrics_path),  # this run's teacher_metrics.jsonl
             **stats.budget.metadata(),
             "failure_classes": MetadataValue.md(
                 markdown_counts(dict(stats.failures), "failure class (this run)")
