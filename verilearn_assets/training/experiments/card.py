@@ -151,6 +151,17 @@ class ArmSpec(StrictConfig):
             raise ValueError(f"{train}: one of [], [sft], [grpo], [sft, grpo] (sft first)")
         return train
 
+    @field_validator("set")
+    @classmethod
+    def _one_evaluation(cls, keys: dict[str, Any]) -> dict[str, Any]:
+        own = sorted(k for k in keys if k == "eval" or k.startswith("eval."))
+        if own:
+            raise ValueError(
+                f"{own}: arms are compared on one evaluation; set eval keys in the card's "
+                "`set:` or `evaluation:`, not per arm"
+            )
+        return keys
+
     @model_validator(mode="after")
     def _configs(self) -> ArmSpec:
         unknown = sorted(set(self.configs) - set(CONFIG_LOADERS))

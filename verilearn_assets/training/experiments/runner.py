@@ -334,7 +334,6 @@ def run_card(
     options = _options(limit, max_steps, splits)
     out = open_experiment(experiments_root(shared, home), parsed, text, options, resume)
     result = ExperimentRun(out, {})
-    settings_base = shared.eval
     for name, spec in parsed.arms.items():
         if arms and name not in arms:
             continue
@@ -373,7 +372,7 @@ def run_card(
             if evaluate:
                 trained = [state.stages[s].model_dir for s in spec.train]
                 model = trained[-1] if trained else (spec.model or str(config.base_model_dir()))
-                settings = eval_settings(parsed, settings_base, limit)
+                settings = eval_settings(parsed, config.eval, limit)  # the card's eval keys
                 evaluate_arm(parsed, name, model, home, arm_dir, state, splits, settings, progress)
     result.summary = write_experiment_summary(out, parsed)
     return result
