@@ -101,6 +101,8 @@ def test_hint_ablation_arms_set_the_analysis_prompt_hints(tmp_path: Path) -> Non
         ({"arms/a/configs": {"teacher_prompts": {"analysis.hintz": False}}}, "'analysis.hintz'"),
         ({"arms/a/configs": {"datasets": {"x": 1}}}, "cannot be overridden"),
         ({"success/min_points": -1}, "field 'success.min_points'"),
+        ({"evaluation/role": "writer"}, "field 'evaluation.role': analysis has roles"),
+        ({"evaluation/family": "chess"}, "field 'evaluation.family': 'chess' unknown"),
         # an arm judged more leniently (more turns) than the other is no comparison
         ({"arms/b/set": {"eval.max_turns": 50}}, "compared on one evaluation"),
     ],

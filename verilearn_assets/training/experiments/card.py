@@ -304,6 +304,7 @@ def load_card(card: str | Path, base: TrainingConfig | None = None) -> Experimen
     replaces the card's training config, for tests). Errors name the file and the field."""
     path = resolve_card_path(card)
     parsed = load_yaml_model(path, ExperimentCard)
+    check_evaluation(parsed.evaluation, path)
     shared = base or card_training_config(parsed, path)
     for name, arm in parsed.arms.items():
         try:
@@ -319,6 +320,23 @@ def load_card(card: str | Path, base: TrainingConfig | None = None) -> Experimen
         except ValueError as exc:
             raise ConfigError(f"{path}: arm {name!r}: {exc}") from exc
     return parsed
+
+
+def check_evaluation(ev: EvaluationSpec, path: Path) -> None:
+    """The evaluated family is registered and has the role (as `verilearn eval` checks)."""
+    from verilearn_assets.core.family import families
+    from verilearn_assets.training.eval_family import eval_roles
+
+    known = families()
+    if ev.family not in known:
+        raise ConfigError(
+            f"{path}: field 'evaluation.family': {ev.family!r} unknown (known: {sorted(known)})"
+        )
+    roles = ("default",) if ev.family == "analysis" else eval_roles(known[ev.family])
+    if ev.role is not None and ev.role not in roles:
+        raise ConfigError(
+            f"{path}: field 'evaluation.role': {ev.family} has roles {list(roles)}, not {ev.role!r}"
+        )
 
 
 def card_training_config(card: ExperimentCard, card_path: Path | None = None) -> TrainingConfig:
