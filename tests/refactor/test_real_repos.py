@@ -23,6 +23,7 @@ from refactor_support import refactor_config, write_tasks
 from verilearn_assets.core import lake
 from verilearn_assets.refactor.actor import Actor
 from verilearn_assets.refactor.catalog import Repo, load_rules, read_corpus
+from verilearn_assets.refactor.config import RefactorConfig
 from verilearn_assets.refactor.prompts import load_prompts
 from verilearn_assets.refactor.records import RefactorTask, TrajectoryStep
 from verilearn_assets.refactor.repos.baseline import detect_command, take_baseline
@@ -135,9 +136,11 @@ def test_pytest_baseline_tells_flaky_failing_and_missing_dependencies_apart(
     assert selected(base.narrowed, status) == {t for t, s in status.items() if s == "passed"}
 
 
-def test_unittest_repo_is_detected_and_its_narrowed_command_passes(tmp_path: Path) -> None:
+def test_unittest_repo_is_detected_and_its_narrowed_command_passes(
+    tmp_path: Path, config: RefactorConfig
+) -> None:
+    """On both jails (the `config` fixture: bwrap and Docker)."""
     root = write_tree(tmp_path / "repo", UNITTEST_REPO)
-    config = refactor_config("bwrap", tmp_path)
     base = take_baseline("calc", root, config)
     assert base.runner == "unittest", base
     assert base.command == ["python", "-m", "unittest", "discover"]
@@ -308,8 +311,9 @@ class ScriptedPolicy:
 
 
 def drive(
-    home: Path, config, repo: Repo, task: RefactorTask, answers: list[str]
-) -> list[TrajectoryStep]:  # noqa: ANN001
+    home: Path, config: RefactorConfig, repo: Repo, task: RefactorTask, answers: list[str]
+) -> list[TrajectoryStep]:
+    """The actor loop over `task` with the scripted policy; its stored steps in order."""
     actor = Actor(
         home=home,
         teacher=ScriptedPolicy(answers),
