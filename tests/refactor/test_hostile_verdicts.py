@@ -236,16 +236,18 @@ def test_partial_credit_is_a_reward_but_not_verified(rename) -> None:
 
 
 class ByTask:
-    """A scripted policy: one answer per task (what a model says)."""
+    """A scripted policy: one answer per task, or a list of them (one per step): what a
+    model says."""
 
     name = "scripted"
     model = "script"
 
-    def __init__(self, answers: dict[str, str]) -> None:
+    def __init__(self, answers: dict[str, str | list[str]]) -> None:
         self.answers = answers
 
     async def respond(self, messages, task, step, state, seed) -> str:  # noqa: ANN001
-        return self.answers[task.id]
+        said = self.answers[task.id]
+        return said if isinstance(said, str) else said[step - 1]
 
 
 def answer(action: dict) -> str:
@@ -300,19 +302,6 @@ def test_cheats_through_the_actor_loop(
     assert summary.metadata()["precision"] == round(1 / (len(table) + 1), 4)
 
 
-class ByStep:
-    """A scripted policy: one answer per step (what a model says)."""
-
-    name = "scripted"
-    model = "script"
-
-    def __init__(self, answers: list[str]) -> None:
-        self.answers = answers
-
-    async def respond(self, messages, task, step, state, seed) -> str:  # noqa: ANN001
-        return self.answers[step - 1]
-
-
 # 8 sparse files of 15 MB: over the host's max_tree_mb (64) before one byte is read
 SWELL = {
     "kind": "command",
@@ -332,7 +321,7 @@ def test_an_over_budget_step_fails_alone_in_the_actor_loop(
     repo, task, _ = rename
     actor = Actor(
         home=tmp_path / "home",
-        teacher=ByStep([answer(SWELL), answer(task.reference_actions[0])]),
+        teacher=ByTask({task.id: [answer(SWELL), answer(task.reference_actions[0])]}),
         config=config,
         prompts=load_prompts(),
         repos={repo.name: repo},
