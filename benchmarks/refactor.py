@@ -11,6 +11,12 @@ workspace's container, the removal of the last ones) and that wait is part of it
 otherwise a removal would run during the next mode's block and be charged to it.
 
     .venv/bin/python benchmarks/refactor.py [--steps 10] [--block 5] [--modes none,bwrap,...]
+    .venv/bin/python benchmarks/refactor.py --languages python,javascript,go,rust,java,c
+
+With `--languages`, the same comparison per language: a bundled corpus of that language,
+its first catalog rule, its own test runner (`node --test`, `go test`, `cargo test`, the
+jail's Java runner, `make test`) in the jail against the same command bare, with the same
+environment and fresh caches per step (the jail's /tmp is fresh every command), in turns.
 
 Modes: `none` (the runner unjailed), `bwrap`, `docker` (the default `lifetime: pool`:
 containers kept between workspaces and reset in between, each command sent over a unix
@@ -25,6 +31,7 @@ least moved by other load on a shared machine).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import shutil
@@ -72,17 +79,92 @@ def bare_step(repo: Path, rule_file: Path) -> bool:
         return done.returncode == 0
 
 
+def bare_runner_step(repo: Path, rule_file: Path, test_argv: list[str]) -> bool:
+    """A bare step of another language: ast-grep, then its runner as the jail resolves it
+    (`toolchains`), its caches (the jail's /tmp paths) in this step's own temporary dir."""
+    from verilearn_assets.refactor import toolchains
+
+    with tempfile.TemporaryDirectory() as tmp:
+        tree = Path(tmp) / "tree"
+        shutil.copytree(repo, tree)
+        env = {"PATH": "/usr/bin:/bin", "HOME": tmp, "TMPDIR": tmp, "LANG": "C.UTF-8"}
+        for key, value in toolchains.env_for(test_argv).items():
+            env[key] = value.replace("/tmp/", f"{tmp}/")
+        subprocess.run(
+            [ast_grep_binary(), "scan", "--rule", str(rule_file), "--update-all", "."],
+            cwd=tree, env=env, capture_output=True, check=True,
+        )  # fmt: skip
+        argv = toolchains.resolve(test_argv, "none")
+        done = subprocess.run(argv, cwd=tree, env=env, capture_output=True)  # noqa: S603
+        return done.returncode == 0
+
+
+def languages_report(languages: list[str], modes: list[str], configs: dict, args) -> dict:  # noqa: ANN001
+    """Per language: steps/s of the bare runner and of each mode, and each mode's overhead
+    (totals, and the median of block-by-block ratios against the bare block before it)."""
+    from verilearn_assets.refactor.tasks import load_catalog
+    from verilearn_assets.refactor.toolchains import language_of_rule
+
+    report: dict = {}
+    for language in languages:
+        repo = next(r for r in load_corpus() if r.language == language)
+        rule = next(r.rule for r in load_catalog() if language_of_rule(r.rule) == language)
+        rule_file = Path(tempfile.mkdtemp(prefix="refactor-bench-rule-")) / "rule.yml"
+        rule_file.write_text(yaml.safe_dump(rule))
+        test_argv = list(repo.test_command)
+
+        bare = (
+            functools.partial(bare_step, repo.path, rule_file)
+            if language == "python"
+            else functools.partial(bare_runner_step, repo.path, rule_file, test_argv)
+        )
+        steps = {"bare": bare}
+        for mode in modes:
+            steps[mode] = lambda m=mode, r=repo, u=rule, a=test_argv: jailed_step(
+                r.path, u, configs[m], a
+            )
+        times: dict[str, list[float]] = {name: [] for name in steps}
+        paired: dict[str, list[float]] = {m: [] for m in modes}
+        for name, step in steps.items():  # warm every path once
+            assert step(), (language, name)
+        done = 0
+        while done < args.steps:
+            block = min(args.block, args.steps - done)
+            for name, step in steps.items():
+                for _ in range(block):
+                    start = time.perf_counter()
+                    if not step():
+                        raise SystemExit(f"a {language} {name} step failed")
+                    times[name].append(time.perf_counter() - start)
+                if name != "bare":
+                    paired[name].append(sum(times[name][-block:]) / sum(times["bare"][-block:]))
+            settle_docker()
+            done += block
+        bare_total = sum(times["bare"])
+        entry: dict = {"corpus": repo.name, "test": " ".join(test_argv)}
+        entry["bare_steps_per_s"] = round(args.steps / bare_total, 3)
+        for mode in modes:
+            entry[mode] = {
+                "steps_per_s": round(args.steps / sum(times[mode]), 3),
+                "overhead_total": round(sum(times[mode]) / bare_total - 1, 4),
+                "overhead_paired_median": round(statistics.median(paired[mode]) - 1, 4),
+            }
+        report[language] = entry
+        shutil.rmtree(rule_file.parent)
+    return report
+
+
 def settle_docker() -> None:
     from verilearn_assets.refactor.docker_jail import settle
 
     settle()
 
 
-def jailed_step(repo: Path, rule: dict, config) -> bool:  # noqa: ANN001
+def jailed_step(repo: Path, rule: dict, config, test_argv=("pytest", "-q")) -> bool:  # noqa: ANN001
     ws = prepare_workspace("bench", repo, config)
     try:
         result = apply_action(ws, {"kind": "rule", "rule": rule})
-        tests = run_tests(ws, TestSpec(argv=["pytest", "-q"]))
+        tests = run_tests(ws, TestSpec(argv=list(test_argv)))
         return result.status == "ok" and tests.status == "passed"
     finally:
         cleanup(ws)
@@ -109,6 +191,12 @@ def main() -> None:
         help=f"comma-separated, from {', '.join(MODES)} (default: all; Docker ones if a "
         "daemon answers)",
     )
+    parser.add_argument(
+        "--languages",
+        default=None,
+        help="comma-separated languages of the bundled corpora (python, javascript, go, rust, "
+        "java, c): the comparison per language, each with its own test runner",
+    )
     args = parser.parse_args()
     skipped: list[str] = []
     if args.modes is None:
@@ -134,6 +222,14 @@ def main() -> None:
         backend, lifetime = MODES[mode]
         docker = base.docker.model_copy(update={"lifetime": lifetime})
         configs[mode] = base.model_copy(update={"backend": backend, "docker": docker})
+    if args.languages:
+        languages = [lang for lang in args.languages.split(",") if lang]
+        out = {"steps": args.steps, "block": args.block, "target_overhead": 0.30}
+        out["languages"] = languages_report(languages, modes, configs, args)
+        settle_docker()
+        shutil.rmtree(home)
+        print(json.dumps(out, indent=1))
+        return
     rule_file = home / "rule.yml"
     rule_file.write_text(yaml.safe_dump(rule))
     times: dict[str, list[float]] = {"bare": [], **{m: [] for m in modes}}
