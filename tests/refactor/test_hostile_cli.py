@@ -7,6 +7,11 @@ definition) whose tests fail on its sources, plus bytecode that pretends otherwi
 unchecked-hash `.pyc` in `__pycache__`, or a sourceless `core.pyc` in place of the module.
 Run in place, pytest imports that bytecode and passes (the cheat has teeth); through the
 CLI the tests run on a clean copy of the visible files and fail.
+
+An action can also edit the tests it is judged by (a rule file whose second rule turns
+every `assert a == b` into `assert True` while the first breaks the code). The CLI has no
+task to tell a wanted test edit from a cheat, so it says so: the edited test files, and
+the directory's own tests run against the changed code, which fail.
 """
 
 from __future__ import annotations
@@ -103,3 +108,45 @@ def test_hidden_bytecode_never_passes_through_the_cli(
     assert (out["status"], out["backend"]) == ("no_change", backend), out
     assert out["tests"]["status"] == "failed" and out["tests"]["passed"] == 0, out
     assert _in_place(root).returncode == 0, "the CLI must never modify DIR"
+
+
+CORRECT = {
+    "pkg/__init__.py": "",
+    "pkg/core.py": "def scale(x):\n    return 2 * x\n",
+    "tests/test_core.py": (
+        "from pkg.core import scale\n\n\ndef test_scale():\n    assert scale(2) == 4\n"
+    ),
+}
+BREAK_AND_NEUTER = """id: break-scale
+language: python
+rule:
+  pattern: return 2 * $X
+fix: return 3 * $X
+---
+id: neuter-asserts
+language: python
+rule:
+  pattern: assert $A == $B
+fix: assert True
+"""
+
+
+def test_edited_tests_are_reported_with_the_original_verdict(
+    backend: str, tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    root = tmp_path / "repo"
+    _write(root, CORRECT)
+    rule = tmp_path / "rule.yml"
+    rule.write_text(BREAK_AND_NEUTER)
+    done = subprocess.run(
+        [str(VERILEARN), "refactor", "apply", "--workspace", str(root), "--backend", backend,
+         "--rule", str(rule), "--test", "pytest -q"],
+        env=cli_env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout)
+    assert out["status"] == "ok" and out["files_changed"] == ["pkg/core.py", "tests/test_core.py"]
+    tests = out["tests"]
+    assert (tests["status"], tests["passed"]) == ("passed", 1), out  # the cheat, as edited
+    assert tests["edited"] == ["tests/test_core.py"], out
+    assert tests["original"] == {"status": "failed", "passed": 0, "failed": 1}, out

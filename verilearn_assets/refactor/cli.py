@@ -29,6 +29,7 @@ from verilearn_assets.refactor.runner import (
     TestSpec,
     apply_action,
     cleanup,
+    edited_tests_report,
     prepare_workspace,
     run_tests,
 )
@@ -160,6 +161,7 @@ def _apply(args: argparse.Namespace) -> int:
     try:
         result = apply_action(ws, action)
         tests = run_tests(ws, spec) if spec is not None else None
+        edited = edited_tests_report(ws, spec, result) if spec is not None else {}
     except ActionRejected as exc:
         raise _Bad(str(exc)) from exc
     finally:
@@ -186,7 +188,7 @@ def _apply(args: argparse.Namespace) -> int:
         "diff": result.diff,
         "tests": None
         if tests is None
-        else {"status": tests.status, "passed": tests.passed, "failed": tests.failed},
+        else {"status": tests.status, "passed": tests.passed, "failed": tests.failed, **edited},
         "stdout": result.stdout,
         "stderr": result.stderr,
         "duration_ms": round((time.perf_counter() - start) * 1000, 3),

@@ -329,6 +329,24 @@ def run_tests(
     return run_on_files(workspace, files, test_spec or TestSpec(), use_cache=use_cache)
 
 
+def edited_tests_report(workspace: Workspace, spec: TestSpec, result: StepResult) -> dict[str, Any]:
+    """For `verilearn refactor apply --test`, which has no task to tell a wanted test edit
+    from a cheat: when the action changed test files or test configuration
+    (`verdict.is_test_path`), which ones (`edited`) and the directory's own tests, as they
+    were, run against the changed code on a clean copy (`original`). An action rewriting
+    a test into `assert True` or deselecting it then cannot pass unseen. `{}` when no
+    test was edited."""
+    from verilearn_assets.refactor.verdict import clean_files, is_test_path
+
+    edited = [p for p in result.files_changed if is_test_path(p)]
+    if not edited:
+        return {}
+    files = clean_files(workspace, workspace.snapshot(), trusted_tests=set())
+    original = run_on_files(workspace, files, spec)
+    counts = {"status": original.status, "passed": original.passed, "failed": original.failed}
+    return {"edited": edited, "original": counts}
+
+
 def run_on_files(
     workspace: Workspace, files: Snapshot, spec: TestSpec, use_cache: bool = True
 ) -> TestResult:
