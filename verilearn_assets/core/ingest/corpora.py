@@ -78,14 +78,13 @@ class ArchiveSource(StrictConfig):
 class PackageSource(StrictConfig):
     """A published source distribution, fetched by name and version with the machine's
     ordinary client (`pip download --no-binary :all: --no-deps`, `npm pack`) and used only
-    if its bytes hash to `sha256`. `test` is the repository's test command when detection
-    (`refactor/repos/baseline.py`) should not choose it."""
+    if its bytes hash to `sha256`. Its test command is the entry's `test` when given, else
+    detected at ingestion (`refactor/repos/baseline.py`)."""
 
     manager: Literal["pip", "npm"]
     name: str = Field(pattern=r"^(@[a-z0-9][a-z0-9._\-]*/)?[A-Za-z0-9][A-Za-z0-9._\-]*$")
     version: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9.+!_\-]*$")
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
-    test: list[str] | None = Field(default=None, min_length=1)
 
     def spec(self) -> str:
         """What the client is asked for: `name==version` (pip) or `name@version` (npm)."""

@@ -35,7 +35,13 @@ from verilearn_assets.refactor.repos.baseline import (
 )
 from verilearn_assets.refactor.repos.records import PROFILE_LAKE, Measure, RepoProfileRow
 from verilearn_assets.refactor.runner import apply_action, cleanup, prepare_workspace
-from verilearn_assets.refactor.tasks import candidates, finalize, is_test_path, run_candidate
+from verilearn_assets.refactor.tasks import (
+    candidates,
+    finalize,
+    is_test_path,
+    rules_for,
+    run_candidate,
+)
 
 
 class RuleSites(BaseModel):
@@ -72,7 +78,7 @@ def mine_sites(repo: Repo, rules: list[CatalogRule], config: RefactorConfig) -> 
     out: list[RuleSites] = []
     ws = prepare_workspace(content_hash("mine", repo.name, repo.origin), repo.path, config)
     try:
-        for rule in rules:
+        for rule in rules_for(repo, rules):  # a rule of another language scans nothing
             text = yaml.safe_dump(rule.rule, sort_keys=False)
             argv = ["ast-grep", "scan", "--inline-rules", text, "--json=compact", "."]
             result = apply_action(ws, CommandAction(argv=argv))
@@ -158,11 +164,13 @@ def profile_rows(profile: RepoProfile, source: Source, split: Split) -> list[Rep
 
 
 def entry_test_command(name: str) -> list[str] | None:
-    """The test command the catalog entry `name` gives for its package, if any."""
+    """The test command the catalog entry `name` writes (`test:`), if it writes one: a
+    `Repo` always has a command (the default when none is written), and the baseline
+    detects the command only when the entry leaves it out."""
     from verilearn_assets.core.ingest.catalog import load_datasets_config
 
     entry = load_datasets_config().corpora.get(name)
-    return entry.package.test if entry is not None and entry.package is not None else None
+    return entry.test if entry is not None else None
 
 
 def package_commands(
