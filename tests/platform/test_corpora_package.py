@@ -35,9 +35,12 @@ version = "{version}"
 """
 
 
-def make_sdist(folder: Path, name: str, version: str, files: dict[str, str]) -> str:
+def make_sdist(
+    folder: Path, name: str, version: str, files: dict[str, str], link: str | None = None
+) -> str:
     """A source distribution `<name>-<version>.tar.gz` in `folder` (one top folder, PKG-INFO,
-    a setuptools pyproject, `files`); returns its sha256."""
+    a setuptools pyproject, `files`; `link`: a member `<name>/secret` linking there);
+    returns its sha256."""
     folder.mkdir(parents=True, exist_ok=True)
     top = f"{name}-{version}"
     archive = folder / f"{top}.tar.gz"
@@ -53,6 +56,10 @@ def make_sdist(folder: Path, name: str, version: str, files: dict[str, str]) -> 
             info.size = len(data)
             info.mtime = 0
             tf.addfile(info, io.BytesIO(data))
+        if link is not None:
+            info = tarfile.TarInfo(f"{top}/{name}/secret")
+            info.type, info.linkname = tarfile.SYMTYPE, link
+            tf.addfile(info)
     return hashlib.sha256(archive.read_bytes()).hexdigest()
 
 
@@ -69,11 +76,13 @@ def local_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return index
 
 
-def write_catalog(directory: Path, corpora: dict) -> Path:
-    """The repo's `datasets.yaml` in `directory` with its `corpora:` replaced."""
+def write_catalog(directory: Path, corpora: dict, archive: dict | None = None) -> Path:
+    """The repo's `datasets.yaml` in `directory` with its `corpora:` replaced (and, when
+    given, keys of its `archive:` limits)."""
     directory.mkdir(parents=True, exist_ok=True)
     data = yaml.safe_load((REPO_ROOT / "configs" / "datasets.yaml").read_text())
     data["corpora"] = corpora
+    data["archive"].update(archive or {})
     (directory / "datasets.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
     return directory
 
@@ -150,6 +159,28 @@ def test_bad_package_entries_fail_alone_naming_the_field(
     (failure,) = loaded.failures
     assert "corpora.isnum.package.manager" in failure.error
     assert "npm client is not installed" in failure.error
+
+
+def test_hostile_packages_are_refused_by_the_client_or_the_archive_policy(
+    tmp_path: Path, local_index: Path
+) -> None:
+    """A pinned package is still untrusted bytes: a link out of the tree is refused (pip's
+    own unpack refuses it first), and a member over the catalog's `archive:` caps is refused
+    by the platform's extractor; nothing is extracted either time."""
+    linked = make_sdist(local_index, "evlink", "0.1.0", {"evlink/__init__.py": ""}, "/etc/passwd")
+    big = make_sdist(local_index, "evbig", "0.1.0", {"evbig/__init__.py": "x = 1\n" * 4096})
+    corpora = {
+        "evlink": {"split": "dev", "licence": "MIT", "package": package("evlink", "0.1.0", linked)},
+        "evbig": {"split": "dev", "licence": "MIT", "package": package("evbig", "0.1.0", big)},
+    }
+    catalog = write_catalog(tmp_path / "catalog", corpora, {"max_member_bytes": 4096})
+    loaded = read_corpus(catalog, home=tmp_path / "home")
+    assert not loaded.repos
+    errors = {f.name: f.error for f in loaded.failures}
+    assert "corpora.evlink.package" in errors["evlink"] and "secret" in errors["evlink"]
+    assert "corpora.evbig.package" in errors["evbig"]
+    assert "exceeds the member cap" in errors["evbig"]
+    assert not [p for p in (tmp_path / "home" / "refactor" / "corpora").iterdir()]
 
 
 def test_package_entries_are_validated_by_the_catalog(tmp_path: Path) -> None:

@@ -355,6 +355,8 @@ def fetch_package(where: str, source: PackageSource, directory: Path) -> Path:
                 f"{where}.package.sha256: {source.manager} refused {source.spec()}: its bytes "
                 f"do not hash to the pin: {tail}"
             )
+        if "tar file" in done.stderr or "member" in done.stderr.lower():  # pip's own unpack
+            raise ConfigError(f"{where}.package: {source.manager} refused the archive: {tail}")
         raise ConfigError(
             f"{where}.package.version: {source.manager} could not fetch {source.spec()} "
             f"(not published, or the index is unreachable): {tail}"
