@@ -421,3 +421,38 @@ def test_a_hostile_test_stays_in_the_bwrap_jail(language: str, repos, tmp_path: 
 
 def test_a_hostile_build_script_stays_in_the_docker_jail(repos, tmp_path: Path) -> None:  # noqa: ANN001
     _hostile_run("c", "docker", repos, tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("corpus", "build_file", "cheat"),
+    [
+        ("cringbuf", "Makefile", "test:\n\ttrue\n"),
+        (
+            "rustshelf",
+            "Cargo.toml",
+            '[package]\nname = "x"\nversion = "0.1.0"\n[lib]\ntest = false\n',
+        ),
+        ("gotally", "go.mod", "module example.com/other\n"),
+        ("jsinventory", "package.json", '{"scripts": {"test": "true"}}\n'),
+    ],
+)
+def test_build_files_the_tests_depend_on_come_from_the_corpus_copy(
+    corpus: str,
+    build_file: str,
+    cheat: str,
+    repos,
+    tmp_path: Path,  # noqa: ANN001
+) -> None:
+    """A build file edited to skip the tests (and a test beside the sources) is replaced by
+    the corpus's in the clean copy, as conftest.py and pytest.ini are."""
+    ws = prepare_workspace(f"hostile-build-{corpus}", repos[corpus].path, refactor_config(
+        "bwrap", tmp_path))  # fmt: skip
+    try:
+        (ws.tree / build_file).write_text(cheat)
+        (ws.tree / "src").mkdir(exist_ok=True)
+        (ws.tree / "src" / "extra_test.go").write_text("package src\n")
+        files = clean_files(ws, ws.snapshot(), set())
+        assert files[build_file] == ws.baseline[build_file]
+        assert "src/extra_test.go" not in files  # a test the model added is not there
+    finally:
+        cleanup(ws)

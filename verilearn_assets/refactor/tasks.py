@@ -53,7 +53,11 @@ from verilearn_assets.refactor.runner import (
     prepare_workspace,
     run_tests,
 )
-from verilearn_assets.refactor.toolchains import language_of_actions, language_of_rule
+from verilearn_assets.refactor.toolchains import (
+    is_test_file,
+    language_of_actions,
+    language_of_rule,
+)
 from verilearn_assets.refactor.workspace import SKIP_DIRS, tree_hash
 
 TEST_COMMAND = ["pytest", "-q"]
@@ -358,6 +362,7 @@ def is_test_path(path: str) -> bool:
         or name.startswith("test_")
         or name.endswith("_test.py")
         or name == "conftest.py"
+        or is_test_file(name)  # another language's (toolchains)
     )
 
 

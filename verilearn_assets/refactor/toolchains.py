@@ -389,3 +389,21 @@ def language_of_actions(actions: list[dict]) -> str:
         if isinstance(rule, dict):
             return language_of_rule(rule)
     return DEFAULT_LANGUAGE
+
+
+# What decides what another language's tests run (the verdict takes them from the corpus
+# copy unless proved equal to the task's, as it does conftest.py and pytest.ini) ...
+TEST_CONFIG_FILES = frozenset(
+    {"Makefile", "makefile", "GNUmakefile", "CMakeLists.txt", "Cargo.toml", "Cargo.lock",
+     "build.rs", "go.mod", "go.sum", "package.json", "package-lock.json", ".mocharc.json"}
+)  # fmt: skip
+# ... and their test files where they sit beside the sources (Go's `x_test.go`, JS's
+# `x.test.js`/`x.spec.ts`, Java's `XTest.java`, C's `test_x.c`).
+_TEST_FILE = re.compile(
+    r"(_test\.go|\.(test|spec)\.[cm]?[jt]sx?|Tests?\.java|Tests?\.kt)$|^test_.*\.(c|cc|cpp)$"
+)
+
+
+def is_test_file(name: str) -> bool:
+    """A file name (no folder) that is a test or test configuration in another language."""
+    return name in TEST_CONFIG_FILES or bool(_TEST_FILE.search(name))

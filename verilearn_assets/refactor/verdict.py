@@ -27,6 +27,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from verilearn_assets.refactor.toolchains import is_test_file
 from verilearn_assets.refactor.workspace import (
     SKIP_DIRS,
     SYMLINK_MARK,
@@ -71,8 +72,8 @@ def is_test_path(rel: str) -> bool:
     """A test file, or a file that changes what the tests do (configuration, conftest)."""
     parts = rel.split("/")
     name = parts[-1]
-    if name in TEST_CONFIG_FILES or name.endswith(".pth"):
-        return True
+    if name in TEST_CONFIG_FILES or name.endswith(".pth") or is_test_file(name):
+        return True  # is_test_file: Go, JS/TS, Java, C tests and build files (toolchains)
     if any(p in ("tests", "test", "testing") for p in parts[:-1]):
         return True
     return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
