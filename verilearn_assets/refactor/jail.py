@@ -343,6 +343,13 @@ class BwrapGate:
     def __init__(self) -> None:
         self.info_read, self.info_write = os.pipe()
         self.block_read, self.block_write = os.pipe()
+        self._open = {self.info_read, self.info_write, self.block_read, self.block_write}
+
+    def _close(self, fd: int) -> None:
+        """Close `fd` once: a number closed here may be reused by another thread's open."""
+        if fd in self._open:
+            self._open.discard(fd)
+            os.close(fd)
 
     def args(self) -> list[str]:
         return ["--info-fd", str(self.info_write), "--block-fd", str(self.block_read)]
@@ -353,31 +360,33 @@ class BwrapGate:
     def admit(self, process: subprocess.Popen, config: RefactorConfig, procs: list[str],
               timeout_s: float) -> None:  # fmt: skip
         """After the spawn: close bwrap's ends, move and limit it and its sandbox child,
-        release the block (raises, with bwrap killed, when that cannot be done)."""
-        os.close(self.info_write)
-        os.close(self.block_read)
+        release the block. Whatever goes wrong, bwrap is dead before the block's write end
+        closes (an EOF releases it too); a bwrap that ended on its own (a bad mount) is
+        left to say why through its exit code and stderr."""
+        self._close(self.info_write)
+        self._close(self.block_read)
+        child = None
         try:
-            pids = [process.pid]
             child = self._child_pid(timeout_s)
-            if child is not None:  # None: bwrap ended before its sandbox existed
-                pids.append(child)
-            for pid in pids:
-                for procs_file in procs:
-                    with open(procs_file, "w") as fh:
-                        fh.write(str(pid))
-                for which, value in _rlimits(config):
-                    resource.prlimit(pid, which, value)
+            if child is None:  # bwrap ended before its sandbox existed
+                return
+            try:
+                for pid in (process.pid, child):
+                    for procs_file in procs:
+                        with open(procs_file, "w") as fh:
+                            fh.write(str(pid))
+                    for which, value in _rlimits(config):
+                        resource.prlimit(pid, which, value)
+            except ProcessLookupError:  # bwrap died during its setup: nothing ran
+                _stop(process, child)
+                return
+            os.write(self.block_write, b"1")
         except BaseException:
-            _kill_group(process.pid)
+            _stop(process, child)
             raise
         finally:
-            os.close(self.info_read)
-        try:
-            os.write(self.block_write, b"1")
-        except BrokenPipeError:  # bwrap already ended (a bad argument): its exit says why
-            pass
-        finally:
-            os.close(self.block_write)
+            self._close(self.info_read)
+            self._close(self.block_write)
 
     def _child_pid(self, timeout_s: float) -> int | None:
         import json
@@ -396,12 +405,20 @@ class BwrapGate:
                     return None
 
     def close(self) -> None:
-        """The fds not yet closed (a spawn that failed)."""
-        for fd in (self.info_read, self.info_write, self.block_read, self.block_write):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        """The fds `admit` did not close (a spawn that failed: no bwrap ever read them)."""
+        for fd in list(self._open):
+            self._close(fd)
+
+
+def _stop(process: subprocess.Popen, child: int | None) -> None:
+    """Kill a bwrap jail and wait for it (its sandbox child is in another session)."""
+    if child is not None:
+        try:
+            os.kill(child, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    _kill_group(process.pid)
+    process.wait(timeout=30)
 
 
 def bwrap_command(
