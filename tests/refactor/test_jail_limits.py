@@ -87,3 +87,24 @@ def test_bwrap_command_and_its_children_have_every_limit(tmp_path: Path) -> None
             line = next(g for g in lines if marker in g)
             assert "verilearn-refactor-" in line, (who, marker, lines)
     assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] != 99  # the host kept its own
+
+
+def test_a_bwrap_that_cannot_set_up_says_why_and_leaves_nothing(tmp_path: Path) -> None:
+    """bwrap dying during its own setup (here: a mount source that does not exist), before
+    or after its sandbox child exists: its own message comes back as the command's
+    failure, and no descriptor of the gate stays open."""
+    from verilearn_assets.refactor.jail import BwrapGate, _run_local
+
+    config = refactor_config("bwrap", tmp_path)
+    fds = len(os.listdir("/proc/self/fd"))
+    for unshare in ([], ["--unshare-all"]):
+        gate = BwrapGate()
+        command = ["bwrap", *unshare, "--ro-bind", "/", "/", "--ro-bind", str(tmp_path / "gone"),
+                   "/x", *gate.args(), "--", "/bin/echo", "ran"]  # fmt: skip
+        try:
+            done = _run_local(config, command, None, {"PATH": "/usr/bin:/bin"}, 10, (), gate)
+        finally:
+            gate.close()
+        assert done.exit_code != 0 and done.stdout == "", done
+        assert done.stderr.startswith("bwrap: Can't find source path"), done
+    assert len(os.listdir("/proc/self/fd")) == fds
