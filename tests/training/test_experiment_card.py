@@ -132,6 +132,17 @@ def test_arm_delta_reaches_the_config_and_leaves_the_rest() -> None:
     cfg = arm_training_config(base, arm, {"grpo.max_steps": 9, "grpo.beta": 0.0})
     assert cfg.base_model == "/models/x" and cfg.grpo.max_steps == 3 and cfg.grpo.beta == 0.0
     assert cfg.sft == base.sft and cfg.eval == base.eval
+    # the data filters of an arm: family, source, template, split and role
+    filters = {
+        "mixture.families": ["dafny"],
+        "mixture.sources": ["procedural"],
+        "mixture.templates": ["t1"],
+        "sft.roles": ["writer"],
+        "grpo.curriculum": "easy_to_hard",
+    }
+    cfg = arm_training_config(base, ArmSpec(set=filters))
+    assert cfg.mixture.families == ["dafny"] and cfg.mixture.templates == ["t1"]
+    assert cfg.sft.roles == ["writer"] and cfg.grpo.curriculum == "easy_to_hard"
 
 
 def test_resume_reopens_the_same_run_and_refuses_a_changed_card_or_options(
