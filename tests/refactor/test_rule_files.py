@@ -167,6 +167,8 @@ HOSTILE = {
     )
     + "id: l\nlanguage: python\nrule: {pattern: a}\n",
     "many-documents": "id: m\nlanguage: python\nrule: {pattern: a}\n---\n" * 100,
+    # a YAML merge key brings `files` in from elsewhere: checked as merged
+    "merge-key": "id: k\nlanguage: python\nrule: {pattern: a}\n<<: {files: ['/etc/**']}\n",
 }
 
 
@@ -180,6 +182,7 @@ WHY = {  # what each refusal must say
     "python-tag": "explicit YAML tag",
     "laughs": "YAML nodes (aliases)",
     "many-documents": "documents",
+    "merge-key": "files: '/etc/**' points outside the workspace",
 }
 
 
