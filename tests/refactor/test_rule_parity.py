@@ -153,3 +153,20 @@ def test_pattern_rewrite_in_any_language_equals_bare_ast_grep(
     )  # fmt: skip
     diff = unified_diff(before, snapshot(tmp_path / "bare"))
     assert out["status"] == "ok" and out["diff"] == diff and diff, out
+
+
+def test_gitignore_of_a_git_work_tree_is_honoured_as_by_bare_ast_grep(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], home: Path
+) -> None:
+    """ast-grep skips what `.gitignore` names only under a `.git`: the jailed copy keeps an
+    empty one, so generated code bare ast-grep leaves alone stays alone."""
+    rule = tmp_path / "rule.yml"
+    rule.write_text("id: a\nlanguage: python\nrule: {pattern: $A == None}\nfix: $A is None\n")
+    files = {".gitignore": "gen/\n", "m.py": "x = a == None\n", "gen/g.py": "y = b == None\n"}
+    for side in ("cli", "bare"):
+        _write(tmp_path / side, files)
+        (tmp_path / side / ".git").mkdir()  # what `git init` leaves that ast-grep looks at
+    out = _apply(capsys, rule, tmp_path / "cli", "bwrap")
+    done, diff, changed = _bare(rule, tmp_path / "bare")
+    assert done.returncode == 0 and changed == ["m.py"]
+    assert out["diff"] == diff and out["files_changed"] == changed

@@ -125,6 +125,15 @@ def _refusal(what: str, reason: str) -> dict[str, str]:
     return {"what": what, "reason": reason}
 
 
+def _mark_git_work_tree(source: Path, tree: Path) -> None:
+    """An empty `.git` in the jailed copy when DIR is a git work tree: ast-grep honours
+    `.gitignore` only under a `.git` (the workspace copy leaves `.git` out), so without it
+    files bare ast-grep leaves alone would be rewritten. Nothing of the repository is
+    copied; `.git` is never part of a snapshot or a diff."""
+    if (source / ".git").exists() and not (tree / ".git").exists():
+        (tree / ".git").mkdir()
+
+
 def _refused_before_running(what: str, reason: str, backend: str) -> int:
     """A refusal before anything is copied or run: the JSON, one stderr line, exit 1."""
     refused = _refusal(what, reason)
@@ -159,6 +168,7 @@ def _apply(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     ws = prepare_workspace(f"cli-{args.workspace.name}", args.workspace, config)
     try:
+        _mark_git_work_tree(args.workspace, ws.tree)
         result = apply_action(ws, action)
         tests = run_tests(ws, spec) if spec is not None else None
         edited = edited_tests_report(ws, spec, result) if spec is not None else {}
