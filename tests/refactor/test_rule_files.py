@@ -109,8 +109,9 @@ def _cli(capsys: pytest.CaptureFixture[str], rule: Path, tree: Path, backend: st
 
 @pytest.mark.parametrize(("text", "words"), [(DUPLICATE_KEY, "duplicate mapping key"),
                                             (BAD_KIND, "no_such_kind")])  # fmt: skip
+@pytest.mark.parametrize("backend", ["bwrap", "none"])
 def test_a_rule_ast_grep_refuses_is_refused_with_its_own_message(
-    text: str, words: str, tree: Path, tmp_path: Path, capsys, home: Path
+    backend: str, text: str, words: str, tree: Path, tmp_path: Path, capsys, home: Path
 ) -> None:
     rule = tmp_path / "refused.yml"
     rule.write_text(text)
@@ -120,7 +121,7 @@ def test_a_rule_ast_grep_refuses_is_refused_with_its_own_message(
     )  # fmt: skip
     assert bare.returncode == 8 and words in bare.stderr
     before = tree.joinpath("m.py").read_text()
-    code, out, err = _cli(capsys, rule, tree)
+    code, out, err = _cli(capsys, rule, tree, backend)
     data = json.loads(out)
     assert code == 1 and data["refused"]["what"] == "rule", data
     assert data["refused"]["reason"] == data["message"] == bare.stderr.strip()  # same words

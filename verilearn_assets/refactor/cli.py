@@ -179,7 +179,12 @@ def _apply(args: argparse.Namespace) -> int:
     refused = None
     message = result.message
     rejected = (
-        ast_grep_refusal(result.exit_code, result.stderr, RULE_FILE_IN_JAIL, str(args.rule))
+        ast_grep_refusal(
+            result.exit_code,
+            result.stderr.replace(str(ws.control / "rule.yml"), RULE_FILE_IN_JAIL),  # none
+            RULE_FILE_IN_JAIL,
+            str(args.rule),
+        )
         if isinstance(action, RuleAction)
         else None
     )
