@@ -149,6 +149,11 @@ def test_rule_text_reaches_ast_grep_verbatim(tree: Path, tmp_path: Path, capsys,
     data = json.loads(out)
     assert code == 0 and "+yes_value = yes" in data["diff"], data
     assert parse_action({"kind": "rule", "rule": rule.read_text()}).rule_yaml() == rule.read_text()
+    # the YAML core schema's tags are plain YAML to both (never a loader's constructor)
+    rule.write_text("id: y\nlanguage: PY\nrule: !!map {pattern: maybe}\nfix: !!str no\n")
+    code, out, _ = _cli(capsys, rule, tree)
+    data = json.loads(out)
+    assert code == 0 and "+yes_value = no" in data["diff"], data
 
 
 HOSTILE = {

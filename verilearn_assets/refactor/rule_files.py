@@ -8,7 +8,8 @@ ast-grep's semantics are not re-implemented: the text goes to the jail verbatim 
 
 - limits ast-grep does not have: the text's size, nesting depth, number of documents,
   nodes once YAML aliases are expanded (a "billion laughs" file is a few hundred bytes),
-  no explicit tags (`!include`, `!!python/object`: no tag means no loader tricks);
+  no tags but the YAML core schema's (`!!str`; never `!include`, `!!python/object`: no
+  loader tricks);
 - `files`/`ignores` globs that name a place outside the workspace (absolute, `~`, `..`);
 - what we must know: each document's id, its language (any alias, any case: an unknown
   name is refused naming the known ones) and whether it has a `fix`; keys ast-grep does
@@ -34,6 +35,10 @@ RULE_KEYS = (
     "id", "language", "rule", "constraints", "utils", "transform", "fix", "rewriters",
     "message", "note", "severity", "labels", "files", "ignores", "url", "metadata",
 )  # fmt: skip
+# the YAML core schema's tags (`!!str yes`): ast-grep reads them, no loader runs code
+CORE_TAGS = {None} | {
+    f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "map", "seq")
+}
 AST_GREP_CONFIG_ERROR = 8  # ast-grep's exit code when it cannot load a rule
 AST_GREP_PANIC = 101  # a Rust panic: some rules crash ast-grep while it loads them
 
@@ -177,11 +182,11 @@ def _check_events(text: str) -> None:
         elif isinstance(event, yaml.CollectionEndEvent):
             depth -= 1
         tag = getattr(event, "tag", None)
-        if tag is not None and not isinstance(event, yaml.DocumentStartEvent):
+        if tag not in CORE_TAGS and not isinstance(event, yaml.DocumentStartEvent):
             raise RuleFileError(
                 "disallowed",
                 f"document {documents}: explicit YAML tag {tag!r} "
-                f"(line {event.start_mark.line + 1}): rule files take plain YAML",
+                f"(line {event.start_mark.line + 1}): rule files take plain YAML (core tags only)",
             )
 
 
