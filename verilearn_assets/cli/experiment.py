@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
         gate=_gate(home),
         progress=lambda arm, what: console.print(f"[{arm}] {what}", markup=False),
     )
-    console.print(markdown(done.summary), markup=False)
+    console.print(markdown(done.summary), markup=False, soft_wrap=True)  # a table: no wrap
     if done.skipped:
         console.print(f"skipped (complete): {', '.join(done.skipped)}", markup=False)
     console.print(f"experiment dir: {done.dir}", markup=False)
