@@ -81,10 +81,12 @@ def bare_step(repo: Path, rule_file: Path) -> bool:
 
 def bare_runner_step(repo: Path, rule_file: Path, test_argv: list[str]) -> bool:
     """A bare step of another language: ast-grep, then its runner as the jail resolves it
-    (`toolchains`), its caches (the jail's /tmp paths) in this step's own temporary dir."""
+    (`toolchains`), its caches (the jail's /tmp paths) in this step's own temporary dir,
+    in memory as the jail's tmpfs is (/dev/shm: a disk cache would slow the bare side)."""
     from verilearn_assets.refactor import toolchains
 
-    with tempfile.TemporaryDirectory() as tmp:
+    shm = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+    with tempfile.TemporaryDirectory(dir=shm) as tmp:
         tree = Path(tmp) / "tree"
         shutil.copytree(repo, tree)
         env = {"PATH": "/usr/bin:/bin", "HOME": tmp, "TMPDIR": tmp, "LANG": "C.UTF-8"}

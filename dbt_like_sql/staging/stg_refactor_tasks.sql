@@ -9,6 +9,9 @@ SELECT
     reason,
     len(rules) AS n_rules,
     array_to_string(rules, '+') AS rules,
+    -- its first rule's language (toolchains.language_of_actions); no rule action: python
+    lower(coalesce(json_extract_string(reference_actions, '$[0].rule.language'), 'python'))
+        AS language,
     len(files) AS n_files,
     CAST(json_extract(difficulty, '$.matches') AS INTEGER) AS matches,
     CAST(json_extract(difficulty, '$.files_touched') AS INTEGER) AS files_touched,

@@ -205,3 +205,24 @@ def test_rule_folders_are_named_by_language() -> None:
         if folder.is_dir() and any(folder.glob("*.yml")):
             rules = [r for r in load_catalog() if Path(r.path).parent == folder]
             assert all(toolchains.language_of_rule(r.rule) == folder.name for r in rules)
+
+
+def test_the_languages_mart_counts_tasks_per_language(template_tasks, tmp_path: Path) -> None:  # noqa: ANN001
+    import duckdb
+    from refactor_support import write_tasks
+
+    from verilearn_assets.core import lake
+    from verilearn_assets.core.warehouse import build_all
+
+    write_tasks(tmp_path, template_tasks)
+    con = duckdb.connect(str(tmp_path / "w.duckdb"))
+    build_all(con, lake.lake_root(tmp_path))
+    rows = con.execute(
+        "SELECT language, n_tasks, n_accepted, n_repos, n_steps FROM mart_refactor_languages"
+    ).fetchall()
+    con.close()
+    expected = defaultdict(int)
+    for task in template_tasks:
+        expected[task_language(task)] += 1
+    assert {r[0]: r[1] for r in rows} == dict(expected)
+    assert all(r[1] == r[2] and r[3] == 1 and r[4] == 0 for r in rows)  # no steps yet
