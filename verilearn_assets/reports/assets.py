@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import duckdb
 from dagster import (
     AssetExecutionContext,
     AssetKey,
@@ -61,9 +60,29 @@ def _description(model: SqlModel) -> str:
     return f"{head}\n\nBuilt from `{rel}` as a DuckDB {model.relation.lower()}."
 
 
-def _table_schema(con: duckdb.DuckDBPyConnection, name: str) -> TableSchema:
-    rows = con.execute(f'DESCRIBE "{name}"').fetchall()
-    return TableSchema(columns=[TableColumn(r[0], r[1]) for r in rows])
+# Dagster compiles a record's checked `__new__` (TableSchema, TableColumn, MaterializeResult…)
+# on its first call, from the caller's locals, and keeps them for the life of the process.
+# A frame that builds one must hold no DuckDB object: a connection kept that way outlives
+# the interpreter's last collection and DuckDB's binding reports it at exit as
+# `nanobind: leaked … DuckDBPyConnection`. So the warehouse is read in the helpers below,
+# which return plain data, and the assets build Dagster's objects from that.
+def _build_and_read(
+    warehouse: WarehouseResource, model: SqlModel, limit: int
+) -> tuple[int, TableData, list[tuple[str, str]]]:
+    """Build the model; its row count, first `limit + 1` rows and (name, type) columns."""
+    with warehouse.writer() as con:
+        build_model(con, model, warehouse.lake_root())
+        n_rows = relation_rows(con, model.name)
+        preview = fetch(con, f'SELECT * FROM "{model.name}" LIMIT {limit + 1}')
+        columns = [(r[0], r[1]) for r in con.execute(f'DESCRIBE "{model.name}"').fetchall()]
+    return n_rows, preview, columns
+
+
+def _chart_and_tables(warehouse: WarehouseResource, chart: Path) -> dict[str, str]:
+    """Write the pass-rate chart; the report tables as markdown."""
+    with warehouse.reader() as con:
+        pass_rate_chart(con, chart)
+        return report_markdown(con)
 
 
 def _model_asset(model: SqlModel) -> AssetsDefinition:
@@ -78,12 +97,9 @@ def _model_asset(model: SqlModel) -> AssetsDefinition:
         metadata={"sql_file": str(model.path)},
     )
     def _build(context: AssetExecutionContext, warehouse: WarehouseResource) -> MaterializeResult:
-        with warehouse.writer() as con:
-            build_model(con, model, warehouse.lake_root())
-            n_rows = relation_rows(con, model.name)
-            limit = PREVIEW_ROWS if model.kind == "staging" else MAX_ROWS
-            preview = fetch(con, f'SELECT * FROM "{model.name}" LIMIT {limit + 1}')
-            schema = _table_schema(con, model.name)
+        limit = PREVIEW_ROWS if model.kind == "staging" else MAX_ROWS
+        n_rows, preview, columns = _build_and_read(warehouse, model, limit)
+        schema = TableSchema(columns=[TableColumn(name, kind) for name, kind in columns])
         context.log.info(f"{model.relation.lower()} {model.name}: {n_rows} rows")
         shown = TableData(preview.columns, preview.rows[:limit])
         note = f"\n\n_first {limit} of {n_rows} rows_" if n_rows > limit else ""
@@ -109,9 +125,7 @@ def _report_asset(marts: Sequence[SqlModel]) -> AssetsDefinition:
     )
     def _report(context: AssetExecutionContext, warehouse: WarehouseResource) -> MaterializeResult:
         chart = warehouse.home_dir() / CHART_FILE
-        with warehouse.reader() as con:
-            pass_rate_chart(con, chart)
-            tables = report_markdown(con)
+        tables = _chart_and_tables(warehouse, chart)
         encoded = base64.b64encode(chart.read_bytes()).decode()
         context.log.info(f"pass-rate chart written to {chart}")
         metadata: dict[str, Any] = {
