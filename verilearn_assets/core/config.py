@@ -7,6 +7,7 @@ naming the file and the field instead of silently falling back to a default.
 from __future__ import annotations
 
 import os
+import string
 from pathlib import Path
 from typing import TypeVar
 
@@ -59,3 +60,21 @@ def load_yaml_model(path: str | Path, model: type[M]) -> M:
 def load_config(name: str, model: type[M], directory: str | Path | None = None) -> M:
     """Load `configs/<name>.yaml` into `model`."""
     return load_yaml_model(Path(directory or config_dir()) / f"{name}.yaml", model)
+
+
+def placeholders(value: str, allowed: set[str], required: set[str]) -> str:
+    """`value` when its `{name}` placeholders are among `allowed` and cover `required`: a
+    prompt template is checked at load, not on the first render mid-run."""
+    try:
+        names = {f for _, f, _, _ in string.Formatter().parse(value) if f is not None}
+    except ValueError as exc:  # a lone brace: str.format would fail on every render
+        raise ValueError(
+            f"not a format string: {exc} (write a literal brace as {{{{ or }}}})"
+        ) from exc
+    unknown = names - allowed
+    if unknown:
+        raise ValueError(f"unknown placeholder(s) {sorted(unknown)}; allowed: {sorted(allowed)}")
+    missing = required - names
+    if missing:
+        raise ValueError(f"missing placeholder(s) {sorted(missing)}")
+    return value

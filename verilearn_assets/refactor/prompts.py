@@ -30,7 +30,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from verilearn_assets.core.config import StrictConfig, load_config
+from verilearn_assets.core.config import StrictConfig, load_config, placeholders
 from verilearn_assets.core.llm.budget import cap_text
 from verilearn_assets.refactor import toolchains
 from verilearn_assets.refactor.records import ModelOutput, RefactorTask
@@ -55,17 +55,6 @@ WINDOW = 3  # lines of context around a line still to change, in an excerpt
 STEP_END = "</state_update>"  # the last block's close: where a step's answer ends
 
 
-def _placeholders(value: str, allowed: set[str], required: set[str]) -> str:
-    names = {f for _, f, _, _ in string.Formatter().parse(value) if f}
-    unknown = names - allowed
-    if unknown:
-        raise ValueError(f"unknown placeholder(s) {sorted(unknown)}")
-    missing = required - names
-    if missing:
-        raise ValueError(f"missing placeholder(s) {sorted(missing)}")
-    return value
-
-
 class PromptConfig(StrictConfig):
     system: str
     user: str
@@ -85,22 +74,22 @@ class PromptConfig(StrictConfig):
     def _user(cls, value: str) -> str:
         if "state" in {f for _, f, _, _ in string.Formatter().parse(value) if f}:
             raise ValueError("{state} goes in the `state` block, which follows the user block")
-        return _placeholders(value, PLACEHOLDERS, set())
+        return placeholders(value, PLACEHOLDERS, set())
 
     @field_validator("state")
     @classmethod
     def _state(cls, value: str) -> str:
-        return _placeholders(value, {"state"}, {"state"})
+        return placeholders(value, {"state"}, {"state"})
 
     @field_validator("propose_user")
     @classmethod
     def _propose(cls, value: str) -> str:
-        return _placeholders(value, {"repo", "code"}, {"code"})
+        return placeholders(value, {"repo", "code"}, {"code"})
 
     @field_validator("rule_user")
     @classmethod
     def _rule(cls, value: str) -> str:
-        return _placeholders(value, {"repo", "code", "instruction"}, {"code", "instruction"})
+        return placeholders(value, {"repo", "code", "instruction"}, {"code", "instruction"})
 
 
 class TeacherPrompts(BaseModel):

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import string
 from pathlib import Path
 from typing import Literal
 
@@ -14,6 +13,7 @@ from verilearn_assets.core.config import (
     StrictConfig,
     config_dir,
     load_config,
+    placeholders,
     read_yaml_mapping,
 )
 from verilearn_assets.core.records import Source, content_hash
@@ -50,23 +50,6 @@ FEW_SHOT_EXAMPLE = (
 )
 
 
-def _placeholders(value: str, allowed: set[str], required: set[str]) -> str:
-    """`value` when its `{name}` placeholders are among `allowed` and cover `required`."""
-    try:
-        names = {f for _, f, _, _ in string.Formatter().parse(value) if f is not None}
-    except ValueError as exc:  # a lone brace: str.format would fail on every render
-        raise ValueError(
-            f"not a format string: {exc} (write a literal brace as {{{{ or }}}})"
-        ) from exc
-    unknown = names - allowed
-    if unknown:
-        raise ValueError(f"unknown placeholder(s) {sorted(unknown)}; allowed: {sorted(allowed)}")
-    missing = required - names
-    if missing:
-        raise ValueError(f"missing placeholder(s) {sorted(missing)}")
-    return value
-
-
 class AnalysisPrompts(StrictConfig):
     """What the analysis teacher (and the student at evaluation) reads.
 
@@ -96,33 +79,33 @@ class AnalysisPrompts(StrictConfig):
     @field_validator("system")
     @classmethod
     def _system(cls, value: str) -> str:
-        return _placeholders(value, {"max_turns"}, {"max_turns"})
+        return placeholders(value, {"max_turns"}, {"max_turns"})
 
     @field_validator("question")
     @classmethod
     def _question(cls, value: str) -> str:
-        return _placeholders(value, {"question", "answer_hint"}, {"question"})
+        return placeholders(value, {"question", "answer_hint"}, {"question"})
 
     @field_validator("answer_hint")
     @classmethod
     def _answer_hint(cls, value: str) -> str:
-        return _placeholders(value, {"answer_shape"}, {"answer_shape"})
+        return placeholders(value, {"answer_shape"}, {"answer_shape"})
 
     @field_validator("reprompt")
     @classmethod
     def _reprompt(cls, value: str) -> str:
-        return _placeholders(value, {"reason", "errors_left"}, {"reason"})
+        return placeholders(value, {"reason", "errors_left"}, {"reason"})
 
     @field_validator("few_shot_header")
     @classmethod
     def _header(cls, value: str) -> str:
-        return _placeholders(value, set(), set())
+        return placeholders(value, set(), set())
 
     @field_validator("few_shot_example")
     @classmethod
     def _example(cls, value: str) -> str:
         allowed = {"n", "table", "dataset", "question", "code", "answer"}
-        return _placeholders(value, allowed, {"question", "code"})
+        return placeholders(value, allowed, {"question", "code"})
 
     @field_validator("few_shot_split")
     @classmethod
