@@ -4,6 +4,8 @@ rich tables (`verilearn report`), CSV/JSON for scripts, and the pass-rate chart.
 Pure: the Dagster assets built from the SQL files live in `reports/assets.py`.
 """
 
+from __future__ import annotations
+
 import math
 from dataclasses import dataclass
 from pathlib import Path
