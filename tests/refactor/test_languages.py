@@ -226,3 +226,29 @@ def test_the_languages_mart_counts_tasks_per_language(template_tasks, tmp_path: 
         expected[task_language(task)] += 1
     assert {r[0]: r[1] for r in rows} == dict(expected)
     assert all(r[1] == r[2] and r[3] == 1 and r[4] == 0 for r in rows)  # no steps yet
+
+
+def test_refactor_apply_runs_a_language_runner_as_its_test(repos, tmp_path: Path) -> None:  # noqa: ANN001
+    """`verilearn refactor apply --test 'go test ./...'` (the real CLI, bwrap): the runner
+    is allowed as a test command, the rule applies and Go's tests pass; `--test 'curl …'`
+    is still refused."""
+    import json
+    import sys
+
+    cli = str(Path(sys.executable).parent / "verilearn")
+    shutil.copytree(repos["gotally"].path, tmp_path / "gotally")
+    rule = RULES_DIR / "go" / "go-plus-one-to-inc.yml"
+    base = [cli, "refactor", "apply", "--rule", str(rule), "--workspace", str(tmp_path / "gotally")]
+    env = {**__import__("os").environ, "VERILEARN_HOME": str(tmp_path / "home")}
+    done = subprocess.run(
+        [*base, "--test", "go test ./..."], capture_output=True, text=True, env=env, timeout=300
+    )
+    report = json.loads(done.stdout)
+    assert done.returncode == 0, done.stderr
+    assert report["status"] == "ok" and report["tests"]["status"] == "passed"
+    assert sorted(report["files_changed"]) == ["tally/counter.go", "tally/score.go"]
+    refused = subprocess.run(
+        [*base, "--test", "curl http://example.com"], capture_output=True, text=True, env=env,
+        timeout=300,
+    )  # fmt: skip
+    assert refused.returncode == 1 and "'curl' is not allowed" in refused.stderr

@@ -26,6 +26,7 @@ from verilearn_assets.refactor.config import load_refactor_config
 from verilearn_assets.refactor.languages import UnknownLanguage, canonical_language
 from verilearn_assets.refactor.rule_files import MAX_RULE_BYTES, RuleFileError, ast_grep_refusal
 from verilearn_assets.refactor.runner import (
+    TEST_RUNNERS,
     TestSpec,
     apply_action,
     cleanup,
@@ -161,7 +162,7 @@ def _apply(args: argparse.Namespace) -> int:
         if not argv:
             raise _Bad("--test is empty")
         try:  # refused before anything is copied or run
-            check_test_command(argv, list(config.allowed_binaries))
+            check_test_command(argv, [*config.allowed_binaries, *TEST_RUNNERS])  # node, go, ...
         except ActionRejected as exc:
             return _refused_before_running("tests", f"--test {args.test!r}: {exc}", config.backend)
         spec = TestSpec(argv=argv)
