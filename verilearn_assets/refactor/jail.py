@@ -12,6 +12,7 @@ the pid namespace dies with its first process, so a forked daemon cannot outlive
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import resource
@@ -389,12 +390,14 @@ class BwrapGate:
             self._close(self.block_write)
 
     def _child_pid(self, timeout_s: float) -> int | None:
-        import json
-
+        """bwrap's sandbox child pid, None if bwrap ended first. `poll`, not `select`: a
+        busy host process (Dagster, the GRPO trainer) may hold descriptors above 1024."""
+        poller = select.poll()
+        poller.register(self.info_read, select.POLLIN | select.POLLHUP)
         data, deadline = b"", time.monotonic() + timeout_s
         while True:
             left = deadline - time.monotonic()
-            if left <= 0 or not select.select([self.info_read], [], [], left)[0]:
+            if left <= 0 or not poller.poll(left * 1000):
                 raise subprocess.TimeoutExpired("bwrap --info-fd", timeout_s)
             chunk = os.read(self.info_read, 4096)
             data += chunk
