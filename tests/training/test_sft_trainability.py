@@ -170,3 +170,18 @@ def test_compress_drops_a_row_whose_kept_turns_alone_do_not_fit(
     )
     assert (report.compressed, report.dropped_too_long) == (0, 1)
     assert report.dropped_ids == ["long-outputs"] and not report.passed
+
+
+def test_rows_too_long_are_counted_per_family(
+    tiny_model_dir: Path, sft_rows_real: list[SftRow]
+) -> None:
+    """Under the global fraction, a family whose rows almost never fit is still named."""
+    row = sft_rows_real[0]
+    long_msgs = [*chat_messages(row)[:2], {"role": "assistant", "content": "x " * 4000}]
+    long_row = row.model_copy(update={"id": "long", "family": "refactor", "messages": long_msgs})
+    rows = [r.model_copy(update={"family": "analysis"}) for r in sft_rows_real[:3]]
+    report = check_trainability(_config(tiny_model_dir), [*rows, long_row], step=False)
+    assert report.passed, report.reasons  # 1 of 4 dropped: under the fraction
+    assert report.rows_by_family == {"analysis": 3, "refactor": 1}
+    assert report.dropped_by_family == {"refactor": 1}
+    assert report.summary().endswith("too long by family: refactor 1/1")

@@ -23,6 +23,7 @@ Three things, each counted, none silent:
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,10 @@ class TrainabilityReport(BaseModel):
     compressed_ids: list[str] = Field(default_factory=list)
     dropped_ids: list[str] = Field(default_factory=list)
     errors: list[str] = Field(default_factory=list)  # "<row id>: <why>"
+    # rows and rows dropped as too long per family: a global fraction under the limit can
+    # hide one family that almost never fits (its rows then barely reach the trainer)
+    rows_by_family: dict[str, int] = Field(default_factory=dict)
+    dropped_by_family: dict[str, int] = Field(default_factory=dict)
     sample_rows: int = 0
     loss_before: float | None = None
     loss_after: float | None = None
@@ -77,8 +82,16 @@ class TrainabilityReport(BaseModel):
             f"output removed), {self.dropped_too_long} dropped (too long), "
             f"{self.dropped_no_assistant} dropped (no assistant turn), "
             f"{self.render_errors} render errors; longest {self.longest_tokens} tokens "
-            f"(max {self.max_seq_length}); one-step loss {loss}"
+            f"(max {self.max_seq_length}); one-step loss {loss}{self._dropped_families()}"
         )
+
+    def _dropped_families(self) -> str:
+        parts = [
+            f"{family} {self.dropped_by_family[family]}/{n}"
+            for family, n in sorted(self.rows_by_family.items())
+            if self.dropped_by_family.get(family)
+        ]
+        return f"; too long by family: {', '.join(parts)}" if parts else ""
 
 
 @dataclass
@@ -345,6 +358,9 @@ def check_trainability(
     report.truncated_ids = prep.truncated_ids[:_LISTED]
     report.dropped_ids = (prep.dropped_too_long_ids + prep.dropped_no_assistant_ids)[:_LISTED]
     report.errors = prep.errors[:_LISTED]
+    family_of = {row.id: row.family for row in rows}
+    report.rows_by_family = dict(Counter(family_of.values()))
+    report.dropped_by_family = dict(Counter(family_of[i] for i in prep.dropped_too_long_ids))
     if not rows:
         report.reasons.append("no rows")
     if prep.errors:
