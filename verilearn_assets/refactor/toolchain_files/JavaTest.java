@@ -35,13 +35,28 @@ public class JavaTest {
             System.out.println("no .java files");
             System.exit(1);
         }
+        // the scratch classes go with the run: outside a jail /tmp is the host's
         Path out = Files.createTempDirectory("javatest-classes");
+        int code;
+        try {
+            code = run(sources, out);
+        } finally {
+            try (Stream<Path> walk = Files.walk(out)) {
+                for (Path p : walk.sorted(Comparator.reverseOrder()).collect(Collectors.toList())) {
+                    Files.deleteIfExists(p);
+                }
+            }
+        }
+        System.exit(code);
+    }
+
+    static int run(List<Path> sources, Path out) throws Exception {
         JavaCompiler javac = ToolProvider.getSystemJavaCompiler();
         List<String> argv = new ArrayList<>(Arrays.asList("-d", out.toString(), "-nowarn", "-proc:none"));
         for (Path p : sources) argv.add(p.toString());
         if (javac.run(null, null, null, argv.toArray(new String[0])) != 0) {
             System.out.println("compilation failed");
-            System.exit(1);
+            return 1;
         }
         int passed = 0, failed = 0;
         try (URLClassLoader loader = new URLClassLoader(new URL[] {out.toUri().toURL()});
@@ -69,6 +84,6 @@ public class JavaTest {
             }
         }
         System.out.println(passed + " passed, " + failed + " failed");
-        System.exit(failed == 0 && passed > 0 ? 0 : 1);
+        return failed == 0 && passed > 0 ? 0 : 1;
     }
 }
