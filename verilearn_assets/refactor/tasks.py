@@ -35,6 +35,7 @@ import yaml
 
 from verilearn_assets.core.config import ConfigError
 from verilearn_assets.core.records import content_hash
+from verilearn_assets.refactor import pysource
 from verilearn_assets.refactor.actions import RuleAction
 from verilearn_assets.refactor.catalog import (
     RULES_DIR,
@@ -237,7 +238,7 @@ def _changed_functions(before: bytes, after: bytes) -> list[str]:
     never run), each once; a name defined twice in the file is left out (a rule scoped
     by name would reach both)."""
     try:
-        tree = ast.parse(before)
+        tree = pysource.parse(before)
     except (SyntaxError, ValueError):
         return []
     defs = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
@@ -337,7 +338,7 @@ def rename_targets(repo: Repo) -> list[tuple[str, str, str]]:
         if "tests" in rel.parts or rel.name.startswith("test_") or rel.name == "conftest.py":
             continue
         try:
-            tree = ast.parse(path.read_bytes())
+            tree = pysource.parse(path.read_bytes())
         except (SyntaxError, ValueError):
             continue
         for node in tree.body:
@@ -510,7 +511,7 @@ def diff_lines(diff: str) -> dict[str, set[int]]:
 
 def _function_spans(source: bytes, name: str) -> list[tuple[int, int]]:
     try:
-        tree = ast.parse(source)
+        tree = pysource.parse(source)
     except (SyntaxError, ValueError):
         return []
     return [
@@ -530,7 +531,7 @@ def other_bindings(root: Path, name: str) -> list[str]:
         if SKIP_DIRS & set(path.relative_to(root).parts) or path.is_symlink():
             continue
         try:
-            tree = ast.parse(path.read_bytes())
+            tree = pysource.parse(path.read_bytes())
         except (SyntaxError, ValueError):
             continue
         top = {id(n) for n in tree.body} if not is_test_path(rel) else set()

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from verilearn_assets.refactor import pysource
 from verilearn_assets.refactor.config import Limits, RefactorConfig, expand_home
 from verilearn_assets.refactor.jail_exec import remove_tree
 
@@ -339,7 +340,7 @@ def syntax_errors(
             errors.append(f"{rel}: {st.st_size} bytes, over the {max_text_bytes} checked")
             continue
         try:
-            compile(_read_at_most(str(path), st.st_size), rel, "exec", dont_inherit=True)
+            pysource.compile_check(_read_at_most(str(path), st.st_size), rel)
         except (SyntaxError, ValueError) as exc:
             errors.append(f"{rel}: {exc}")
         except (RecursionError, MemoryError) as exc:
