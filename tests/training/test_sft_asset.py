@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from dagster import AssetKey, AssetMaterialization, materialize
+from dagster import AssetCheckSeverity, AssetKey, AssetMaterialization, materialize
 
 from resources.home import HomeResource
 from verilearn_assets.cli import main
@@ -102,3 +102,21 @@ def test_refuses_until_the_gate_passed_then_trains(
     assert len(runs) == 2  # one from the asset, one from the CLI
     evidence = [yaml.safe_load(p.read_text())["evidence"] for p in runs]
     assert all(e["split"] == "train" and e["rows_in_partition"] == 3 for e in evidence)
+
+
+def test_a_split_sft_does_not_train_on_fails_its_check_as_a_warning(
+    home: Path, config_dir: Path, sft_rows_real: list[SftRow]
+) -> None:
+    """Rows that cannot fit block the split SFT trains on; elsewhere the same verdict is a
+    failed warning (the split's run goes on, the reasons stay visible)."""
+    strict = load_training_config().model_copy(deep=True)
+    strict.sft.max_seq_length = 16  # no row fits
+    for split in ("train", "test"):
+        lake.write_records("sft_dataset", sft_rows_real, SftRow, lake.lake_root(home), split=split)
+    on_train = trainable_result(home, "train", strict)
+    on_test = trainable_result(home, "test", strict)
+    assert not on_train.passed and on_train.severity == AssetCheckSeverity.ERROR
+    assert not on_test.passed and on_test.severity == AssetCheckSeverity.WARN
+    assert "cannot fit" in str(on_test.description)
+    strict.split = "test"  # training on test makes its check the blocking one
+    assert trainable_result(home, "test", strict).severity == AssetCheckSeverity.ERROR

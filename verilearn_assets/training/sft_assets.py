@@ -1,7 +1,8 @@
 """Dagster wiring of the SFT stage: `sft_dataset_trainable` (blocking) and `sft_model`.
 
 `sft_dataset_trainable` runs the pure trainability check on every `sft_dataset` partition
-(it rides along in `training_job`, which selects `sft_dataset` with its checks).
+(it rides along in `training_job`, which selects `sft_dataset` with its checks); it blocks
+on the split SFT trains on (`training.yaml split`) and warns on the others.
 `sft_model` trains on the `train` partition and refuses unless that partition was
 materialized (itself behind the reliability gate) and every blocking check on it passed on
 its latest materialization; the CLI (`verilearn train sft`) asks the same question through
@@ -101,7 +102,13 @@ def trainable_result(
         items = getattr(report, name)
         if items:
             meta[name] = MetadataValue.md("\n".join(f"- {i}" for i in items))
-    return AssetCheckResult(passed=report.passed, description=report.summary(), metadata=meta)
+    # SFT trains on `config.split` only: there a failure blocks. On the other splits the rows
+    # are read by reports and comparisons, never trained on, so a failure is a warning (still
+    # failed, with its reasons) that does not stop the split's run.
+    severity = AssetCheckSeverity.ERROR if split == config.split else AssetCheckSeverity.WARN
+    return AssetCheckResult(
+        passed=report.passed, severity=severity, description=report.summary(), metadata=meta
+    )
 
 
 SFT_DATASET_CHECKS: list[AssetCheckKey] = [sft_dataset_trainable.check_key]
