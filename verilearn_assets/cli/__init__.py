@@ -31,6 +31,7 @@ SUBCOMMAND_MODULES = (
     "train",
     "eval",
     "experiment",
+    "fingerprint",
 )
 
 DESCRIPTION = """\
