@@ -34,8 +34,8 @@ from sqlglot.errors import ParseError, TokenError
 
 from verilearn_assets.core.eval_records import EVAL_ASSET, ModelEvalRecord
 from verilearn_assets.core.family import SftRow, families
-from verilearn_assets.core.llm.budget import LAKE_ASSET as CONTEXT_BUDGET_ASSET
-from verilearn_assets.core.llm.budget import ContextBudgetRecord
+from verilearn_assets.core.llm.budget_records import LAKE_ASSET as CONTEXT_BUDGET_ASSET
+from verilearn_assets.core.llm.budget_records import ContextBudgetRecord
 from verilearn_assets.core.records import Record, TableRecord
 
 WAREHOUSE_FILE = "warehouse.duckdb"

@@ -17,7 +17,7 @@ from resources.home import HomeResource
 from resources.vllm import VllmResource
 from verilearn_assets.core import lake
 from verilearn_assets.core.deploy import op_tags_for
-from verilearn_assets.core.llm.budget import BudgetCounts, write_counts
+from verilearn_assets.core.llm.budget_records import BudgetCounts, write_counts
 from verilearn_assets.core.partitions import SOURCE_SPLIT, source_split
 from verilearn_assets.dafny.build import (
     SourceUnavailableError,
