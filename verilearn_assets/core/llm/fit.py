@@ -52,7 +52,6 @@ class ContextOverflow(RuntimeError):
     failure_class = FAILURE_CLASS
 
 
-
 # --------------------------------------------------------------------------- results
 @dataclass
 class FitResult:

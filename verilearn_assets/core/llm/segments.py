@@ -354,7 +354,6 @@ class BudgetMessage:
     sep: str = "\n\n"
 
 
-
 STATUS_LINE = re.compile(r"\[[^\]\n]{1,200}\]\s*(\n|$)")
 _SECTION = re.compile(r"^(stdout|stderr|value):$")
 
