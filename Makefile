@@ -69,9 +69,11 @@ dockerd: system-deps
 demo: install system-deps dockerd $(filter-out cluster-deps,$(TEST_DEPS))
 	$(VENV)/bin/verilearn demo
 
+# lint-imports: the import contract of pyproject.toml ([tool.importlinter]), the layering
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports --no-cache
 
 check-defs: install
 	cd $(CURDIR) && $(VENV)/bin/dg check defs

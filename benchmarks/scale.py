@@ -64,9 +64,9 @@ def tables_in(partitions: tuple[str, ...], home: Path) -> int:
 
 
 def ingest(home: Path) -> None:
+    from verilearn_assets.core.partitions import DATASET
     from verilearn_assets.definitions import RESOURCES
-    from verilearn_assets.platform.assets import INGEST_ASSETS
-    from verilearn_assets.platform.defs import DATASET
+    from verilearn_assets.ingest.assets import INGEST_ASSETS
 
     os.environ["VERILEARN_HOME"] = str(home)
     for key in DATASET.get_partition_keys():
@@ -98,7 +98,7 @@ def celery_round(name: str, instance: DagsterInstance, cluster, parallel: bool) 
     """Sequential: runs orchestrated from this process one after another. Parallel: one
     orchestrating process per partition (the CLI), all at once: Dagster's log handlers are
     per process, so concurrent runs are never threads of one process."""
-    from verilearn_assets.platform.distributed import run_job_distributed
+    from verilearn_assets.scale.celery import run_job_distributed
 
     os.environ["VERILEARN_HOME"] = str(cluster.home)
     start = time.perf_counter()
@@ -128,7 +128,7 @@ def stop_worker(cluster, index: int) -> None:
 
 
 def main() -> None:
-    from verilearn_assets.platform.distributed import distributed_instance
+    from verilearn_assets.scale.celery import distributed_instance
 
     with running_cluster(workers=2) as cluster:
         keys = ("VERILEARN_HOME", "DAGSTER_HOME", "VERILEARN_CONFIG_DIR", "VERILEARN_BROKER_URL")

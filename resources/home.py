@@ -2,7 +2,8 @@
 
 Every asset asks this resource where the home is instead of reading the environment, so a
 run configured with another home (a worker mounting the shared lake elsewhere, a test)
-reads and writes only there. Records store paths relative to it.
+reads and writes only there. Records store paths relative to it. Where the home is when
+no path is configured is `core/home.py`'s one answer.
 """
 
 from __future__ import annotations

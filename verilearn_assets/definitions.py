@@ -1,8 +1,9 @@
 """The Dagster code location: `dagster dev -m verilearn_assets.definitions`.
 
-The platform's own definitions (ingestion, training, reports, jobs, resources) merged with
-each family's `defs()` (`verilearn_assets/<family>/defs.py`), found through the family
-registry, so adding a family edits nothing here.
+The platform's own definitions (training, reports, jobs, resources) merged with ingestion's
+`defs()` (`verilearn_assets/ingest/defs.py`) and each family's `defs()`
+(`verilearn_assets/<family>/defs.py`), found through the family registry, so adding a family
+edits nothing here.
 
 Dagster's beta/preview warnings about APIs used on purpose are kept off the terminal from
 here on (`core/library_warnings.py`): the imports below are where they fire.
@@ -23,7 +24,7 @@ from resources.home import HomeResource
 from resources.vllm import VllmResource
 from resources.warehouse import WarehouseResource
 from verilearn_assets.core.family import family_modules
-from verilearn_assets.platform.assets import INGEST_ASSETS
+from verilearn_assets.ingest.defs import defs as ingest_defs
 from verilearn_assets.reports.assets import REPORT_ASSETS
 from verilearn_assets.training.assets import TRAINING_ASSETS, TRAINING_CHECKS
 from verilearn_assets.training.eval_assets import EVAL_ASSETS, EVAL_CHECKS, EVAL_JOBS
@@ -56,7 +57,6 @@ def family_defs() -> list[Definitions]:
 defs = Definitions.merge(
     Definitions(
         assets=[
-            *INGEST_ASSETS,
             *TRAINING_ASSETS,
             *SFT_ASSETS,
             *GRPO_ASSETS,
@@ -68,5 +68,6 @@ defs = Definitions.merge(
         jobs=[*JOBS, *SFT_JOBS, *GRPO_JOBS, *EVAL_JOBS],
         executor=executor_from_env(),
     ),
+    ingest_defs(),
     *family_defs(),
 )

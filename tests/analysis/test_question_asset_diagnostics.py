@@ -17,7 +17,7 @@ from verilearn_assets.analysis.generation_stats import LAKE, SearchRejectionReco
 from verilearn_assets.analysis.records import QuestionRecord
 from verilearn_assets.core import lake
 from verilearn_assets.core.warehouse import build_all, reader, warehouse_path, writer
-from verilearn_assets.platform.assets import INGEST_ASSETS
+from verilearn_assets.ingest.assets import INGEST_ASSETS
 
 REPO = Path(__file__).resolve().parents[2]
 CATALOG = {  # one bundled table, every split share to dev

@@ -11,8 +11,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from verilearn_assets.core.llm.budget import FAILURE_CLASS, write_counts
+from verilearn_assets.core.llm.budget_records import write_counts
 from verilearn_assets.core.llm.config import VllmConfig
+from verilearn_assets.core.llm.fit import FAILURE_CLASS
 from verilearn_assets.dafny import prompts
 from verilearn_assets.dafny.build import build_trajectories
 from verilearn_assets.dafny.llm_source import llm_tasks

@@ -5,7 +5,7 @@ from __future__ import annotations
 from verilearn_assets.cli.demo import STAGES, Step, plan
 from verilearn_assets.cli.orchestrate import job_names
 from verilearn_assets.core.family import families
-from verilearn_assets.platform.defs import DATASET
+from verilearn_assets.core.partitions import DATASET
 
 
 def test_every_dataset_partition_then_families_training_reports() -> None:

@@ -123,7 +123,7 @@ def test_corpora_are_not_table_partitions_nor_drawn_into_splits(tmp_path: Path) 
     builds and the salted split draw cover `datasets:` only."""
     from verilearn_assets.core.ingest.catalog import dataset_partition_keys
     from verilearn_assets.core.ingest.splits import catalog_splits
-    from verilearn_assets.platform.defs import DATASET
+    from verilearn_assets.core.partitions import DATASET
 
     shipped = load_datasets_config()
     assert shipped.corpora, "the shipped catalog lists the refactor corpora"

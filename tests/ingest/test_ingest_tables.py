@@ -26,7 +26,7 @@ from verilearn_assets.core.ingest.tables import (
     write_dataset_tables,
     write_table_records,
 )
-from verilearn_assets.platform.assets import INGEST_ASSETS
+from verilearn_assets.ingest.assets import INGEST_ASSETS
 
 CATALOG = """
 seed: 3

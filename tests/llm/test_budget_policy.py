@@ -25,17 +25,12 @@ from verilearn_assets.analysis.teacher.prompts import (
     tool_message,
 )
 from verilearn_assets.core import lake
-from verilearn_assets.core.llm.budget import (
-    FAILURE_CLASS,
-    BudgetConfig,
-    BudgetCounts,
+from verilearn_assets.core.llm.budget_records import BudgetCounts, ContextBudgetRecord, lake_asset
+from verilearn_assets.core.llm.fit import FAILURE_CLASS, BudgetConfig, ContextBudget, for_server
+from verilearn_assets.core.llm.segments import (
     BudgetMessage,
-    ContextBudget,
-    ContextBudgetRecord,
     FewShotSegment,
     Keep,
-    for_server,
-    lake_asset,
     parse_tool_text,
     plain,
 )

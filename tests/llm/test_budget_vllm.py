@@ -27,8 +27,8 @@ from verilearn_assets.analysis.teacher.loop import run_trace
 from verilearn_assets.analysis.teacher.policy import PolicyReply, VllmPolicy, chat_messages
 from verilearn_assets.analysis.teacher.prompts import question_prompt
 from verilearn_assets.core.ingest.profile import profile_frame
-from verilearn_assets.core.llm.budget import FAILURE_CLASS, ContextBudget, ContextOverflow
 from verilearn_assets.core.llm.client import VllmClient, VllmContextOverflow
+from verilearn_assets.core.llm.fit import FAILURE_CLASS, ContextBudget, ContextOverflow
 from verilearn_assets.core.records import AnswerSchema, TableRecord
 from verilearn_assets.core.sandbox.config import SandboxConfig
 from verilearn_assets.core.sandbox.pool import SandboxPool

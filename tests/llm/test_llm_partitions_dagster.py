@@ -33,9 +33,9 @@ from verilearn_assets.analysis.assets import episodes, questions
 from verilearn_assets.analysis.records import Episode, QuestionRecord
 from verilearn_assets.core import lake
 from verilearn_assets.core.ingest.tables import load_table_records
-from verilearn_assets.core.llm.budget import ContextBudgetRecord
-from verilearn_assets.core.llm.budget import lake_asset as budget_lake_asset
-from verilearn_assets.platform.assets import INGEST_ASSETS
+from verilearn_assets.core.llm.budget_records import ContextBudgetRecord
+from verilearn_assets.core.llm.budget_records import lake_asset as budget_lake_asset
+from verilearn_assets.ingest.assets import INGEST_ASSETS
 
 pytestmark = pytest.mark.vllm
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dagster import AssetKey, MultiPartitionsDefinition
 
+from verilearn_assets.core.partitions import SOURCE_SPLIT
 from verilearn_assets.definitions import defs
-from verilearn_assets.platform.defs import SOURCE_SPLIT
 
 
 def test_partition_keys_are_the_nine_pairs() -> None:
@@ -44,7 +44,7 @@ def test_definitions_load_with_shared_partitioning() -> None:
     } <= checks
     for job in ("platform_job", "smoke_job", "analysis_job", "training_job", "reports_job"):
         assert defs.resolve_job_def(job) is not None
-    from verilearn_assets.platform.defs import DATASET
+    from verilearn_assets.core.partitions import DATASET
 
     for name in ("raw_datasets", "tables"):  # one partition per catalog dataset
         assert graph.get(AssetKey(name)).partitions_def is DATASET

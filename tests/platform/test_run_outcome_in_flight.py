@@ -7,7 +7,7 @@ from dagster import DagsterEvent, DagsterEventType
 from dagster._core.events import JobFailureData, StepSuccessData
 from dagster._utils.error import SerializableErrorInfo
 
-from verilearn_assets.cli.orchestrate import outcome_from_events
+from verilearn_assets.scale.run_outcome import outcome_from_events
 
 BROKER_DOWN = SerializableErrorInfo(
     "redis.exceptions.ConnectionError: Error 111 connecting to 127.0.0.1:6390. "

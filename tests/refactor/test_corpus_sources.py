@@ -102,7 +102,7 @@ def test_tasks_asset_writes_the_good_entries_and_names_the_bad(tmp_path: Path) -
 
     from resources.home import HomeResource
     from verilearn_assets.core import lake
-    from verilearn_assets.platform.defs import partition_key
+    from verilearn_assets.core.partitions import partition_key
     from verilearn_assets.refactor.assets import tasks
     from verilearn_assets.refactor.family import FAMILY
 

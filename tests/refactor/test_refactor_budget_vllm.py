@@ -13,7 +13,7 @@ import pytest
 from refactor_support import drive_actor
 
 from verilearn_assets.core import lake
-from verilearn_assets.core.llm.budget import FAILURE_CLASS
+from verilearn_assets.core.llm.fit import FAILURE_CLASS
 from verilearn_assets.refactor.prompts import load_prompts, render_messages
 from verilearn_assets.refactor.records import TrajectoryStep
 from verilearn_assets.refactor.rewards import recompute

@@ -145,7 +145,7 @@ def wait_for(predicate, timeout_s: float, what: str, every_s: float = 0.2):
 def launch_run(cluster: Cluster, job: str, partition: str, log: Path) -> subprocess.Popen:
     """One distributed run in its own process (the CLI entry point): Dagster's log handlers
     are per process, so concurrent runs are concurrent processes, never threads."""
-    command = [sys.executable, "-m", "verilearn_assets.platform.distributed", job, partition]
+    command = [sys.executable, "-m", "verilearn_assets.scale.celery", job, partition]
     with open(log, "w") as out:
         return subprocess.Popen(
             command, cwd=REPO, env=cluster.env, stdout=out, stderr=subprocess.STDOUT
@@ -168,7 +168,7 @@ def ingest(home: Path) -> None:
     is the analysis job); once per home and session, but `VERILEARN_HOME` is set each call."""
     from verilearn_assets.core.ingest.catalog import load_datasets_config
     from verilearn_assets.definitions import RESOURCES
-    from verilearn_assets.platform.assets import INGEST_ASSETS
+    from verilearn_assets.ingest.assets import INGEST_ASSETS
 
     os.environ["VERILEARN_HOME"] = str(home)
     if home in _INGESTED:

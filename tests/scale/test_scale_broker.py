@@ -30,7 +30,7 @@ from cluster_support import (
 )
 from dagster import AssetKey, AssetRecordsFilter, DagsterInstance, DagsterRunStatus
 
-from verilearn_assets.platform.distributed import distributed_instance
+from verilearn_assets.scale.celery import distributed_instance
 
 pytestmark = [pytest.mark.slow]
 

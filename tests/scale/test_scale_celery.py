@@ -48,7 +48,7 @@ from verilearn_assets.core import lake
 from verilearn_assets.core.deploy import load_deploy_config
 from verilearn_assets.core.procs import running
 from verilearn_assets.core.records import SPLITS
-from verilearn_assets.platform.distributed import distributed_instance
+from verilearn_assets.scale.celery import distributed_instance
 
 pytestmark = [pytest.mark.slow]
 
@@ -200,7 +200,7 @@ def test_celery_lake_equals_in_process_with_a_worker_killed_mid_step(
 def test_postgres_unreachable_is_one_line_naming_the_url(cluster: Cluster):
     url = f"postgresql://verilearn:secret@127.0.0.1:{free_port()}/verilearn"
     env = dict(cluster.env, VERILEARN_POSTGRES_URL=url)
-    command = [sys.executable, "-m", "verilearn_assets.platform.distributed", "analysis_job"]
+    command = [sys.executable, "-m", "verilearn_assets.scale.celery", "analysis_job"]
     proc = subprocess.run(
         [*command, PARTITIONS[0]], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
     )

@@ -11,7 +11,7 @@ import pytest
 from cluster_support import REPO, Cluster, celery_workers, run_story
 from dagster import DagsterEventType, DagsterRunStatus
 
-from verilearn_assets.platform.distributed import distributed_instance
+from verilearn_assets.scale.celery import distributed_instance
 
 pytestmark = [pytest.mark.slow]
 

@@ -13,8 +13,8 @@ from grpo_support import bwrap_config_dir
 
 from verilearn_assets.core import lake
 from verilearn_assets.core.family import SftRow
+from verilearn_assets.core.partitions import partition_key
 from verilearn_assets.gate.adapter import all_blocking_check_keys, record_evaluation
-from verilearn_assets.platform.defs import partition_key
 from verilearn_assets.training.sft_assets import sft_dataset_trainable, trainable_result
 
 

@@ -33,8 +33,8 @@ def test_grpo_model_refuses_ungated_data(home: Path) -> None:
 def test_gate_opens_only_when_every_blocking_check_passed(home: Path) -> None:
     from dagster import AssetCheckResult, AssetKey, AssetMaterialization
 
+    from verilearn_assets.core.partitions import partition_key
     from verilearn_assets.gate.adapter import all_blocking_check_keys, record_evaluation
-    from verilearn_assets.platform.defs import partition_key
     from verilearn_assets.training.sft_assets import sft_dataset_trainable
 
     instance = DagsterInstance.ephemeral()

@@ -16,7 +16,7 @@ from verilearn_assets.analysis.grpo import grpo_prompt_segments, grpo_prompts
 from verilearn_assets.analysis.teacher.prompts import system_rules
 from verilearn_assets.core import lake
 from verilearn_assets.core.ingest.tables import ASSET as TABLES
-from verilearn_assets.core.llm.budget import ContextBudget
+from verilearn_assets.core.llm.fit import ContextBudget
 from verilearn_assets.core.llm.tokens import HfChatCounter
 from verilearn_assets.core.records import TableRecord
 from verilearn_assets.training.grpo_budget import fit_prompts

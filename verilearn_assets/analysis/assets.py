@@ -50,9 +50,9 @@ from verilearn_assets.core import lake
 from verilearn_assets.core.deploy import op_tags_for
 from verilearn_assets.core.ingest.catalog import load_datasets_config
 from verilearn_assets.core.ingest.tables import catalog_table_records, load_table_records
-from verilearn_assets.core.llm.budget import BudgetCounts, write_counts
-from verilearn_assets.platform.assets import tables
-from verilearn_assets.platform.defs import SOURCE_SPLIT, source_split
+from verilearn_assets.core.llm.budget_records import BudgetCounts, write_counts
+from verilearn_assets.core.partitions import SOURCE_SPLIT, source_split
+from verilearn_assets.ingest.assets import tables
 
 BUDGET_KEY = "_context_budget"  # carries the counts from `_llm_questions` to the writer
 

@@ -17,9 +17,9 @@ from dagster import (
 from resources.home import HomeResource
 from verilearn_assets.analysis.assets import episodes, questions
 from verilearn_assets.analysis.family import FAMILY
+from verilearn_assets.core.partitions import SOURCE_SPLIT, source_split
 from verilearn_assets.gate.adapter import blocking_checks
 from verilearn_assets.gate.config import load_gate_config
-from verilearn_assets.platform.defs import SOURCE_SPLIT, source_split
 
 
 def _previous_metadata(context, key: AssetKey, name: str) -> float | None:

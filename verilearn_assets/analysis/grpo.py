@@ -45,7 +45,8 @@ from verilearn_assets.analysis.teacher.policy import PolicyReply, chat_messages
 from verilearn_assets.analysis.teacher.prompts import system_prompt, task_prompt
 from verilearn_assets.core.family import GrpoEnvOptions
 from verilearn_assets.core.ingest.tables import load_table_records
-from verilearn_assets.core.llm.budget import BudgetMessage, ContextOverflow, Keep
+from verilearn_assets.core.llm.fit import ContextOverflow
+from verilearn_assets.core.llm.segments import BudgetMessage, Keep
 from verilearn_assets.core.records import SOURCES, Record, TableRecord
 from verilearn_assets.core.sandbox.config import SandboxConfig, load_sandbox_config
 from verilearn_assets.core.sandbox.pool import SandboxPool

@@ -21,6 +21,8 @@ import importlib.util
 import sys
 from pathlib import Path
 
+from verilearn_assets.core.home import resolve_home
+
 SUBCOMMAND_MODULES = (
     "demo",
     "report",
@@ -171,7 +173,7 @@ def crash_log(command: str) -> Path:
     import time
     import traceback
 
-    home = Path(os.environ.get("VERILEARN_HOME", ".verilearn")).resolve()
+    home = resolve_home()
     path = home / "logs" / f"{command}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(traceback.format_exc())

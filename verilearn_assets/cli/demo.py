@@ -89,7 +89,7 @@ def plan(
     training job per split, then the reports.
     """
     from verilearn_assets.core.family import families
-    from verilearn_assets.platform.defs import DATASET, partition_key
+    from verilearn_assets.core.partitions import DATASET, partition_key
 
     last = STAGES.index(stop_after)
     steps = [Step("platform_job", key) for key in DATASET.get_partition_keys()]
@@ -128,7 +128,7 @@ def executor_instance(executor: str, home: Path):
         return instance_for_home(home)
     from verilearn_assets.cli import CliError
     from verilearn_assets.core.deploy import DeployError
-    from verilearn_assets.platform.distributed import distributed_instance
+    from verilearn_assets.scale.celery import distributed_instance
 
     try:
         return distributed_instance(home)
@@ -149,16 +149,11 @@ def log_path(home: Path) -> Path:
 
 def run(args: argparse.Namespace) -> int:
     from verilearn_assets.cli import CliError
-    from verilearn_assets.cli.orchestrate import (
-        RunOutcome,
-        job_names,
-        one_line,
-        output_to,
-        run_job,
-    )
+    from verilearn_assets.cli.orchestrate import job_names, run_job
     from verilearn_assets.core import lake
     from verilearn_assets.core.report import render_report
     from verilearn_assets.core.warehouse import reader, warehouse_path
+    from verilearn_assets.scale.run_outcome import RunOutcome, one_line, output_to
 
     if args.families:
         from verilearn_assets.core.family import families
@@ -168,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
             raise CliError(f"unknown family {unknown[0]!r} (known: {', '.join(families())})")
     runner = run_job
     if args.executor == "celery":
-        from verilearn_assets.platform.distributed import run_job_distributed
+        from verilearn_assets.scale.celery import run_job_distributed
 
         runner = run_job_distributed
     console = Console(soft_wrap=True)  # a reason stays on one line at any width

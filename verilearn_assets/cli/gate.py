@@ -36,6 +36,7 @@ def run(args: argparse.Namespace) -> int:
     from verilearn_assets.cli.orchestrate import instance_for_home
     from verilearn_assets.core import lake
     from verilearn_assets.core.family import families
+    from verilearn_assets.core.partitions import partition_key
     from verilearn_assets.gate.adapter import (
         check_key,
         new_gate_run_id,
@@ -43,7 +44,6 @@ def run(args: argparse.Namespace) -> int:
         record_evaluation,
     )
     from verilearn_assets.gate.registry import evaluate, partition_present
-    from verilearn_assets.platform.defs import partition_key
 
     known = families()
     unknown = [f for f in args.family or [] if f not in known]

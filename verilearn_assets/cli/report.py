@@ -6,13 +6,13 @@ import argparse
 import csv
 import io
 import json
-import os
 import sys
 from pathlib import Path
 
 from rich.console import Console
 
 from verilearn_assets.cli import CliError
+from verilearn_assets.core.home import resolve_home
 from verilearn_assets.core.lake import lake_root
 from verilearn_assets.core.report import (
     ReportTable,
@@ -80,7 +80,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    home = Path(args.home or os.environ.get("VERILEARN_HOME", ".verilearn")).resolve()
+    home = resolve_home(args.home)
     if not home.is_dir():
         raise CliError(f"{home}: verilearn home not found (pass --home or set VERILEARN_HOME)")
     lake = lake_root(home)

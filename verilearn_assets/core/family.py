@@ -38,9 +38,9 @@ from verilearn_assets.core.sandbox.pool import SandboxPool
 from verilearn_assets.gate.outcome import RuleOutcome
 
 if TYPE_CHECKING:
-    from verilearn_assets.core.llm.budget import BudgetMessage
+    from verilearn_assets.core.llm.segments import BudgetMessage
 
-PLATFORM_PACKAGES = frozenset({"core", "gate", "platform", "reports", "training", "cli"})
+PLATFORM_PACKAGES = frozenset({"core", "gate", "ingest", "scale", "reports", "training", "cli"})
 """Packages of `verilearn_assets` that are the platform, never a family."""
 
 EXTRA_FAMILIES_ENV = "VERILEARN_FAMILIES"

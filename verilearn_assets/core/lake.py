@@ -25,6 +25,7 @@ from pathlib import Path
 
 import polars as pl
 
+from verilearn_assets.core.home import resolve_home
 from verilearn_assets.core.records import Record
 
 LOCK_NAME = ".lock"
@@ -35,7 +36,7 @@ def home(explicit: str | Path | None = None) -> Path:
 
     Assets get theirs from `HomeResource`; the CLI and tests call this with no argument.
     """
-    path = Path(explicit or os.environ.get("VERILEARN_HOME", ".verilearn")).resolve()
+    path = resolve_home(explicit)
     path.mkdir(parents=True, exist_ok=True)
     return path
 

@@ -5,17 +5,20 @@ the warehouse is guarded by an inter-process readers-writer lock (`fcntl.flock` 
 beside the database): one writer at a time, any number of read-only readers, and a waiting
 party gets a clear `WarehouseBusy` instead of DuckDB's raw lock error.
 
-The SQL lives in `dbt_like_sql/{staging,marts}/*.sql`, one SELECT per file. Staging files
-read the lake through `'{{ lake }}/<asset>/...'` paths and become views; marts read
-staging views by name and become tables. Dependencies are parsed from the SQL (sqlglot),
-never listed by hand: a `{{ lake }}/<asset>/` path is a dependency on lake asset `<asset>`,
-a table name is a dependency on the SQL model of that name. Pure Python: no Dagster here.
+The SQL lives in `dbt_like_sql/{staging,marts}/*.sql` (what every family shares) and in each
+registered family's `sql/*.sql` (its own marts, beside its `family` module), one SELECT per
+file. Staging files read the lake through `'{{ lake }}/<asset>/...'` paths and become views;
+marts read staging views and other marts by name and become tables. Dependencies are parsed
+from the SQL (sqlglot), never listed by hand: a `{{ lake }}/<asset>/` path is a dependency on
+lake asset `<asset>`, a table name is a dependency on the SQL model of that name. Pure
+Python: no Dagster here.
 """
 
 from __future__ import annotations
 
 import fcntl
 import glob
+import importlib
 import os
 import re
 import time
@@ -33,9 +36,9 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from verilearn_assets.core.eval_records import EVAL_ASSET, ModelEvalRecord
-from verilearn_assets.core.family import SftRow, families
-from verilearn_assets.core.llm.budget import LAKE_ASSET as CONTEXT_BUDGET_ASSET
-from verilearn_assets.core.llm.budget import ContextBudgetRecord
+from verilearn_assets.core.family import SftRow, families, family_modules
+from verilearn_assets.core.llm.budget_records import LAKE_ASSET as CONTEXT_BUDGET_ASSET
+from verilearn_assets.core.llm.budget_records import ContextBudgetRecord
 from verilearn_assets.core.records import Record, TableRecord
 
 WAREHOUSE_FILE = "warehouse.duckdb"
@@ -235,22 +238,48 @@ class SqlModel:
 
 
 _KIND_BY_DIR: dict[str, ModelKind] = {"staging": "staging", "marts": "mart"}
+FAMILY_SQL_DIR = "sql"  # a family's marts: `<family package>/sql/*.sql`
 
 
-def discover_sql_models(sql_dir: Path = SQL_DIR) -> list[SqlModel]:
-    """Parse every `staging/*.sql` and `marts/*.sql`; deps come from the SQL itself."""
+def family_sql_dirs() -> list[Path]:
+    """The `sql/` folder of every registered family that has one, in registry order: found
+    beside the family's package, so a family's marts need no edit outside its folder."""
+    out = []
+    for mod in family_modules():
+        for root in importlib.import_module(mod).__path__:
+            if (Path(root) / FAMILY_SQL_DIR).is_dir():
+                out.append(Path(root) / FAMILY_SQL_DIR)
+    return out
+
+
+def sql_files(sql_dir: Path = SQL_DIR) -> list[tuple[Path, ModelKind]]:
+    """Every SQL file with its kind: the shared `staging/` and `marts/` of `sql_dir`, then
+    each family's `sql/*.sql` (marts)."""
     sql_dir = Path(sql_dir)
     if not sql_dir.is_dir():
         raise FileNotFoundError(f"{sql_dir}: SQL directory not found")
-    files = sorted(sql_dir.rglob("*.sql"))
-    seen: dict[str, Path] = {}
-    parsed: list[tuple[Path, ModelKind, str, exp.Query]] = []
-    for path in files:
+    out: list[tuple[Path, ModelKind]] = []
+    for path in sorted(sql_dir.rglob("*.sql")):
         rel = path.relative_to(sql_dir)
         if len(rel.parts) != 2 or rel.parts[0] not in _KIND_BY_DIR:
             raise SqlModelError(
                 path, None, "SQL files belong in staging/ or marts/ (one level deep)"
             )
+        out.append((path, _KIND_BY_DIR[rel.parts[0]]))
+    for fam_dir in family_sql_dirs():
+        for path in sorted(fam_dir.rglob("*.sql")):
+            if path.parent != fam_dir:
+                raise SqlModelError(path, None, "a family's SQL files belong in its sql/ (flat)")
+            out.append((path, "mart"))
+    return out
+
+
+def discover_sql_models(sql_dir: Path = SQL_DIR) -> list[SqlModel]:
+    """Parse every shared `staging/*.sql` and `marts/*.sql` and every family's `sql/*.sql`;
+    deps come from the SQL itself."""
+    seen: dict[str, Path] = {}
+    parsed: list[tuple[Path, ModelKind, str, exp.Query]] = []
+    for path, kind in sql_files(sql_dir):
         name = path.stem
         if not re.fullmatch(r"[a-z][a-z0-9_]*", name):
             raise SqlModelError(
@@ -263,12 +292,12 @@ def discover_sql_models(sql_dir: Path = SQL_DIR) -> list[SqlModel]:
             raise SqlModelError(path, None, f"model name {name!r} also used by {seen[name]}")
         seen[name] = path
         text = path.read_text()
-        parsed.append((path, _KIND_BY_DIR[rel.parts[0]], text, parse_sql(path, text)))
+        parsed.append((path, kind, text, parse_sql(path, text)))
 
     for name, which in FAMILY_UNION_VIEWS.items():
         if name in seen:
             raise SqlModelError(seen[name], None, f"model name {name!r} is generated; rename")
-        path = sql_dir / "staging" / f"{name}.sql"
+        path = Path(sql_dir) / "staging" / f"{name}.sql"
         text = family_union_sql(which)
         seen[name] = path
         parsed.append((path, "staging", text, parse_sql(path, text)))
@@ -363,7 +392,7 @@ def _dependencies(
                 path,
                 table.this.meta.get("line"),
                 f"unknown table {name!r}: not a CTE and no SQL file "
-                f"{name}.sql in staging/ or marts/",
+                f"{name}.sql in staging/, marts/ or a family's sql/",
             )
         if name == path.stem:
             raise SqlModelError(path, table.this.meta.get("line"), "a model reads itself")

@@ -17,7 +17,8 @@ from resources.home import HomeResource
 from resources.vllm import VllmResource
 from verilearn_assets.core import lake
 from verilearn_assets.core.deploy import op_tags_for
-from verilearn_assets.core.llm.budget import BudgetCounts, write_counts
+from verilearn_assets.core.llm.budget_records import BudgetCounts, write_counts
+from verilearn_assets.core.partitions import SOURCE_SPLIT, source_split
 from verilearn_assets.dafny.build import (
     SourceUnavailableError,
     build_tasks,
@@ -32,7 +33,6 @@ from verilearn_assets.dafny.prompts import load_prompt_config
 from verilearn_assets.dafny.records import DafnyTask
 from verilearn_assets.dafny.settings import load_dafny_config
 from verilearn_assets.dafny.vllm_teacher import VllmTeacher
-from verilearn_assets.platform.defs import SOURCE_SPLIT, source_split
 
 
 @asset(

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from verilearn_assets.core.llm.budget import FAILURE_CLASS, ContextOverflow
+from verilearn_assets.core.llm.fit import FAILURE_CLASS, ContextOverflow
 from verilearn_assets.dafny import prompts
 from verilearn_assets.dafny.anticheat import screen
 from verilearn_assets.dafny.evaluate import CODE_CHANGED, NO_BODY, refused, score_annotation

@@ -17,7 +17,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 
-from verilearn_assets.core.llm.budget import FAILURE_CLASS, ContextOverflow
+from verilearn_assets.core.llm.fit import FAILURE_CLASS, ContextOverflow
 from verilearn_assets.core.records import content_hash
 from verilearn_assets.dafny import prompts
 from verilearn_assets.dafny.anticheat import screen as screen_program

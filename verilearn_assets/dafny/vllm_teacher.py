@@ -21,15 +21,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from verilearn_assets.core.llm.budget import (
-    BudgetCounts,
+from verilearn_assets.core.llm.budget_records import BudgetCounts
+from verilearn_assets.core.llm.client import VllmClient
+from verilearn_assets.core.llm.config import VllmConfig
+from verilearn_assets.core.llm.segments import (
     BudgetMessage,
     TextSegment,
     fewshot_chat,
     split_around,
 )
-from verilearn_assets.core.llm.client import VllmClient
-from verilearn_assets.core.llm.config import VllmConfig
 from verilearn_assets.core.llm.teacher_metrics import Attempt, TeacherMetrics
 from verilearn_assets.dafny import prompts
 from verilearn_assets.dafny.records import DafnyTask, DafnyTrajectory

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from verilearn_assets.core import lake
-from verilearn_assets.core.llm.budget import FAILURE_CLASS, ContextOverflow
+from verilearn_assets.core.llm.fit import FAILURE_CLASS, ContextOverflow
 from verilearn_assets.core.llm.teacher_metrics import Attempt, TeacherMetrics
 from verilearn_assets.core.records import content_hash
 from verilearn_assets.refactor.actions import ActionRejected, parse_action

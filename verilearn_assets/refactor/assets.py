@@ -12,8 +12,8 @@ from dagster import AssetExecutionContext, Failure, MaterializeResult, MetadataV
 from resources.home import HomeResource
 from verilearn_assets.core import lake
 from verilearn_assets.core.deploy import op_tags_for
-from verilearn_assets.core.llm.budget import BudgetCounts, write_counts
-from verilearn_assets.platform.defs import SOURCE_SPLIT, source_split
+from verilearn_assets.core.llm.budget_records import BudgetCounts, write_counts
+from verilearn_assets.core.partitions import SOURCE_SPLIT, source_split
 from verilearn_assets.refactor.actor import TASKS_LAKE, Actor
 from verilearn_assets.refactor.catalog import load_corpus, read_corpus
 from verilearn_assets.refactor.config import load_refactor_config

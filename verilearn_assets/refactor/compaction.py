@@ -20,8 +20,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from verilearn_assets.core.llm.budget import ContextOverflow
 from verilearn_assets.core.llm.client import VllmError
+from verilearn_assets.core.llm.fit import ContextOverflow
 from verilearn_assets.refactor.config import StateSettings
 from verilearn_assets.refactor.state import State, compact, count_tokens, render
 

@@ -9,7 +9,6 @@ Both merge into one flat `RefactorConfig`.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Literal
 
@@ -160,13 +159,6 @@ class RefactorConfig(StrictConfig):
                 value = value.replace(token, str(home))
             update[name] = value
         return self.model_copy(update=update)
-
-
-def expand_home(path: str) -> Path:
-    """`${VERILEARN_HOME}` (default ./.verilearn), other `$VARS` and `~` expanded."""
-    home = os.environ.get("VERILEARN_HOME", ".verilearn")
-    expanded = path.replace("${VERILEARN_HOME}", home).replace("$VERILEARN_HOME", home)
-    return Path(os.path.expanduser(os.path.expandvars(expanded))).resolve()
 
 
 # The jail's settings: read from `sandbox.yaml` under `refactor:`, refused in refactor.yaml.

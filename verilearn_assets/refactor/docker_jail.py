@@ -395,7 +395,7 @@ def _new_session(config: RefactorConfig, root: Path) -> DockerSession:
 
 
 def _make_spare(config: RefactorConfig) -> tuple[DockerSession, Path]:
-    from verilearn_assets.refactor.config import expand_home
+    from verilearn_assets.core.home import expand_home
 
     root = expand_home(config.workspace_root) / f".spare-{uuid.uuid4().hex[:12]}"
     return _new_session(config, root), root
@@ -439,7 +439,7 @@ def _open_pooled(config: RefactorConfig, root: Path, signature: str) -> DockerSe
     one (the pool fills as workspaces are cleaned up)."""
     global _reaped_dirs
     if not _reaped_dirs:
-        from verilearn_assets.refactor.config import expand_home
+        from verilearn_assets.core.home import expand_home
 
         reap_idle_dirs(expand_home(config.workspace_root))
         _reaped_dirs = True

@@ -110,7 +110,7 @@ def runtime_pycache(config: RefactorConfig) -> Path:
     jailed run (benchmarks/refactor.py: about 40 ms of a 240 ms step)."""
     import hashlib
 
-    from verilearn_assets.refactor.config import expand_home
+    from verilearn_assets.core.home import expand_home
 
     where = hashlib.sha256(sys.executable.encode()).hexdigest()[:10]
     tag = f"{sys.implementation.cache_tag}-{where}"

@@ -22,11 +22,10 @@ from typing import Any
 
 import yaml
 
-from verilearn_assets.core.llm.budget import (
-    FAILURE_CLASS,
-    BudgetCounts,
+from verilearn_assets.core.llm.budget_records import BudgetCounts
+from verilearn_assets.core.llm.fit import FAILURE_CLASS, ContextOverflow
+from verilearn_assets.core.llm.segments import (
     BudgetMessage,
-    ContextOverflow,
     Keep,
     TextSegment,
     keep_all,

@@ -31,7 +31,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from verilearn_assets.core.config import StrictConfig, load_config, placeholders
-from verilearn_assets.core.llm.budget import cap_text
+from verilearn_assets.core.llm.segments import cap_text
 from verilearn_assets.refactor import toolchains
 from verilearn_assets.refactor.records import ModelOutput, RefactorTask
 

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from verilearn_assets.core.home import expand_home, resolve_home
 from verilearn_assets.refactor import toolchains
 from verilearn_assets.refactor.actions import (
     ActionRejected,
@@ -33,7 +34,7 @@ from verilearn_assets.refactor.actions import (
     check_allowed,
     parse_action,
 )
-from verilearn_assets.refactor.config import RefactorConfig, expand_home, load_refactor_config
+from verilearn_assets.refactor.config import RefactorConfig, load_refactor_config
 from verilearn_assets.refactor.jail import Completed, JailUnavailable, run_in_jail
 from verilearn_assets.refactor.sqlite_wal import connect_wal
 from verilearn_assets.refactor.workspace import (
@@ -121,7 +122,7 @@ def prepare_workspace(
             write_files(files, root / "tree")
         else:
             # never the home or the workspaces into themselves (`--workspace .` in a repo)
-            home = expand_home("${VERILEARN_HOME}")
+            home = resolve_home()
             copy_tree(Path(files), root / "tree", exclude=(home, root.parent))
         ws = Workspace(task_id=task_id, root=root, config=config, jail=session)
         ws.baseline = ws.snapshot()

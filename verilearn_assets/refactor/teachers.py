@@ -29,10 +29,12 @@ import yaml
 from pydantic import Field, field_validator
 
 from verilearn_assets.core.config import StrictConfig, load_config
-from verilearn_assets.core.llm.budget import (
-    BudgetCounts,
+from verilearn_assets.core.llm.budget_records import BudgetCounts
+from verilearn_assets.core.llm.client import VllmClient, VllmError
+from verilearn_assets.core.llm.config import SamplingDefaults, VllmConfig
+from verilearn_assets.core.llm.fit import ContextOverflow
+from verilearn_assets.core.llm.segments import (
     BudgetMessage,
-    ContextOverflow,
     Keep,
     RenderingsSegment,
     Segment,
@@ -40,8 +42,6 @@ from verilearn_assets.core.llm.budget import (
     keep_all,
     split_around,
 )
-from verilearn_assets.core.llm.client import VllmClient, VllmError
-from verilearn_assets.core.llm.config import SamplingDefaults, VllmConfig
 from verilearn_assets.refactor import toolchains
 from verilearn_assets.refactor.catalog import scoped_function
 from verilearn_assets.refactor.jail import ast_grep_binary

@@ -25,6 +25,7 @@ from resources.home import HomeResource
 from verilearn_assets.core import lake
 from verilearn_assets.core.deploy import op_tags_for
 from verilearn_assets.core.family import SftRow, families, family
+from verilearn_assets.core.partitions import SPLIT, partition_key, source_split
 from verilearn_assets.core.records import SOURCES
 from verilearn_assets.core.sandbox.smoke import run_smoke_suite
 from verilearn_assets.gate.adapter import (
@@ -33,7 +34,6 @@ from verilearn_assets.gate.adapter import (
     gate_closed,
     gate_failures,
 )
-from verilearn_assets.platform.defs import SPLIT, partition_key, source_split
 
 _BY_SPLIT = MultiToSingleDimensionPartitionMapping(partition_dimension_name="split")
 

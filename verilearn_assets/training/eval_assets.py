@@ -27,8 +27,8 @@ from dagster import (
 
 from resources.home import HomeResource
 from verilearn_assets.core.deploy import op_tags_for
+from verilearn_assets.core.partitions import SPLIT, partition_key
 from verilearn_assets.gate.adapter import all_blocking_check_keys, gate_failures
-from verilearn_assets.platform.defs import SPLIT, partition_key
 from verilearn_assets.training.config import TrainingConfig, load_training_config
 from verilearn_assets.training.evaluate import (
     UngatedModel,

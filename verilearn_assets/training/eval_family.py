@@ -56,9 +56,9 @@ from typing import Any, Protocol
 from verilearn_assets.core import lake
 from verilearn_assets.core.eval_records import ModelEvalRecord
 from verilearn_assets.core.family import EvalChain, Family, family
-from verilearn_assets.core.llm.budget import FAILURE_CLASS as CONTEXT_OVERFLOW
 from verilearn_assets.core.llm.client import VllmClient, VllmContextOverflow
 from verilearn_assets.core.llm.config import VllmConfig, load_vllm_config
+from verilearn_assets.core.llm.fit import FAILURE_CLASS as CONTEXT_OVERFLOW
 from verilearn_assets.core.records import SOURCES, SPLITS, Record, content_hash
 from verilearn_assets.training.eval_config import EvalSettings
 

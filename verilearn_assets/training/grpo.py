@@ -83,7 +83,7 @@ from typing import Any
 from verilearn_assets.core import lake
 from verilearn_assets.core.family import Family, GrpoEnvOptions, GrpoScorer
 from verilearn_assets.core.family import family as family_by_name
-from verilearn_assets.core.llm.budget import ContextBudget
+from verilearn_assets.core.llm.fit import ContextBudget
 from verilearn_assets.core.llm.tokens import HfChatCounter
 from verilearn_assets.core.records import SOURCES, Record
 from verilearn_assets.training.config import TrainingConfig, load_training_config

@@ -25,6 +25,7 @@ from dagster import (
 from resources.home import HomeResource
 from verilearn_assets.core.deploy import op_tags_for
 from verilearn_assets.core.family import families
+from verilearn_assets.core.partitions import partition_key
 from verilearn_assets.core.records import SOURCES
 from verilearn_assets.gate.adapter import (
     all_blocking_check_keys,
@@ -32,7 +33,6 @@ from verilearn_assets.gate.adapter import (
     gate_closed,
     gate_failures,
 )
-from verilearn_assets.platform.defs import partition_key
 from verilearn_assets.training.config import TrainingConfig, load_training_config
 from verilearn_assets.training.grpo import resolve_family, train_grpo
 from verilearn_assets.training.run_dir import TrainRun

@@ -16,7 +16,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from verilearn_assets.core.llm.budget import BudgetCounts, BudgetMessage, ContextBudget
+from verilearn_assets.core.llm.budget_records import BudgetCounts
+from verilearn_assets.core.llm.fit import ContextBudget
+from verilearn_assets.core.llm.segments import BudgetMessage
 
 # a family's segmented prompts, one list of messages per row (None: split as plain chat)
 Segmenter = Callable[[Sequence[dict[str, Any]]], list[list[BudgetMessage] | None]]

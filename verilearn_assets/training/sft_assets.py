@@ -41,6 +41,7 @@ from dagster import (
 )
 
 from resources.home import HomeResource
+from verilearn_assets.core.partitions import SPLIT
 from verilearn_assets.gate.adapter import (
     gate_closed,
     gate_failures,
@@ -49,7 +50,6 @@ from verilearn_assets.gate.adapter import (
     new_gate_run_id,
     record_evaluation,
 )
-from verilearn_assets.platform.defs import SPLIT
 from verilearn_assets.training.assets import sft_dataset
 from verilearn_assets.training.config import TrainingConfig, load_training_config
 from verilearn_assets.training.run_dir import GateEvidence, TrainRun

@@ -31,7 +31,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from verilearn_assets.core.family import SftRow
-from verilearn_assets.core.llm.budget import ContextBudget
+from verilearn_assets.core.llm.fit import ContextBudget
 from verilearn_assets.training.config import SftSettings, TrainingConfig
 from verilearn_assets.training.sft_data import chat_messages
 

@@ -4,8 +4,8 @@ from dagster import AssetExecutionContext, AssetSelection, Definitions, asset, d
 
 from resources.home import HomeResource
 from verilearn_assets.core import lake
+from verilearn_assets.core.partitions import SOURCE_SPLIT, source_split
 from verilearn_assets.gate.adapter import blocking_checks
-from verilearn_assets.platform.defs import SOURCE_SPLIT, source_split
 
 from .family import FAMILY, ToyRollout, ToyTask, make_tasks, roll_out
 

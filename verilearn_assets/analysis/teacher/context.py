@@ -21,7 +21,7 @@ from verilearn_assets.analysis.teacher.prompts import (
     system_rules,
     table_head,
 )
-from verilearn_assets.core.llm.budget import (
+from verilearn_assets.core.llm.segments import (
     BudgetMessage,
     ColumnView,
     Keep,

@@ -30,7 +30,8 @@ from verilearn_assets.analysis.teacher.triangulate import (
     triangulate,
 )
 from verilearn_assets.core.answers import answer_hash, answers_match, parse_answer
-from verilearn_assets.core.llm.budget import FAILURE_CLASS, BudgetCounts
+from verilearn_assets.core.llm.budget_records import BudgetCounts
+from verilearn_assets.core.llm.fit import FAILURE_CLASS
 from verilearn_assets.core.records import AnswerSchema, TableRecord
 from verilearn_assets.core.sandbox.pool import SandboxPool
 

@@ -37,7 +37,8 @@ from verilearn_assets.analysis.teacher.prompts import (
     tool_message,
 )
 from verilearn_assets.core.answers import AnswerError, answer_hash, answers_match, parse_answer
-from verilearn_assets.core.llm.budget import FAILURE_CLASS, BudgetCounts, ContextOverflow
+from verilearn_assets.core.llm.budget_records import BudgetCounts
+from verilearn_assets.core.llm.fit import FAILURE_CLASS, ContextOverflow
 from verilearn_assets.core.records import HookRecord, TableRecord
 from verilearn_assets.core.sandbox.pool import CellResult, SandboxPool
 

@@ -18,7 +18,7 @@ from verilearn_assets.analysis.records import Message
 from verilearn_assets.analysis.teacher.config import SamplingConfig
 from verilearn_assets.analysis.teacher.grounding import normalize_line
 from verilearn_assets.analysis.teacher.parse import format_reply
-from verilearn_assets.core.llm.budget import ContextBudget
+from verilearn_assets.core.llm.fit import ContextBudget
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from verilearn_assets.analysis.teacher.config import AnalysisPrompts
 
 # The truncation marker and `cap_text` live with the context budget (one marker for
 # every family); re-exported here for the callers that build tool messages.
-from verilearn_assets.core.llm.budget import TRUNCATION_MARK, cap_text  # noqa: F401
+from verilearn_assets.core.llm.segments import TRUNCATION_MARK, cap_text  # noqa: F401
 from verilearn_assets.core.records import AnswerSchema, ColumnProfile, TableRecord, content_hash
 
 MAX_TOP_VALUES = 5

@@ -24,7 +24,8 @@ from verilearn_assets.analysis.teacher.policy import Policy, ProgramPolicy, Vllm
 from verilearn_assets.analysis.teacher.prompts import FewShotPool, task_prompt
 from verilearn_assets.analysis.teacher.triangulate import TraceOutcome, triangulate
 from verilearn_assets.core import lake
-from verilearn_assets.core.llm.budget import FAILURE_CLASS, BudgetCounts
+from verilearn_assets.core.llm.budget_records import BudgetCounts
+from verilearn_assets.core.llm.fit import FAILURE_CLASS
 from verilearn_assets.core.llm.teacher_metrics import Attempt, TeacherMetrics
 from verilearn_assets.core.records import TableRecord
 from verilearn_assets.core.sandbox.pool import SandboxPool

@@ -31,6 +31,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 from urllib.parse import urlsplit
@@ -219,6 +220,48 @@ def corpus_root(
     return root
 
 
+def _extracted_once(
+    where: str,
+    field: str,
+    name: str,
+    pin: str,
+    cache_dir: Path,
+    limits: ArchiveLimits,
+    obtain: Callable[[], tuple[Path, bool]],
+) -> Path:
+    """`<cache_dir>/<name>-<pin[:16]>`: extracted, hardened, the first time from the archive
+    `obtain()` returns (already checked against the pin; with True when that file is a
+    download to delete once extracted), read as it is afterwards. An extraction failure is
+    a `ConfigError` at `<where>.<field>`."""
+    from verilearn_assets.core.ingest.archive import ArchiveError, extract_archive
+
+    target = cache_dir / f"{name}-{pin[:16]}"
+    if target.is_dir():
+        return target
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    archive, discard = obtain()
+    try:
+        extract_archive(archive, target, limits)
+    except ArchiveError as exc:
+        raise ConfigError(f"{where}.{field}: {exc}") from exc
+    finally:
+        if discard:
+            archive.unlink(missing_ok=True)  # the extracted tree is what is kept
+    return target
+
+
+def _check_pin(where: str, field: str, archive: Path, pin: str, described: str) -> None:
+    """A `ConfigError` at `<where>.<field>.sha256` unless `archive` hashes to `pin`;
+    `described` says whose bytes they are ("<path> has", "pip gave <file> with")."""
+    from verilearn_assets.core.ingest.archive import file_sha256
+
+    digest = file_sha256(archive)
+    if digest != pin:
+        raise ConfigError(
+            f"{where}.{field}.sha256: {described} sha256 {digest}, the catalog pins {pin}"
+        )
+
+
 def _unpacked(
     where: str,
     catalog_file: Path,
@@ -228,12 +271,9 @@ def _unpacked(
     policy: DownloadPolicy,
     limits: ArchiveLimits,
 ) -> Path:
-    from verilearn_assets.core.ingest.archive import ArchiveError, extract_archive, file_sha256
-    from verilearn_assets.core.ingest.download import DownloadError, download
+    def obtain() -> tuple[Path, bool]:
+        from verilearn_assets.core.ingest.download import DownloadError, download
 
-    target = cache_dir / f"{name}-{source.sha256[:16]}"
-    if not target.is_dir():
-        cache_dir.mkdir(parents=True, exist_ok=True)
         if source.url is not None:
             try:
                 # the extractor knows the kind by the file name: keep the URL's
@@ -241,25 +281,16 @@ def _unpacked(
                 archive = download(source.url, cache_dir / f".{name}-{leaf}", source.sha256, policy)
             except DownloadError as exc:
                 raise ConfigError(f"{where}.archive.url: {exc}") from exc
-        else:
-            archive = Path(str(source.path)).expanduser()
-            if not archive.is_absolute():
-                archive = catalog_file.parent / archive
-            if not archive.is_file():
-                raise ConfigError(f"{where}.archive.path: {archive} not found")
-            digest = file_sha256(archive)
-            if digest != source.sha256:
-                raise ConfigError(
-                    f"{where}.archive.sha256: {archive} has sha256 {digest}, "
-                    f"the catalog pins {source.sha256}"
-                )
-        try:
-            extract_archive(archive, target, limits)
-        except ArchiveError as exc:
-            raise ConfigError(f"{where}.archive: {exc}") from exc
-        finally:
-            if source.url is not None:
-                archive.unlink(missing_ok=True)  # the extracted tree is what is kept
+            return archive, True
+        archive = Path(str(source.path)).expanduser()
+        if not archive.is_absolute():
+            archive = catalog_file.parent / archive
+        if not archive.is_file():
+            raise ConfigError(f"{where}.archive.path: {archive} not found")
+        _check_pin(where, "archive", archive, source.sha256, f"{archive} has")
+        return archive, False
+
+    target = _extracted_once(where, "archive", name, source.sha256, cache_dir, limits, obtain)
     root = target / source.subdir if source.subdir else target
     if not root.is_dir():
         raise ConfigError(f"{where}.archive.subdir: {source.subdir!r} is not in the archive")
@@ -282,33 +313,25 @@ def _package_root(
     directory, checked against the pin, then kept in that cache), extracted by the archive
     extractor. An sdist or npm tarball holds one top folder (`toolz-0.12.1/`, `package/`):
     that folder is the repository."""
-    from verilearn_assets.core.ingest.archive import ArchiveError, extract_archive, file_sha256
+    from verilearn_assets.core.ingest.archive import file_sha256
 
-    target = cache_dir / f"{name}-{source.sha256[:16]}"
-    if not target.is_dir():
-        cache_dir.mkdir(parents=True, exist_ok=True)
+    def obtain() -> tuple[Path, bool]:
         shared = package_cache() / source.sha256
         kept = sorted(shared.glob("*")) if shared.is_dir() else []
         if len(kept) == 1 and file_sha256(kept[0]) == source.sha256:
-            archive = kept[0]
-        else:
-            with tempfile.TemporaryDirectory(prefix=f".{name}-", dir=cache_dir) as tmp:
-                fetched = fetch_package(where, source, Path(tmp))
-                digest = file_sha256(fetched)
-                if digest != source.sha256:
-                    raise ConfigError(
-                        f"{where}.package.sha256: {source.manager} gave {fetched.name} with "
-                        f"sha256 {digest}, the catalog pins {source.sha256}"
-                    )
-                shutil.rmtree(shared, ignore_errors=True)
-                shared.mkdir(parents=True, exist_ok=True)
-                archive = shared / fetched.name
-                shutil.copyfile(fetched, archive.with_name(f".{fetched.name}.part"))
-                os.replace(archive.with_name(f".{fetched.name}.part"), archive)
-        try:
-            extract_archive(archive, target, limits)
-        except ArchiveError as exc:
-            raise ConfigError(f"{where}.package: {exc}") from exc
+            return kept[0], False
+        with tempfile.TemporaryDirectory(prefix=f".{name}-", dir=cache_dir) as tmp:
+            fetched = fetch_package(where, source, Path(tmp))
+            described = f"{source.manager} gave {fetched.name} with"
+            _check_pin(where, "package", fetched, source.sha256, described)
+            shutil.rmtree(shared, ignore_errors=True)
+            shared.mkdir(parents=True, exist_ok=True)
+            archive = shared / fetched.name
+            shutil.copyfile(fetched, archive.with_name(f".{fetched.name}.part"))
+            os.replace(archive.with_name(f".{fetched.name}.part"), archive)
+        return archive, False
+
+    target = _extracted_once(where, "package", name, source.sha256, cache_dir, limits, obtain)
     tops = [p for p in target.iterdir() if not p.name.startswith(".")]
     return tops[0] if len(tops) == 1 and tops[0].is_dir() else target
 

@@ -34,15 +34,10 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
-from verilearn_assets.core.llm.budget import (
-    BudgetCounts,
-    BudgetMessage,
-    ContextBudget,
-    ContextOverflow,
-    for_server,
-    plain,
-)
+from verilearn_assets.core.llm.budget_records import BudgetCounts
 from verilearn_assets.core.llm.config import VllmConfig
+from verilearn_assets.core.llm.fit import ContextBudget, ContextOverflow, for_server
+from verilearn_assets.core.llm.segments import BudgetMessage, plain
 
 log = logging.getLogger(__name__)
 _REPO_ROOT = Path(__file__).resolve().parents[3]

@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import Field, field_validator, model_validator
 
 from verilearn_assets.core.config import StrictConfig, load_config
-from verilearn_assets.core.llm.budget import BudgetConfig
+from verilearn_assets.core.llm.fit import BudgetConfig
 
 
 def normalize_base_url(url: str) -> str:

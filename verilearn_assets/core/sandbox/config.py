@@ -7,13 +7,13 @@ Its `refactor:` section is the refactor family's jail, validated by that family.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from verilearn_assets.core.config import StrictConfig, load_config
+from verilearn_assets.core.home import expand_home
 
 
 class DockerTls(StrictConfig):
@@ -195,10 +195,7 @@ class SandboxConfig(StrictConfig):
         """The log path with `$VERILEARN_HOME` etc. expanded (default home: ./.verilearn)."""
         if not self.log_path:
             return None
-        home = os.environ.get("VERILEARN_HOME", ".verilearn")
-        expanded = self.log_path.replace("${VERILEARN_HOME}", home)
-        expanded = os.path.expandvars(expanded.replace("$VERILEARN_HOME", home))
-        return Path(os.path.expanduser(expanded)).resolve()
+        return expand_home(self.log_path)
 
 
 def load_sandbox_config(directory: str | Path | None = None) -> SandboxConfig:

@@ -22,10 +22,11 @@ import yaml
 from pydantic import BaseModel, ConfigDict
 
 from verilearn_assets.core import lake
+from verilearn_assets.core.home import resolve_home
 from verilearn_assets.core.records import Source, Split, content_hash
 from verilearn_assets.refactor.actions import CommandAction
 from verilearn_assets.refactor.catalog import CatalogRule, Repo
-from verilearn_assets.refactor.config import RefactorConfig, expand_home
+from verilearn_assets.refactor.config import RefactorConfig
 from verilearn_assets.refactor.records import RefactorTask
 from verilearn_assets.refactor.repos.baseline import (
     Baseline,
@@ -117,7 +118,7 @@ def profile_repo(
     key = content_hash(
         "repo-profile", repo.name, repo.origin, str(repo.path), given, [r.rule for r in rules]
     )
-    cache_dir = cache_dir or expand_home("${VERILEARN_HOME}") / "refactor" / "repo_profiles"
+    cache_dir = cache_dir or resolve_home() / "refactor" / "repo_profiles"
     cached = cache_dir / f"{repo.name}-{key[:16]}.json"
     if cached.is_file():
         return RepoProfile.model_validate_json(cached.read_text())
@@ -192,7 +193,7 @@ def package_commands(
         out[repo.name] = profile.baseline.narrowed
         rows += profile_rows(profile, source, split)
     if rows:
-        root = lake.lake_root(expand_home("${VERILEARN_HOME}"))
+        root = lake.lake_root(resolve_home())
         lake.write_records(PROFILE_LAKE, rows, RepoProfileRow, root, source=source, split=split)
     return out
 

@@ -1,4 +1,11 @@
-"""The one partitioning shared by questions, episodes and trajectories: source × split."""
+"""The partitions every asset shares: source × split for tasks and rollouts, split, dataset.
+
+The one partitioning shared by questions, episodes and trajectories is source × split; the
+split alone partitions SFT, GRPO and evaluation; one partition per catalog dataset
+partitions ingestion. This is the one Dagster module in the core: partitions are the
+vocabulary of `core/records.py` (SOURCES, SPLITS) and of the catalog put in Dagster's
+terms, and every layer above (families, training, gate, ingest) keys its assets by them.
+"""
 
 from dagster import MultiPartitionKey, MultiPartitionsDefinition, StaticPartitionsDefinition
 

@@ -4,9 +4,9 @@
 `dagster.execute_job` with a reconstructable job: this process orchestrates (submits each
 step to its Celery queue and follows the events), the workers import the same code location
 and run the steps, and every event lands in the Postgres instance. The outcome has the
-shape `verilearn_assets/cli/orchestrate.py` returns for in-process runs.
+shape in-process runs return (`scale/run_outcome.py`).
 
-`python -m verilearn_assets.platform.distributed JOB [PARTITION]` runs one job partition
+`python -m verilearn_assets.scale.celery JOB [PARTITION]` runs one job partition
 and exits non-zero with one line when the cluster is not there (Postgres or Redis down).
 Concurrent runs are concurrent processes: two runs orchestrated from threads of one process
 deadlock in Dagster's per-process log handlers.
@@ -26,7 +26,6 @@ from dagster import (
 )
 from dagster._core.definitions.reconstruct import ReconstructableJob, ReconstructableRepository
 
-from verilearn_assets.cli.orchestrate import RunOutcome, outcome_from_events, output_to
 from verilearn_assets.core import lake
 from verilearn_assets.core.deploy import (
     DeployConfig,
@@ -37,6 +36,7 @@ from verilearn_assets.core.deploy import (
     load_deploy_config,
     write_instance_yaml,
 )
+from verilearn_assets.scale.run_outcome import RunOutcome, outcome_from_events, output_to
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -82,7 +82,7 @@ def distributed_instance(
 
 def reconstructable_job(job_name: str) -> ReconstructableJob:
     repo = ReconstructableRepository.for_module(
-        "verilearn_assets.platform.distributed", "celery_defs", working_directory=str(REPO_ROOT)
+        "verilearn_assets.scale.celery", "celery_defs", working_directory=str(REPO_ROOT)
     )
     return repo.get_reconstructable_job(job_name)
 
@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if not 1 <= len(args) <= 2:
         print(
-            "usage: python -m verilearn_assets.platform.distributed JOB [PARTITION]",
+            "usage: python -m verilearn_assets.scale.celery JOB [PARTITION]",
             file=sys.stderr,
         )
         return 2

@@ -19,7 +19,7 @@ from resources.home import HomeResource
 from verilearn_assets.core.ingest.catalog import load_datasets_config
 from verilearn_assets.core.ingest.outcomes import DatasetFailure
 from verilearn_assets.core.ingest.partition import ingest_raw, ingest_tables
-from verilearn_assets.platform.defs import DATASET
+from verilearn_assets.core.partitions import DATASET
 
 
 def _failure(exc: DatasetFailure) -> Failure:

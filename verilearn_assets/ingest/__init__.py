@@ -1,0 +1,1 @@
+"""Dagster wiring of ingestion: the catalog datasets as `raw_datasets` → `tables`."""

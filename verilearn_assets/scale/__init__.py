@@ -1,0 +1,1 @@
+"""Scale-out wiring: running the code location's jobs on the Celery executor."""
