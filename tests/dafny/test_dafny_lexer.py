@@ -13,9 +13,9 @@ import random
 
 import pytest
 
-from verilearn_assets.dafny.lexer import code_tokens, tokenize, untokenize
-from verilearn_assets.dafny.loader import BUNDLED, load_bundled
-from verilearn_assets.dafny.syntax import (
+from verilearn_assets.dafny.corpus.loader import BUNDLED, load_bundled
+from verilearn_assets.dafny.lang.lexer import code_tokens, tokenize, untokenize
+from verilearn_assets.dafny.lang.syntax import (
     declarations,
     lemma_names,
     match_brace,

@@ -12,7 +12,6 @@ from dagster import (
     asset,
 )
 
-from resources.dafny import DafnyVerifierResource
 from resources.home import HomeResource
 from resources.vllm import VllmResource
 from verilearn_assets.core import lake
@@ -25,13 +24,18 @@ from verilearn_assets.dafny.build import (
     teacher_for,
     trajectory_summary,
 )
-from verilearn_assets.dafny.coverage import LAKE as COVERAGE_LAKE
-from verilearn_assets.dafny.coverage import DafnyCoverageRow, coverage_rows, reference_verdicts
+from verilearn_assets.dafny.config import load_dafny_config
+from verilearn_assets.dafny.corpus.coverage import LAKE as COVERAGE_LAKE
+from verilearn_assets.dafny.corpus.coverage import (
+    DafnyCoverageRow,
+    coverage_rows,
+    reference_verdicts,
+)
 from verilearn_assets.dafny.family import FAMILY
 from verilearn_assets.dafny.prompts import load_prompt_config
 from verilearn_assets.dafny.records import DafnyTask
-from verilearn_assets.dafny.settings import load_dafny_config
-from verilearn_assets.dafny.vllm_teacher import VllmTeacher
+from verilearn_assets.dafny.resources import DafnyVerifierResource
+from verilearn_assets.dafny.rollout.vllm_teacher import VllmTeacher
 from verilearn_assets.platform.defs import SOURCE_SPLIT, source_split
 
 

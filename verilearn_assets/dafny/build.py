@@ -12,17 +12,22 @@ from pathlib import Path
 from verilearn_assets.core import lake
 from verilearn_assets.core.llm.config import VllmConfig
 from verilearn_assets.core.records import SPLITS
-from verilearn_assets.dafny.cascade import ProgramTeacher, Teacher, cascade_sample, trajectory
-from verilearn_assets.dafny.corpora import Corpus, CorpusSet, catalog_corpora, load_corpora
+from verilearn_assets.dafny.config import DafnyConfig
+from verilearn_assets.dafny.corpus.catalog import Corpus, CorpusSet, catalog_corpora, load_corpora
+from verilearn_assets.dafny.corpus.splits import split_examples
 from verilearn_assets.dafny.family import FAMILY
-from verilearn_assets.dafny.llm_source import Propose, llm_tasks
 from verilearn_assets.dafny.prompts import few_shot_pairs, load_prompt_config
 from verilearn_assets.dafny.records import DafnyTask, DafnyTrajectory
-from verilearn_assets.dafny.settings import DafnyConfig
-from verilearn_assets.dafny.splits import split_examples
-from verilearn_assets.dafny.tasks import procedural_tasks, template_tasks
-from verilearn_assets.dafny.verifier import DafnyVerifier
-from verilearn_assets.dafny.vllm_teacher import VllmTeacher
+from verilearn_assets.dafny.rollout.cascade import (
+    ProgramTeacher,
+    Teacher,
+    cascade_sample,
+    trajectory,
+)
+from verilearn_assets.dafny.rollout.vllm_teacher import VllmTeacher
+from verilearn_assets.dafny.sources.llm import Propose, llm_tasks
+from verilearn_assets.dafny.sources.template import procedural_tasks, template_tasks
+from verilearn_assets.dafny.verify.verifier import DafnyVerifier
 
 
 class SourceUnavailableError(RuntimeError):

@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field
 
 from verilearn_assets.core.config import StrictConfig, load_config
-from verilearn_assets.dafny.verifier import VerifierConfig
+from verilearn_assets.dafny.verify.verifier import VerifierConfig
 
 
 class CorpusConfig(StrictConfig):

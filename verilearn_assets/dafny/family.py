@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from verilearn_assets.core.family import Family, GateRule
 from verilearn_assets.dafny import rules
-from verilearn_assets.dafny.coverage import LAKE as COVERAGE_LAKE
-from verilearn_assets.dafny.coverage import DafnyCoverageRow
+from verilearn_assets.dafny.config import eval_n_best
+from verilearn_assets.dafny.corpus.coverage import LAKE as COVERAGE_LAKE
+from verilearn_assets.dafny.corpus.coverage import DafnyCoverageRow
 from verilearn_assets.dafny.grpo import grpo_task
 from verilearn_assets.dafny.records import DafnyTask, DafnyTrajectory
-from verilearn_assets.dafny.settings import eval_n_best
 from verilearn_assets.dafny.sft import sft_rows
 
 FAMILY = Family(

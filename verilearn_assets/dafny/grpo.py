@@ -38,8 +38,6 @@ from typing import Any
 from verilearn_assets.core.family import EvalChain, GrpoTask
 from verilearn_assets.core.records import Record
 from verilearn_assets.dafny import prompts
-from verilearn_assets.dafny.anticheat import screen
-from verilearn_assets.dafny.cascade import ProgramTeacher, Teacher
 from verilearn_assets.dafny.evaluate import (
     CODE_CHANGED,
     NO_BODY,
@@ -52,9 +50,11 @@ from verilearn_assets.dafny.evaluate import (
     score_writer,
     writer_score_of,
 )
+from verilearn_assets.dafny.lang.syntax import normalize
 from verilearn_assets.dafny.records import DafnyTask, DafnyTrajectory
 from verilearn_assets.dafny.rewards import Scored, cascade_reward
-from verilearn_assets.dafny.syntax import normalize
+from verilearn_assets.dafny.rollout.cascade import ProgramTeacher, Teacher
+from verilearn_assets.dafny.verify.anticheat import screen
 
 BASE_ROLES = ("writer", "annotator")
 WRITER_CASCADE = "writer_cascade"
@@ -144,8 +144,8 @@ class DafnyScorer:
         annotator: Teacher | None = None,
         on_close: Callable[[], None] | None = None,
     ) -> None:
-        from verilearn_assets.dafny.settings import cache_dir, load_dafny_config
-        from verilearn_assets.dafny.verifier import DafnyVerifier
+        from verilearn_assets.dafny.config import cache_dir, load_dafny_config
+        from verilearn_assets.dafny.verify.verifier import DafnyVerifier
 
         self.role = role
         self.tasks = {t.id: t for t in role_tasks(tasks, role)}
@@ -332,7 +332,7 @@ class DafnyGrpo:
         injected = self.frozen_writer if which == "writer" else self.frozen_annotator
         if injected is not None:
             return injected, f"injected:{id(injected)}", None
-        from verilearn_assets.dafny.settings import load_dafny_config
+        from verilearn_assets.dafny.config import load_dafny_config
 
         cfg = load_dafny_config().grpo
         kind = cfg.frozen_writer if which == "writer" else cfg.frozen_annotator

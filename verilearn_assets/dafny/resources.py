@@ -11,8 +11,8 @@ from pathlib import Path
 from dagster import ConfigurableResource
 from pydantic import Field
 
-from verilearn_assets.dafny.settings import cache_dir, load_dafny_config
-from verilearn_assets.dafny.verifier import DafnyVerifier, VerifierConfig
+from verilearn_assets.dafny.config import cache_dir, load_dafny_config
+from verilearn_assets.dafny.verify.verifier import DafnyVerifier, VerifierConfig
 
 
 class DafnyVerifierResource(ConfigurableResource):

@@ -1,7 +1,7 @@
 """The Dafny family's corpora: `programs:` entries of the dataset catalog with
 `family: dafny` (`core/ingest/corpora.py`), like the refactor family's `corpora:`.
 
-An entry is `bundled: corpus` (the corpus shipped beside this module, the default, so the
+An entry is `bundled: corpus` (the corpus shipped in `data/dafny/corpus/`, the default, so the
 demo runs offline), a `path` (a DafnyBench checkout's dataset folder, a folder of one's own
 `.dfy` files) or a pinned `archive`. A user brings one without editing a tracked file: an
 untracked YAML with a `programs:` section, named by `VERILEARN_LOCAL_CATALOG`.
@@ -21,10 +21,9 @@ from pathlib import Path
 
 from verilearn_assets.core.config import ConfigError, config_dir
 from verilearn_assets.core.ingest.corpora import corpus_root, program_corpora
-from verilearn_assets.dafny.loader import LoadReport, load_dafny_bench
+from verilearn_assets.dafny.corpus.loader import DATA_DIR, LoadReport, load_dafny_bench
 from verilearn_assets.dafny.records import DafnyExample
 
-PACKAGE_DIR = Path(__file__).resolve().parent  # `bundled: <folder>` names a folder here
 DEFAULT_CORPUS = "dafny-bundled"  # its programs keep their bare file names
 
 
@@ -101,7 +100,7 @@ def catalog_corpora(
             name,
             entry,
             catalog_file=catalog_file,
-            bundled_dir=PACKAGE_DIR,
+            bundled_dir=DATA_DIR,  # `bundled: <folder>` names a folder of data/dafny/
             cache_dir=cache,
             policy=catalog.download,
             limits=catalog.archive,

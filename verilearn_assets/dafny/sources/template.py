@@ -22,11 +22,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from verilearn_assets.dafny.anticheat import forbidden_constructs, screen
-from verilearn_assets.dafny.mutants import CODE_KINDS, pick, wrong_bodies
+from verilearn_assets.dafny.lang.syntax import lemma_names
 from verilearn_assets.dafny.records import DafnyExample, DafnyTask
-from verilearn_assets.dafny.syntax import lemma_names
-from verilearn_assets.dafny.verifier import DafnyVerifier
+from verilearn_assets.dafny.sources.mutants import CODE_KINDS, pick, wrong_bodies
+from verilearn_assets.dafny.verify.anticheat import forbidden_constructs, screen
+from verilearn_assets.dafny.verify.verifier import DafnyVerifier
 
 PARSES = ("verified", "verification_error", "timeout")
 NOTHING_TO_ANNOTATE = "nothing_to_annotate: the input already verifies without hints"

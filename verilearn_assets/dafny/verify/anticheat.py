@@ -44,8 +44,8 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from verilearn_assets.dafny.lexer import Token, code_tokens
-from verilearn_assets.dafny.syntax import (
+from verilearn_assets.dafny.lang.lexer import Token, code_tokens
+from verilearn_assets.dafny.lang.syntax import (
     DECL_KINDS,
     Decl,
     closing,
