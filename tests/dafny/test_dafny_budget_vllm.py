@@ -14,10 +14,10 @@ import pytest
 from verilearn_assets.core.llm.budget import FAILURE_CLASS, write_counts
 from verilearn_assets.core.llm.config import VllmConfig
 from verilearn_assets.dafny import prompts
-from verilearn_assets.dafny.build import build_trajectories
 from verilearn_assets.dafny.corpus.loader import load_bundled
 from verilearn_assets.dafny.corpus.splits import split_examples
 from verilearn_assets.dafny.records import DafnyTask
+from verilearn_assets.dafny.rollout.build import build_trajectories
 from verilearn_assets.dafny.rollout.vllm_teacher import VllmTeacher, task_messages
 from verilearn_assets.dafny.sources.llm import llm_tasks
 from verilearn_assets.dafny.sources.template import template_tasks

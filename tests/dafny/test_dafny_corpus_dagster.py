@@ -18,13 +18,13 @@ from resources.vllm import VllmResource
 from verilearn_assets.cli import main
 from verilearn_assets.core import lake
 from verilearn_assets.dafny.assets import tasks
-from verilearn_assets.dafny.build import load_corpus
 from verilearn_assets.dafny.config import load_dafny_config
 from verilearn_assets.dafny.corpus.coverage import LAKE, DafnyCoverageRow
 from verilearn_assets.dafny.corpus.loader import DUPLICATE
 from verilearn_assets.dafny.corpus.splits import split_examples
 from verilearn_assets.dafny.family import FAMILY
 from verilearn_assets.dafny.resources import DafnyVerifierResource
+from verilearn_assets.dafny.sources.build import load_corpus
 
 REPO = Path(__file__).resolve().parents[2]
 SUM4 = acc_for(2)

@@ -22,9 +22,9 @@ from verilearn_assets.dafny.corpus.splits import split_examples
 from verilearn_assets.dafny.grpo import grpo_task
 from verilearn_assets.dafny.records import DafnyTask
 from verilearn_assets.dafny.sources.mutants import wrong_bodies
+from verilearn_assets.dafny.sources.procedural import procedural_tasks
 from verilearn_assets.dafny.sources.template import (
     NOTHING_TO_ANNOTATE,
-    procedural_tasks,
     spec_strength,
     template_tasks,
 )

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from verilearn_assets.dafny.build import build_tasks
 from verilearn_assets.dafny.config import load_dafny_config
 from verilearn_assets.dafny.corpus.loader import load_bundled
 from verilearn_assets.dafny.corpus.splits import program_features, split_examples
+from verilearn_assets.dafny.sources.build import build_tasks
 from verilearn_assets.dafny.verify.verifier import DafnyVerifier
 
 CONFIG = load_dafny_config(Path(__file__).resolve().parents[2] / "configs")

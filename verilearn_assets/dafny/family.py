@@ -62,6 +62,9 @@ FAMILY = Family(
         "eval_n_best": eval_n_best,  # configs/dafny.yaml eval: n_best, temperature
         "lake_models": {COVERAGE_LAKE: DafnyCoverageRow},  # corpus coverage (coverage.py)
     },
-    # writer, annotator, writer_cascade, annotator_frozen_writer (+ eval role cascade)
-    grpo=grpo_task(),
+    # writer, annotator, writer_cascade, annotator_frozen_writer (+ eval role cascade);
+    # the hook reads the family's own trajectories through FAMILY (no import back)
+    grpo=grpo_task(
+        read_rollouts=lambda home, source, split: FAMILY.read_rollouts(home, source, split)
+    ),
 )

@@ -19,7 +19,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from verilearn_assets.core import lake
 from verilearn_assets.core.config import ConfigError, config_dir
+from verilearn_assets.core.ingest.catalog import load_datasets_config
 from verilearn_assets.core.ingest.corpora import corpus_root, program_corpora
 from verilearn_assets.dafny.corpus.loader import DATA_DIR, LoadReport, load_dafny_bench
 from verilearn_assets.dafny.records import DafnyExample
@@ -73,9 +75,6 @@ def catalog_corpora(
     one). An archive is fetched or read, pinned and extracted once under
     `<home>/dafny/corpora/`. Any entry that fails is a `ConfigError` naming the catalog
     file and `programs.<name>`: a corpus asked for never silently goes missing."""
-    from verilearn_assets.core import lake
-    from verilearn_assets.core.ingest.catalog import load_datasets_config
-
     catalog = load_datasets_config(directory)
     entries = program_corpora("dafny", directory)
     if names is not None:

@@ -1,6 +1,6 @@
-"""Building one `source × split` partition of tasks and trajectories (pure; the assets
-call this). The corpus is loaded and split the same way for every partition, so a
-program's split never depends on which partition is built first."""
+"""Building one `source × split` partition of trajectories (pure; the
+`dafny/trajectories` asset calls this): resumable chunks through the cascade, and the
+partition's summary."""
 
 from __future__ import annotations
 
@@ -10,99 +10,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from verilearn_assets.core import lake
-from verilearn_assets.core.llm.config import VllmConfig
-from verilearn_assets.core.records import SPLITS
-from verilearn_assets.dafny.config import DafnyConfig
-from verilearn_assets.dafny.corpus.catalog import Corpus, CorpusSet, catalog_corpora, load_corpora
-from verilearn_assets.dafny.corpus.splits import split_examples
 from verilearn_assets.dafny.family import FAMILY
-from verilearn_assets.dafny.prompts import few_shot_pairs, load_prompt_config
 from verilearn_assets.dafny.records import DafnyTask, DafnyTrajectory
-from verilearn_assets.dafny.rollout.cascade import (
-    ProgramTeacher,
-    Teacher,
-    cascade_sample,
-    trajectory,
-)
-from verilearn_assets.dafny.rollout.vllm_teacher import VllmTeacher
-from verilearn_assets.dafny.sources.llm import Propose, llm_tasks
-from verilearn_assets.dafny.sources.template import procedural_tasks, template_tasks
+from verilearn_assets.dafny.rollout.cascade import Teacher, cascade_sample, trajectory
 from verilearn_assets.dafny.verify.verifier import DafnyVerifier
-
-
-class SourceUnavailableError(RuntimeError):
-    """The `llm` source without a model server."""
-
-
-def load_corpus(config: DafnyConfig, home: Path | None = None) -> CorpusSet:
-    """The configured corpora (catalog `programs:` entries, or `corpus.path` alone),
-    duplicates dropped across them, cut to `corpus.limit` examples."""
-    if config.corpus.path:
-        corpora = [Corpus(name="", root=Path(config.corpus.path), origin="path")]
-    else:
-        corpora = catalog_corpora(config.corpus.corpora, home=home)
-    loaded = load_corpora(corpora)
-    loaded.limit(config.corpus.limit)
-    return loaded
-
-
-def build_tasks(
-    source: str,
-    split: str,
-    config: DafnyConfig,
-    verifier: DafnyVerifier,
-    propose: Propose | None = None,
-    home: Path | None = None,
-) -> tuple[list[DafnyTask], CorpusSet]:
-    """Tasks of one partition; `propose` (a model) is needed by the `llm` source only."""
-    report = load_corpus(config, home)
-    splits = split_examples(
-        report.examples, config.corpus.seed, min_eval_tasks=config.corpus.min_eval_tasks
-    )
-    mine = [e for e in report.examples if splits[e.id] == split]
-    if source == "template":
-        return template_tasks(mine, splits, verifier), report
-    if source == "procedural":
-        return procedural_tasks(mine, splits, verifier, config.sources.mutants_per_example), report
-    if source == "llm":
-        if propose is None:
-            raise SourceUnavailableError(
-                "the dafny llm source needs a vLLM server: set base_urls (or launch: true) "
-                "in configs/vllm.yaml"
-            )
-        train = [e for e in report.examples if splits[e.id] == "train"]
-        shots = [e.gold_program for e in train[: config.sources.llm_shots]]
-        # each split asks its own seeds: the same prompts in every split would propose the
-        # same programs, which the gate's one-split rule then has to turn away
-        seed = config.corpus.seed + SPLITS.index(split) * config.sources.llm_proposals
-        tasks = llm_tasks(propose, config.sources.llm_proposals, split, verifier, shots, seed)
-        return tasks, report
-    raise ValueError(f"unknown dafny source {source!r}")
-
-
-def teacher_for(
-    name: str,
-    vllm_config: VllmConfig | None = None,
-    train_tasks: Sequence[DafnyTask] = (),
-) -> Teacher:
-    """`program` (replays gold) or `vllm` (the served model of configs/vllm.yaml, prompted
-    per configs/dafny_prompts.yaml with few-shot pairs from `train_tasks`)."""
-    if name == "program":
-        return ProgramTeacher()
-    if name == "vllm":
-        if vllm_config is None or not vllm_config.has_server:
-            raise ValueError(
-                "configs/dafny.yaml: teacher 'vllm' needs a server (configs/vllm.yaml base_urls)"
-            )
-        cfg = load_prompt_config()
-        shots = {
-            role: few_shot_pairs(
-                [t for t in train_tasks if t.role == role], role, cfg.few_shot, cfg.few_shot_seed
-            )
-            for role in ("writer", "annotator")
-        }
-        return VllmTeacher(vllm_config, cfg, shots)
-    raise ValueError(f"configs/dafny.yaml: unknown teacher {name!r} (program or vllm)")
 
 
 def build_trajectories(
