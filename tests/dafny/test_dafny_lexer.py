@@ -1,4 +1,5 @@
-"""The Dafny lexer (`dafny/lexer.py`) and the syntax helpers built on it (`dafny/syntax.py`).
+"""The Dafny lexer (`dafny/lang/lexer.py`) and the syntax helpers built on it
+(`dafny/lang/syntax.py`).
 
 Property tests with seeded random inputs (hypothesis is not installed here): the token
 stream round-trips every bundled corpus file and adversarial texts assembled from the

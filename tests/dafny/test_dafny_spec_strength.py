@@ -1,6 +1,7 @@
-"""Spec strength and task quality (`dafny/tasks.py`, `dafny/mutants.py`), on the real
-verifier, over the bundled programs whose specs were fixed plus a few others (the whole
-corpus takes ~1.5 min cold on 2 cores; `make demo` builds it and rejects any weak spec).
+"""Spec strength and task quality (`dafny/sources/template.py`, `procedural.py`,
+`mutants.py`), on the real verifier, over the bundled programs whose specs were fixed plus
+a few others (the whole corpus takes ~1.5 min cold on 2 cores; `make demo` builds it and
+rejects any weak spec).
 
 - every spec rejects its generated wrong bodies (constant outputs, dropped
   statements, off-by-one loop bounds, swapped arguments, the empty body; `{ while true }`

@@ -60,7 +60,7 @@ FAMILY = Family(
     rollout_columns=("role", "status", "failure_bucket", "reward", "latency_ms"),
     extra={
         "eval_n_best": eval_n_best,  # configs/dafny.yaml eval: n_best, temperature
-        "lake_models": {COVERAGE_LAKE: DafnyCoverageRow},  # corpus coverage (coverage.py)
+        "lake_models": {COVERAGE_LAKE: DafnyCoverageRow},  # corpus coverage (corpus/coverage.py)
     },
     # writer, annotator, writer_cascade, annotator_frozen_writer (+ eval role cascade);
     # the hook reads the family's own trajectories through FAMILY (no import back)

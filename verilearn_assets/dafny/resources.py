@@ -1,6 +1,6 @@
 """`DafnyVerifierResource`: the Dafny verifier for assets, configured from
 `configs/dafny.yaml` (fields set on the resource override the file). Thin: the pool,
-cache and jail live in `verilearn_assets/dafny/verifier.py`."""
+cache and jail live in `verilearn_assets/dafny/verify/verifier.py`."""
 
 from __future__ import annotations
 
