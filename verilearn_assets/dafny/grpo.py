@@ -29,14 +29,13 @@ scripted one (`DafnyGrpo(frozen_writer=..., frozen_annotator=...)`).
 
 from __future__ import annotations
 
-import functools
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from verilearn_assets.core.family import EvalChain, GrpoTask
+from verilearn_assets.core.family import EvalChain, Family, GrpoTask
 from verilearn_assets.core.llm.config import load_vllm_config
 from verilearn_assets.core.records import SOURCES, Record
 from verilearn_assets.dafny import prompts
@@ -111,15 +110,12 @@ class GoldHintAnnotator:
         return prompts.fenced(task.annotated_body if keeps_code(task, task.body, body) else body)
 
 
-# (home, source, split) -> the family's stored trajectories of that partition
-ReadRollouts = Callable[[Path, str, str], Sequence[Record]]
-
-
-def grpo_pass_rates(read_rollouts: ReadRollouts, home: Path, split: str) -> dict[str, float]:
-    """Verified share of the stored trajectories per group (template, or mutation kind)."""
+def grpo_pass_rates(family: Family, home: Path, split: str) -> dict[str, float]:
+    """Verified share of the stored trajectories per group (template, or mutation kind);
+    `family` is the Dafny family (its lake reader), given by `family.py`."""
     counts: dict[str, list[int]] = {}
     for source in SOURCES:
-        for t in read_rollouts(home, source, split):
+        for t in family.read_rollouts(home, source, split):
             if isinstance(t, DafnyTrajectory):
                 c = counts.setdefault(_group(t.mutation), [0, 0])
                 c[0] += int(t.verified)
@@ -321,18 +317,18 @@ class DafnyGrpo:
     replace the partners configured under `grpo:` in configs/dafny.yaml (tests pass a
     scripted one). The frozen writer's bodies are memoized per (partner, task), so the
     prompts the policy saw and the scorer's code check agree even for a sampling model.
-    `read_rollouts` is the family's reader of its stored trajectories (the curriculum's pass
-    rates); without it the hook has no `pass_rates`."""
+    `pass_rates` is the curriculum hook `family.py` gives (`grpo_pass_rates` over FAMILY);
+    without it the hook has none."""
 
     def __init__(
         self,
         frozen_writer: Teacher | None = None,
         frozen_annotator: Teacher | None = None,
-        read_rollouts: ReadRollouts | None = None,
+        pass_rates: Callable[[Path, str], dict[str, float]] | None = None,
     ) -> None:
         self.frozen_writer = frozen_writer
         self.frozen_annotator = frozen_annotator
-        self.read_rollouts = read_rollouts
+        self.pass_rates = pass_rates
         self._bodies: dict[tuple[str, str], str] = {}
 
     def _partner(self, which: str) -> tuple[Teacher, str, Callable[[], None] | None]:
@@ -405,11 +401,7 @@ class DafnyGrpo:
             self.prompts,
             self.scorer,
             roles=ROLES,
-            pass_rates=(
-                None
-                if self.read_rollouts is None
-                else functools.partial(grpo_pass_rates, self.read_rollouts)
-            ),
+            pass_rates=self.pass_rates,
             stop=lambda: prompts.load_prompt_config().stop,  # as the vllm teacher sends
             # `verilearn eval --family dafny --role cascade`: writer, annotator, verifier
             eval_chains={"cascade": EvalChain("writer", cascade_prompts, cascade_score)},
@@ -419,6 +411,6 @@ class DafnyGrpo:
 def grpo_task(
     frozen_writer: Teacher | None = None,
     frozen_annotator: Teacher | None = None,
-    read_rollouts: ReadRollouts | None = None,
+    pass_rates: Callable[[Path, str], dict[str, float]] | None = None,
 ) -> GrpoTask:
-    return DafnyGrpo(frozen_writer, frozen_annotator, read_rollouts).task()
+    return DafnyGrpo(frozen_writer, frozen_annotator, pass_rates).task()
