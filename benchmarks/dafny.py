@@ -41,11 +41,11 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from verilearn_assets.dafny import anticheat
-from verilearn_assets.dafny.corpora import Corpus, load_corpora
-from verilearn_assets.dafny.loader import BUNDLED, DUPLICATE
-from verilearn_assets.dafny.settings import cache_dir
-from verilearn_assets.dafny.verifier import DafnyVerifier, VerifierConfig
+from verilearn_assets.dafny.config import cache_dir
+from verilearn_assets.dafny.corpus.catalog import Corpus, load_corpora
+from verilearn_assets.dafny.corpus.loader import BUNDLED, DUPLICATE
+from verilearn_assets.dafny.verify import anticheat
+from verilearn_assets.dafny.verify.verifier import DafnyVerifier, VerifierConfig
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from dafny_corpus import generate  # noqa: E402  (the generator beside this script)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from verilearn_assets.dafny.verifier import DafnyVerifier, VerifierConfig
+from verilearn_assets.dafny.verify.verifier import DafnyVerifier, VerifierConfig
 
 
 def _require_dafny() -> None:

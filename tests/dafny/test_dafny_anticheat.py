@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from verilearn_assets.dafny.anticheat import check_candidate, forbidden_constructs
+from verilearn_assets.dafny.verify.anticheat import check_candidate, forbidden_constructs
 
 REFERENCE = """function Sq(x: int): int { x * x }
 
@@ -79,7 +79,7 @@ def test_forbidden_constructs_ignores_comments() -> None:
 def test_a_body_left_out_is_bodiless_for_every_bundled_task(answer: str) -> None:
     """Dafny 2.3 verifies a bodiless method without proving its ensures, so an empty or
     comment-only answer spliced in as the body must be a cheat, on every bundled task."""
-    from verilearn_assets.dafny.loader import load_bundled
+    from verilearn_assets.dafny.corpus.loader import load_bundled
 
     for ex in load_bundled():
         found = [f.cheat for f in check_candidate(ex.gold_program, ex.assemble(answer))]

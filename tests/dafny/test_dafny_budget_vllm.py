@@ -15,14 +15,14 @@ from verilearn_assets.core.llm.budget_records import write_counts
 from verilearn_assets.core.llm.config import VllmConfig
 from verilearn_assets.core.llm.fit import FAILURE_CLASS
 from verilearn_assets.dafny import prompts
-from verilearn_assets.dafny.build import build_trajectories
-from verilearn_assets.dafny.llm_source import llm_tasks
-from verilearn_assets.dafny.loader import load_bundled
+from verilearn_assets.dafny.corpus.loader import load_bundled
+from verilearn_assets.dafny.corpus.splits import split_examples
 from verilearn_assets.dafny.records import DafnyTask
-from verilearn_assets.dafny.splits import split_examples
-from verilearn_assets.dafny.tasks import template_tasks
-from verilearn_assets.dafny.verifier import DafnyVerifier
-from verilearn_assets.dafny.vllm_teacher import VllmTeacher, task_messages
+from verilearn_assets.dafny.rollout.build import build_trajectories
+from verilearn_assets.dafny.rollout.vllm_teacher import VllmTeacher, task_messages
+from verilearn_assets.dafny.sources.llm import llm_tasks
+from verilearn_assets.dafny.sources.template import template_tasks
+from verilearn_assets.dafny.verify.verifier import DafnyVerifier
 
 pytestmark = pytest.mark.vllm
 

@@ -14,7 +14,7 @@ import pytest
 from dafny4_programs import acc_for
 
 from verilearn_assets.cli import main
-from verilearn_assets.dafny.loader import BUNDLED
+from verilearn_assets.dafny.corpus.loader import BUNDLED
 
 
 def run(args: list[str], home: Path) -> subprocess.CompletedProcess:

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from verilearn_assets.dafny.loader import BUNDLED, load_bundled, load_dafny_bench
-from verilearn_assets.dafny.mutants import mutants
+from verilearn_assets.dafny.corpus.loader import BUNDLED, load_bundled, load_dafny_bench
+from verilearn_assets.dafny.corpus.splits import split_examples
 from verilearn_assets.dafny.records import CONSTRUCTS
-from verilearn_assets.dafny.splits import split_examples
-from verilearn_assets.dafny.verifier import DafnyVerifier
+from verilearn_assets.dafny.sources.mutants import mutants
+from verilearn_assets.dafny.verify.verifier import DafnyVerifier
 
 
 def test_every_bundled_program_verifies(verifier: DafnyVerifier) -> None:
@@ -141,7 +141,7 @@ method Sq(x: int) returns (y: int)
 def test_compiled_function_is_dafny4_and_rewritten(tmp_path: Path, verifier: DafnyVerifier) -> None:
     """A file whose only Dafny 4 feature is a `function` called from a method body: 2.3
     reads that function as ghost (a resolution error), so it becomes `function method`."""
-    from verilearn_assets.dafny.dialect import compiled_function_calls, detect, to_dafny2
+    from verilearn_assets.dafny.lang.dialect import compiled_function_calls, detect, to_dafny2
 
     assert compiled_function_calls(COMPILED_FUNCTION_ONLY) == ["IsEven", "Square"]
     assert detect(COMPILED_FUNCTION_ONLY) == "4"
@@ -213,8 +213,8 @@ def test_lemma_calls_leave_the_hint_free_body(home: Path, verifier: DafnyVerifie
     still scores 1.0 and the annotator's copy-the-input cheat scores 0."""
     from verilearn_assets.dafny import prompts
     from verilearn_assets.dafny.grpo import grpo_task
-    from verilearn_assets.dafny.syntax import lemma_names
-    from verilearn_assets.dafny.tasks import template_tasks
+    from verilearn_assets.dafny.lang.syntax import lemma_names
+    from verilearn_assets.dafny.sources.template import template_tasks
 
     (ex,) = [e for e in load_bundled() if e.name == "list_datatype.AppendThree"]
     lemmas = lemma_names(ex.gold_program)

@@ -12,15 +12,15 @@ import pytest
 import yaml
 
 from verilearn_assets.core.config import ConfigError
-from verilearn_assets.dafny.corpora import Corpus, catalog_corpora, load_corpora
-from verilearn_assets.dafny.loader import (
+from verilearn_assets.dafny.corpus.catalog import Corpus, catalog_corpora, load_corpora
+from verilearn_assets.dafny.corpus.loader import (
     BUNDLED,
     DUPLICATE,
     ORPHAN_TWIN,
     LayoutError,
     load_dafny_bench,
 )
-from verilearn_assets.dafny.splits import split_examples
+from verilearn_assets.dafny.corpus.splits import split_examples
 
 GOLD = """method Double(n: nat) returns (d: nat)
   ensures d == 2 * n

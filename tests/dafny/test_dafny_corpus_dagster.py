@@ -13,18 +13,18 @@ import yaml
 from dafny4_programs import acc_for
 from dagster import MultiPartitionKey, materialize
 
-from resources.dafny import DafnyVerifierResource
 from resources.home import HomeResource
 from resources.vllm import VllmResource
 from verilearn_assets.cli import main
 from verilearn_assets.core import lake
 from verilearn_assets.dafny.assets import tasks
-from verilearn_assets.dafny.build import load_corpus
-from verilearn_assets.dafny.coverage import LAKE, DafnyCoverageRow
+from verilearn_assets.dafny.config import load_dafny_config
+from verilearn_assets.dafny.corpus.coverage import LAKE, DafnyCoverageRow
+from verilearn_assets.dafny.corpus.loader import DUPLICATE
+from verilearn_assets.dafny.corpus.splits import split_examples
 from verilearn_assets.dafny.family import FAMILY
-from verilearn_assets.dafny.loader import DUPLICATE
-from verilearn_assets.dafny.settings import load_dafny_config
-from verilearn_assets.dafny.splits import split_examples
+from verilearn_assets.dafny.resources import DafnyVerifierResource
+from verilearn_assets.dafny.sources.build import load_corpus
 
 REPO = Path(__file__).resolve().parents[2]
 SUM4 = acc_for(2)

@@ -14,20 +14,20 @@ import pytest
 import yaml
 from dagster import MultiPartitionKey, materialize
 
-from resources.dafny import DafnyVerifierResource
 from resources.home import HomeResource
 from resources.vllm import VllmResource
 from verilearn_assets.core import lake
 from verilearn_assets.core.family import RuleContext, family
 from verilearn_assets.core.warehouse import build_model, discover_sql_models, order_models
 from verilearn_assets.dafny.assets import tasks, trajectories
-from verilearn_assets.dafny.build import run_partition
-from verilearn_assets.dafny.cascade import ProgramTeacher
 from verilearn_assets.dafny.checks import CHECKS
 from verilearn_assets.dafny.family import FAMILY
 from verilearn_assets.dafny.records import DafnyTask, DafnyTrajectory
+from verilearn_assets.dafny.resources import DafnyVerifierResource
+from verilearn_assets.dafny.rollout.build import run_partition
+from verilearn_assets.dafny.rollout.cascade import ProgramTeacher
 from verilearn_assets.dafny.rules import no_cheat_in_targets, one_split
-from verilearn_assets.dafny.verifier import DafnyVerifier
+from verilearn_assets.dafny.verify.verifier import DafnyVerifier
 
 REPO = Path(__file__).resolve().parents[2]
 LIMIT = 6

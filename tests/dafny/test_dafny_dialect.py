@@ -9,8 +9,8 @@ import re
 import pytest
 from dafny4_programs import acc_for
 
-from verilearn_assets.dafny import dialect
-from verilearn_assets.dafny.verifier import DafnyVerifier
+from verilearn_assets.dafny.lang import dialect
+from verilearn_assets.dafny.verify.verifier import DafnyVerifier
 
 FOR_SUM = acc_for(3)
 LEAST = """least predicate Even(n: nat)

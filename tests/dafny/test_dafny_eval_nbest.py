@@ -17,11 +17,11 @@ import pytest
 
 from verilearn_assets.core import lake
 from verilearn_assets.dafny import prompts
-from verilearn_assets.dafny.loader import load_bundled
+from verilearn_assets.dafny.corpus.loader import load_bundled
+from verilearn_assets.dafny.corpus.splits import split_examples
 from verilearn_assets.dafny.records import DafnyTask
-from verilearn_assets.dafny.splits import split_examples
-from verilearn_assets.dafny.tasks import NOTHING_TO_ANNOTATE, template_tasks
-from verilearn_assets.dafny.verifier import DafnyVerifier
+from verilearn_assets.dafny.sources.template import NOTHING_TO_ANNOTATE, template_tasks
+from verilearn_assets.dafny.verify.verifier import DafnyVerifier
 from verilearn_assets.training.eval_config import EvalSettings
 from verilearn_assets.training.eval_family import Completion, evaluate_family, gold_diff
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from verilearn_assets.dafny.corpus.loader import load_bundled
+from verilearn_assets.dafny.corpus.splits import split_examples
 from verilearn_assets.dafny.evaluate import annotator_score, bleu4, rates, writer_score
-from verilearn_assets.dafny.loader import load_bundled
 from verilearn_assets.dafny.records import DafnyTask
-from verilearn_assets.dafny.splits import split_examples
-from verilearn_assets.dafny.tasks import template_tasks
-from verilearn_assets.dafny.verifier import DafnyVerifier
+from verilearn_assets.dafny.sources.template import template_tasks
+from verilearn_assets.dafny.verify.verifier import DafnyVerifier
 
 
 @pytest.fixture(scope="module")

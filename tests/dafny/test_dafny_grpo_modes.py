@@ -20,6 +20,8 @@ import pytest
 
 from verilearn_assets.core import lake
 from verilearn_assets.dafny import prompts
+from verilearn_assets.dafny.corpus.loader import load_bundled
+from verilearn_assets.dafny.corpus.splits import split_examples
 from verilearn_assets.dafny.family import FAMILY
 from verilearn_assets.dafny.grpo import (
     ANNOTATOR_FROZEN_WRITER,
@@ -28,12 +30,10 @@ from verilearn_assets.dafny.grpo import (
     GoldHintAnnotator,
     grpo_task,
 )
-from verilearn_assets.dafny.loader import load_bundled
 from verilearn_assets.dafny.records import DafnyTask
 from verilearn_assets.dafny.rewards import WRITER_ONLY_CREDIT
-from verilearn_assets.dafny.splits import split_examples
-from verilearn_assets.dafny.tasks import NOTHING_TO_ANNOTATE, template_tasks
-from verilearn_assets.dafny.verifier import DafnyVerifier
+from verilearn_assets.dafny.sources.template import NOTHING_TO_ANNOTATE, template_tasks
+from verilearn_assets.dafny.verify.verifier import DafnyVerifier
 from verilearn_assets.training.config import DEFAULT_BASE_MODEL, REPO_ROOT, TrainingConfig
 from verilearn_assets.training.grpo import train_grpo
 from verilearn_assets.training.grpo_config import GrpoSettings

@@ -1,4 +1,5 @@
-"""The Dafny lexer (`dafny/lexer.py`) and the syntax helpers built on it (`dafny/syntax.py`).
+"""The Dafny lexer (`dafny/lang/lexer.py`) and the syntax helpers built on it
+(`dafny/lang/syntax.py`).
 
 Property tests with seeded random inputs (hypothesis is not installed here): the token
 stream round-trips every bundled corpus file and adversarial texts assembled from the
@@ -13,9 +14,9 @@ import random
 
 import pytest
 
-from verilearn_assets.dafny.lexer import code_tokens, tokenize, untokenize
-from verilearn_assets.dafny.loader import BUNDLED, load_bundled
-from verilearn_assets.dafny.syntax import (
+from verilearn_assets.dafny.corpus.loader import BUNDLED, load_bundled
+from verilearn_assets.dafny.lang.lexer import code_tokens, tokenize, untokenize
+from verilearn_assets.dafny.lang.syntax import (
     declarations,
     lemma_names,
     match_brace,

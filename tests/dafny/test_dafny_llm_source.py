@@ -8,9 +8,9 @@ from collections import Counter
 import dafny_programs as P
 
 from verilearn_assets.dafny import prompts
-from verilearn_assets.dafny.llm_source import llm_tasks
-from verilearn_assets.dafny.tasks import NOTHING_TO_ANNOTATE
-from verilearn_assets.dafny.verifier import DafnyVerifier
+from verilearn_assets.dafny.sources.llm import llm_tasks
+from verilearn_assets.dafny.sources.template import NOTHING_TO_ANNOTATE
+from verilearn_assets.dafny.verify.verifier import DafnyVerifier
 
 ANSWERS = [
     "Sure!\n" + prompts.fenced(P.VERIFIED),

@@ -22,13 +22,13 @@ import yaml
 from verilearn_assets.core import lake
 from verilearn_assets.core.family import SftRow
 from verilearn_assets.dafny import prompts
-from verilearn_assets.dafny.cascade import ProgramTeacher, cascade_sample, trajectory
+from verilearn_assets.dafny.corpus.loader import load_bundled
+from verilearn_assets.dafny.corpus.splits import split_examples
 from verilearn_assets.dafny.family import FAMILY
-from verilearn_assets.dafny.loader import load_bundled
 from verilearn_assets.dafny.records import DafnyTask
-from verilearn_assets.dafny.splits import split_examples
-from verilearn_assets.dafny.tasks import template_tasks
-from verilearn_assets.dafny.verifier import DafnyVerifier
+from verilearn_assets.dafny.rollout.cascade import ProgramTeacher, cascade_sample, trajectory
+from verilearn_assets.dafny.sources.template import template_tasks
+from verilearn_assets.dafny.verify.verifier import DafnyVerifier
 from verilearn_assets.training.eval_family import Completion, evaluate_family, family_stop
 from verilearn_assets.training.grpo_stop import text_before_stop
 

@@ -8,7 +8,7 @@ import pytest
 
 from verilearn_assets.core.config import ConfigError
 from verilearn_assets.dafny import prompts
-from verilearn_assets.dafny.loader import load_bundled
+from verilearn_assets.dafny.corpus.loader import load_bundled
 from verilearn_assets.dafny.records import DafnyTask
 
 REPO = Path(__file__).resolve().parents[2]

@@ -30,21 +30,21 @@ from redteam_cases import (
 )
 
 from verilearn_assets.dafny import prompts
-from verilearn_assets.dafny.anticheat import screen
-from verilearn_assets.dafny.cascade import cascade_sample, trajectory
+from verilearn_assets.dafny.corpus.loader import load_bundled
+from verilearn_assets.dafny.corpus.splits import split_examples
 from verilearn_assets.dafny.grpo import (
     ANNOTATOR_FROZEN_WRITER,
     WRITER_CASCADE,
     cascade_score,
     grpo_task,
 )
-from verilearn_assets.dafny.llm_source import llm_tasks
-from verilearn_assets.dafny.loader import load_bundled
 from verilearn_assets.dafny.records import DafnyTask
+from verilearn_assets.dafny.rollout.cascade import cascade_sample, trajectory
 from verilearn_assets.dafny.sft import rows_for
-from verilearn_assets.dafny.splits import split_examples
-from verilearn_assets.dafny.tasks import template_tasks
-from verilearn_assets.dafny.verifier import DafnyVerifier
+from verilearn_assets.dafny.sources.llm import llm_tasks
+from verilearn_assets.dafny.sources.template import template_tasks
+from verilearn_assets.dafny.verify.anticheat import screen
+from verilearn_assets.dafny.verify.verifier import DafnyVerifier
 
 WRITER_SIDE = BODY_CHEATS + VERIFIER_CHEATS
 ANNOTATOR_SIDE = BODY_CHEATS + VERIFIER_CHEATS + ANNOTATOR_CHEATS
@@ -213,7 +213,7 @@ def test_the_screen_names_each_cheat(cheat: Cheat) -> None:
 def test_a_replaced_writer_body_is_a_failed_cascade(tasks, verifier) -> None:
     """The gold annotator fed a wrong writer body substitutes the gold code: a failed
     cascade (`code_changed`), never a verified writer trajectory nor an SFT row."""
-    from verilearn_assets.dafny.cascade import ProgramTeacher
+    from verilearn_assets.dafny.rollout.cascade import ProgramTeacher
 
     w = tasks["writer"]
 
@@ -281,7 +281,7 @@ def test_the_verifier_itself_refuses_what_the_screen_refuses(verifier: DafnyVeri
 def test_sft_never_teaches_the_hints_a_writer_got_wrong(tasks, verifier) -> None:
     """Gold code with a false invariant, proved by the annotator's own hints: the writer
     row teaches the code only, the annotator row the hints that verified."""
-    from verilearn_assets.dafny.cascade import ProgramTeacher
+    from verilearn_assets.dafny.rollout.cascade import ProgramTeacher
 
     w = tasks["writer"]
     bogus = w.annotated_body.replace("invariant p == a * i", "invariant false")

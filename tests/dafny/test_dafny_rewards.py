@@ -6,19 +6,19 @@ from __future__ import annotations
 import pytest
 
 from verilearn_assets.dafny import prompts
-from verilearn_assets.dafny.cascade import ProgramTeacher, cascade_sample
-from verilearn_assets.dafny.loader import load_bundled
+from verilearn_assets.dafny.corpus.loader import load_bundled
+from verilearn_assets.dafny.corpus.splits import split_examples
 from verilearn_assets.dafny.records import DafnyTask
-from verilearn_assets.dafny.results import VerifyResult
 from verilearn_assets.dafny.rewards import (
     PARSE_CREDIT,
     PARTIAL_CAP,
     partial_reward,
     score_candidate,
 )
-from verilearn_assets.dafny.splits import split_examples
-from verilearn_assets.dafny.tasks import template_tasks
-from verilearn_assets.dafny.verifier import DafnyVerifier
+from verilearn_assets.dafny.rollout.cascade import ProgramTeacher, cascade_sample
+from verilearn_assets.dafny.sources.template import template_tasks
+from verilearn_assets.dafny.verify.results import VerifyResult
+from verilearn_assets.dafny.verify.verifier import DafnyVerifier
 
 TWO = """method A(x: int) returns (y: int)
   ensures y == x + 1

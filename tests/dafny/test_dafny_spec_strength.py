@@ -1,6 +1,7 @@
-"""Spec strength and task quality (`dafny/tasks.py`, `dafny/mutants.py`), on the real
-verifier, over the bundled programs whose specs were fixed plus a few others (the whole
-corpus takes ~1.5 min cold on 2 cores; `make demo` builds it and rejects any weak spec).
+"""Spec strength and task quality (`dafny/sources/template.py`, `procedural.py`,
+`mutants.py`), on the real verifier, over the bundled programs whose specs were fixed plus
+a few others (the whole corpus takes ~1.5 min cold on 2 cores; `make demo` builds it and
+rejects any weak spec).
 
 - every spec rejects its generated wrong bodies (constant outputs, dropped
   statements, off-by-one loop bounds, swapped arguments, the empty body; `{ while true }`
@@ -17,19 +18,19 @@ from pathlib import Path
 
 import pytest
 
-from verilearn_assets.dafny.anticheat import screen
+from verilearn_assets.dafny.corpus.loader import examples_from_program, load_bundled
+from verilearn_assets.dafny.corpus.splits import split_examples
 from verilearn_assets.dafny.grpo import grpo_task
-from verilearn_assets.dafny.loader import examples_from_program, load_bundled
-from verilearn_assets.dafny.mutants import wrong_bodies
 from verilearn_assets.dafny.records import DafnyTask
-from verilearn_assets.dafny.splits import split_examples
-from verilearn_assets.dafny.tasks import (
+from verilearn_assets.dafny.sources.mutants import wrong_bodies
+from verilearn_assets.dafny.sources.procedural import procedural_tasks
+from verilearn_assets.dafny.sources.template import (
     NOTHING_TO_ANNOTATE,
-    procedural_tasks,
     spec_strength,
     template_tasks,
 )
-from verilearn_assets.dafny.verifier import DafnyVerifier
+from verilearn_assets.dafny.verify.anticheat import screen
+from verilearn_assets.dafny.verify.verifier import DafnyVerifier
 
 # The corpus specs as they were: each accepts a wrong implementation.
 OLD_WITHDRAW = """class Account {
@@ -81,7 +82,7 @@ method AppendThree(a: List, b: List, c: List) returns (r: List)
 
 
 def _old_histogram() -> str:
-    text = (Path(__file__).parents[2] / "verilearn_assets/dafny/corpus/map_ops.dfy").read_text()
+    text = (Path(__file__).parents[2] / "data/dafny/corpus/map_ops.dfy").read_text()
     old = text.replace("  ensures forall x :: x in h ==> h[x] == multiset(s)[x]\n", "")
     old = old.replace("    invariant forall x :: x in h ==> h[x] == multiset(s[..i])[x]\n", "")
     assert old != text

@@ -1,11 +1,11 @@
-"""Split sizes on the bundled corpus (`corpus.min_eval_tasks`, `dafny/splits.py`): dev and
+"""Split sizes on the bundled corpus (`corpus.min_eval_tasks`, `dafny/corpus/splits.py`): dev and
 test each hold at least the minimum, so pass@1 moves in steps of at most 1/min.
 
 `verilearn eval --family dafny` scores one role over every source of a split
 (`training/eval_family.family_rows`) and the pass-rate mart breaks it down by source, so
 the minimum holds per evaluated role (writer, annotator) and per source the demo builds
 (template: writer and annotator; procedural: annotator only), counted on accepted tasks
-built through `build.build_tasks`, the code the `dafny/tasks` asset calls, with the real
+built through `sources/build.build_tasks`, the code the `dafny/tasks` asset calls, with the real
 verifier. The split itself stays grouped by program and stratified.
 """
 
@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from verilearn_assets.dafny.build import build_tasks
-from verilearn_assets.dafny.loader import load_bundled
-from verilearn_assets.dafny.settings import load_dafny_config
-from verilearn_assets.dafny.splits import program_features, split_examples
-from verilearn_assets.dafny.verifier import DafnyVerifier
+from verilearn_assets.dafny.config import load_dafny_config
+from verilearn_assets.dafny.corpus.loader import load_bundled
+from verilearn_assets.dafny.corpus.splits import program_features, split_examples
+from verilearn_assets.dafny.sources.build import build_tasks
+from verilearn_assets.dafny.verify.verifier import DafnyVerifier
 
 CONFIG = load_dafny_config(Path(__file__).resolve().parents[2] / "configs")
 MIN = CONFIG.corpus.min_eval_tasks

@@ -8,12 +8,12 @@ from collections import defaultdict
 import pytest
 
 from verilearn_assets.dafny import prompts
-from verilearn_assets.dafny.cascade import cascade_sample
-from verilearn_assets.dafny.loader import load_bundled
+from verilearn_assets.dafny.corpus.loader import load_bundled
+from verilearn_assets.dafny.corpus.splits import program_features, split_examples
 from verilearn_assets.dafny.records import DafnyTask
-from verilearn_assets.dafny.splits import program_features, split_examples
-from verilearn_assets.dafny.tasks import NOTHING_TO_ANNOTATE, template_tasks
-from verilearn_assets.dafny.verifier import DafnyVerifier
+from verilearn_assets.dafny.rollout.cascade import cascade_sample
+from verilearn_assets.dafny.sources.template import NOTHING_TO_ANNOTATE, template_tasks
+from verilearn_assets.dafny.verify.verifier import DafnyVerifier
 
 
 @pytest.mark.parametrize("seed", [0, 1, 7])

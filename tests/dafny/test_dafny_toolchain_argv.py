@@ -13,9 +13,9 @@ import dataclasses
 import dafny_programs as P
 import pytest
 
-from verilearn_assets.dafny.server import ServerPool
-from verilearn_assets.dafny.toolchain import ToolchainError, cli_argv, detect
-from verilearn_assets.dafny.verifier import DafnyVerifier, VerifierConfig
+from verilearn_assets.dafny.verify.server import ServerPool
+from verilearn_assets.dafny.verify.toolchain import ToolchainError, cli_argv, detect
+from verilearn_assets.dafny.verify.verifier import DafnyVerifier, VerifierConfig
 
 
 def test_cli_argv_dafny2_slash_flags() -> None:

@@ -12,9 +12,9 @@ from pathlib import Path
 import dafny_programs as P
 import pytest
 
-from verilearn_assets.dafny.results import filter_noise
-from verilearn_assets.dafny.toolchain import detect
-from verilearn_assets.dafny.verifier import DafnyVerifier, VerifierConfig
+from verilearn_assets.dafny.verify.results import filter_noise
+from verilearn_assets.dafny.verify.toolchain import detect
+from verilearn_assets.dafny.verify.verifier import DafnyVerifier, VerifierConfig
 
 
 def test_toolchain_versions_recorded(verifier: DafnyVerifier) -> None:
@@ -131,8 +131,8 @@ def test_cache_hit_same_verdict_and_key_covers_flags(
     """Verdicts live in the lake as Parquet parts (one per batch, unique names), read into
     an in-memory index; another process's cache finds them; the key covers the program,
     the versions, the jail and the flags; a hit costs well under 5 ms."""
-    from verilearn_assets.dafny.cache import VerdictCache
-    from verilearn_assets.dafny.settings import cache_dir
+    from verilearn_assets.dafny.config import cache_dir
+    from verilearn_assets.dafny.verify.cache import VerdictCache
 
     home = tmp_path / "home"
     assert cache_dir(home) == home / "lake" / "dafny" / "verdicts"
@@ -179,7 +179,7 @@ def test_cache_hit_same_verdict_and_key_covers_flags(
     )
     import polars as pl
 
-    from verilearn_assets.dafny.results import VerifyResult
+    from verilearn_assets.dafny.verify.results import VerifyResult
 
     rows = list(pl.read_parquet(merged).iter_rows(named=True))  # status column = verdict's
     pairs = [(r["status"], VerifyResult.model_validate_json(r["result"]).status) for r in rows]

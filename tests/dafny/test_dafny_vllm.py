@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from verilearn_assets.dafny.cascade import BUCKETS, cascade_sample, trajectory
-from verilearn_assets.dafny.loader import load_bundled
-from verilearn_assets.dafny.splits import split_examples
-from verilearn_assets.dafny.tasks import template_tasks
-from verilearn_assets.dafny.verifier import DafnyVerifier
-from verilearn_assets.dafny.vllm_teacher import VllmTeacher
+from verilearn_assets.dafny.corpus.loader import load_bundled
+from verilearn_assets.dafny.corpus.splits import split_examples
+from verilearn_assets.dafny.rollout.cascade import BUCKETS, cascade_sample, trajectory
+from verilearn_assets.dafny.rollout.vllm_teacher import VllmTeacher
+from verilearn_assets.dafny.sources.template import template_tasks
+from verilearn_assets.dafny.verify.verifier import DafnyVerifier
 
 
 def test_cascade_with_a_served_model(vllm_server, verifier: DafnyVerifier) -> None:
@@ -36,7 +36,7 @@ def test_teacher_refuses_without_a_server() -> None:
 
 
 def test_llm_source_with_a_served_model(vllm_server, verifier: DafnyVerifier) -> None:
-    from verilearn_assets.dafny.llm_source import llm_tasks
+    from verilearn_assets.dafny.sources.llm import llm_tasks
 
     with VllmTeacher(vllm_server.config(sampling={"max_tokens": 24})) as model:
         tasks = llm_tasks(model.propose, 2, "test", verifier)

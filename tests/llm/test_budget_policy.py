@@ -288,7 +288,7 @@ def dafny_source(n_helpers: int) -> DafnySource:
 
 def test_dafny_prompts_drop_example_pairs_then_cut_the_context(counter: TokenCounter) -> None:
     from verilearn_assets.dafny import prompts
-    from verilearn_assets.dafny.vllm_teacher import task_messages
+    from verilearn_assets.dafny.rollout.vllm_teacher import task_messages
 
     task = dafny_source(120)
     shots = [(prompts.user_prompt(dafny_source(20), "writer"), prompts.fenced("{ r := 3*x; }"))] * 3

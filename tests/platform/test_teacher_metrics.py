@@ -224,12 +224,12 @@ def test_refactor_actor_run_writes_known_counts(tmp_path: Path) -> None:
 
 # --- dafny: the vLLM teacher on the real tiny model, Dafny's verdict -----------------
 def test_dafny_vllm_teacher_writes_its_run(vllm_server, tmp_path: Path) -> None:
-    from verilearn_assets.dafny.cascade import cascade_sample, trajectory
-    from verilearn_assets.dafny.loader import load_bundled
-    from verilearn_assets.dafny.splits import split_examples
-    from verilearn_assets.dafny.tasks import template_tasks
-    from verilearn_assets.dafny.verifier import DafnyVerifier, VerifierConfig
-    from verilearn_assets.dafny.vllm_teacher import VllmTeacher
+    from verilearn_assets.dafny.corpus.loader import load_bundled
+    from verilearn_assets.dafny.corpus.splits import split_examples
+    from verilearn_assets.dafny.rollout.cascade import cascade_sample, trajectory
+    from verilearn_assets.dafny.rollout.vllm_teacher import VllmTeacher
+    from verilearn_assets.dafny.sources.template import template_tasks
+    from verilearn_assets.dafny.verify.verifier import DafnyVerifier, VerifierConfig
 
     class Recording(VllmTeacher):
         """The real teacher, keeping the model's raw replies to count the blockless ones."""

@@ -1,6 +1,6 @@
 """Dagster wiring for the Dafny family: `dafny/tasks` and `dafny/trajectories`, per
-source × split. Thin: the builders are in `build.py`. (No `from __future__ import
-annotations`: Dagster inspects the annotations.)"""
+source × split. Thin: the builders are in `sources/build.py` and `rollout/build.py`.
+(No `from __future__ import annotations`: Dagster inspects the annotations.)"""
 
 from collections import Counter
 
@@ -12,27 +12,27 @@ from dagster import (
     asset,
 )
 
-from resources.dafny import DafnyVerifierResource
 from resources.home import HomeResource
 from resources.vllm import VllmResource
 from verilearn_assets.core import lake
 from verilearn_assets.core.deploy import op_tags_for
 from verilearn_assets.core.llm.budget_records import BudgetCounts, write_counts
 from verilearn_assets.core.partitions import SOURCE_SPLIT, source_split
-from verilearn_assets.dafny.build import (
-    SourceUnavailableError,
-    build_tasks,
-    run_partition,
-    teacher_for,
-    trajectory_summary,
+from verilearn_assets.dafny.config import load_dafny_config
+from verilearn_assets.dafny.corpus.coverage import LAKE as COVERAGE_LAKE
+from verilearn_assets.dafny.corpus.coverage import (
+    DafnyCoverageRow,
+    coverage_rows,
+    reference_verdicts,
 )
-from verilearn_assets.dafny.coverage import LAKE as COVERAGE_LAKE
-from verilearn_assets.dafny.coverage import DafnyCoverageRow, coverage_rows, reference_verdicts
 from verilearn_assets.dafny.family import FAMILY
 from verilearn_assets.dafny.prompts import load_prompt_config
 from verilearn_assets.dafny.records import DafnyTask
-from verilearn_assets.dafny.settings import load_dafny_config
-from verilearn_assets.dafny.vllm_teacher import VllmTeacher
+from verilearn_assets.dafny.resources import DafnyVerifierResource
+from verilearn_assets.dafny.rollout.build import run_partition, trajectory_summary
+from verilearn_assets.dafny.rollout.teachers import teacher_for
+from verilearn_assets.dafny.rollout.vllm_teacher import VllmTeacher
+from verilearn_assets.dafny.sources.build import SourceUnavailableError, build_tasks
 
 
 @asset(

@@ -21,16 +21,16 @@ from pathlib import Path
 from typing import Any
 
 from verilearn_assets.core import lake
-from verilearn_assets.dafny import dialect
-from verilearn_assets.dafny.corpora import catalog_corpora, load_corpora
-from verilearn_assets.dafny.loader import load_dafny_bench
+from verilearn_assets.dafny.config import cache_dir, load_dafny_config
+from verilearn_assets.dafny.corpus.catalog import catalog_corpora, load_corpora
+from verilearn_assets.dafny.corpus.loader import load_dafny_bench
+from verilearn_assets.dafny.lang import dialect
 from verilearn_assets.dafny.records import DafnyExample
-from verilearn_assets.dafny.settings import cache_dir, load_dafny_config
-from verilearn_assets.dafny.toolchain import ToolchainError
-from verilearn_assets.dafny.verifier import DafnyVerifier, VerifierConfig
+from verilearn_assets.dafny.verify.toolchain import ToolchainError
+from verilearn_assets.dafny.verify.verifier import DafnyVerifier, VerifierConfig
 
 EXAMPLES = {  # shown by `--help` (verilearn_assets/cli: one example per command)
-    "dafny verify": "verilearn dafny verify verilearn_assets/dafny/corpus/abs_max.dfy",
+    "dafny verify": "verilearn dafny verify data/dafny/corpus/abs_max.dfy",
     "dafny load": "verilearn dafny load --corpus dafny-bundled --out programs.parquet",
 }
 

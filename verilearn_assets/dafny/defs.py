@@ -2,13 +2,13 @@
 
 from dagster import AssetSelection, AssetSpec, Definitions, define_asset_job
 
-from resources.dafny import DafnyVerifierResource
 from verilearn_assets.dafny.assets import DAFNY_ASSETS, tasks
 from verilearn_assets.dafny.checks import CHECKS
-from verilearn_assets.dafny.coverage import LAKE as COVERAGE_LAKE
+from verilearn_assets.dafny.corpus.coverage import LAKE as COVERAGE_LAKE
 from verilearn_assets.dafny.family import FAMILY
+from verilearn_assets.dafny.resources import DafnyVerifierResource
 
-# Corpus coverage rows (dafny/coverage.py) are written by `dafny/tasks` as it loads the
+# Corpus coverage rows (dafny/corpus/coverage.py) are written by `dafny/tasks` as it loads the
 # corpora: declared here so the UI shows the lineage tasks → coverage → mart_dafny_coverage.
 COVERAGE = AssetSpec(
     key=COVERAGE_LAKE.split("/"),

@@ -17,12 +17,12 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
-from verilearn_assets.dafny.anticheat import CheatFinding, body_shape, screen
-from verilearn_assets.dafny.lexer import code_tokens
+from verilearn_assets.dafny.lang.lexer import code_tokens
+from verilearn_assets.dafny.lang.syntax import lemma_names, normalize, same_code
 from verilearn_assets.dafny.records import DafnyTask
 from verilearn_assets.dafny.rewards import Scored, score_candidate
-from verilearn_assets.dafny.syntax import lemma_names, normalize, same_code
-from verilearn_assets.dafny.verifier import DafnyVerifier
+from verilearn_assets.dafny.verify.anticheat import CheatFinding, body_shape, screen
+from verilearn_assets.dafny.verify.verifier import DafnyVerifier
 
 NO_BODY = "no_body"  # the answer is not one `{ … }` block
 CODE_CHANGED = "code_changed"  # an annotator answer whose code differs from what it was shown

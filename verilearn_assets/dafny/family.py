@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from verilearn_assets.core.family import Family, GateRule
 from verilearn_assets.dafny import rules
-from verilearn_assets.dafny.coverage import LAKE as COVERAGE_LAKE
-from verilearn_assets.dafny.coverage import DafnyCoverageRow
-from verilearn_assets.dafny.grpo import grpo_task
+from verilearn_assets.dafny.config import eval_n_best
+from verilearn_assets.dafny.corpus.coverage import LAKE as COVERAGE_LAKE
+from verilearn_assets.dafny.corpus.coverage import DafnyCoverageRow
+from verilearn_assets.dafny.grpo import grpo_pass_rates, grpo_task
 from verilearn_assets.dafny.records import DafnyTask, DafnyTrajectory
-from verilearn_assets.dafny.settings import eval_n_best
 from verilearn_assets.dafny.sft import sft_rows
+
+
+def pass_rates(home: Path, split: str) -> dict[str, float]:
+    """The GRPO curriculum hook, given this family (its lake reader)."""
+    return grpo_pass_rates(FAMILY, home, split)
+
 
 FAMILY = Family(
     name="dafny",
@@ -60,8 +68,8 @@ FAMILY = Family(
     rollout_columns=("role", "status", "failure_bucket", "reward", "latency_ms"),
     extra={
         "eval_n_best": eval_n_best,  # configs/dafny.yaml eval: n_best, temperature
-        "lake_models": {COVERAGE_LAKE: DafnyCoverageRow},  # corpus coverage (coverage.py)
+        "lake_models": {COVERAGE_LAKE: DafnyCoverageRow},  # corpus coverage (corpus/coverage.py)
     },
     # writer, annotator, writer_cascade, annotator_frozen_writer (+ eval role cascade)
-    grpo=grpo_task(),
+    grpo=grpo_task(pass_rates=pass_rates),
 )

@@ -35,11 +35,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from verilearn_assets.core.family import EvalChain, GrpoTask
-from verilearn_assets.core.records import Record
+from verilearn_assets.core.family import EvalChain, Family, GrpoTask
+from verilearn_assets.core.llm.config import load_vllm_config
+from verilearn_assets.core.records import SOURCES, Record
 from verilearn_assets.dafny import prompts
-from verilearn_assets.dafny.anticheat import screen
-from verilearn_assets.dafny.cascade import ProgramTeacher, Teacher
+from verilearn_assets.dafny.config import cache_dir, load_dafny_config
 from verilearn_assets.dafny.evaluate import (
     CODE_CHANGED,
     NO_BODY,
@@ -52,9 +52,13 @@ from verilearn_assets.dafny.evaluate import (
     score_writer,
     writer_score_of,
 )
+from verilearn_assets.dafny.lang.syntax import normalize
 from verilearn_assets.dafny.records import DafnyTask, DafnyTrajectory
 from verilearn_assets.dafny.rewards import Scored, cascade_reward
-from verilearn_assets.dafny.syntax import normalize
+from verilearn_assets.dafny.rollout.cascade import ProgramTeacher, Teacher
+from verilearn_assets.dafny.rollout.teachers import teacher_for
+from verilearn_assets.dafny.verify.anticheat import screen
+from verilearn_assets.dafny.verify.verifier import DafnyVerifier
 
 BASE_ROLES = ("writer", "annotator")
 WRITER_CASCADE = "writer_cascade"
@@ -106,14 +110,12 @@ class GoldHintAnnotator:
         return prompts.fenced(task.annotated_body if keeps_code(task, task.body, body) else body)
 
 
-def grpo_pass_rates(home: Path, split: str) -> dict[str, float]:
-    """Verified share of the stored trajectories per group (template, or mutation kind)."""
-    from verilearn_assets.core.records import SOURCES
-    from verilearn_assets.dafny.family import FAMILY
-
+def grpo_pass_rates(family: Family, home: Path, split: str) -> dict[str, float]:
+    """Verified share of the stored trajectories per group (template, or mutation kind);
+    `family` is the Dafny family (its lake reader), given by `family.py`."""
     counts: dict[str, list[int]] = {}
     for source in SOURCES:
-        for t in FAMILY.read_rollouts(home, source, split):
+        for t in family.read_rollouts(home, source, split):
             if isinstance(t, DafnyTrajectory):
                 c = counts.setdefault(_group(t.mutation), [0, 0])
                 c[0] += int(t.verified)
@@ -144,9 +146,6 @@ class DafnyScorer:
         annotator: Teacher | None = None,
         on_close: Callable[[], None] | None = None,
     ) -> None:
-        from verilearn_assets.dafny.settings import cache_dir, load_dafny_config
-        from verilearn_assets.dafny.verifier import DafnyVerifier
-
         self.role = role
         self.tasks = {t.id: t for t in role_tasks(tasks, role)}
         if role == ANNOTATOR_FROZEN_WRITER and frozen_bodies is None:
@@ -317,13 +316,19 @@ class DafnyGrpo:
     """Prompts and scorers of every Dafny GRPO role. `frozen_writer`/`frozen_annotator`
     replace the partners configured under `grpo:` in configs/dafny.yaml (tests pass a
     scripted one). The frozen writer's bodies are memoized per (partner, task), so the
-    prompts the policy saw and the scorer's code check agree even for a sampling model."""
+    prompts the policy saw and the scorer's code check agree even for a sampling model.
+    `pass_rates` is the curriculum hook `family.py` gives (`grpo_pass_rates` over FAMILY);
+    without it the hook has none."""
 
     def __init__(
-        self, frozen_writer: Teacher | None = None, frozen_annotator: Teacher | None = None
+        self,
+        frozen_writer: Teacher | None = None,
+        frozen_annotator: Teacher | None = None,
+        pass_rates: Callable[[Path, str], dict[str, float]] | None = None,
     ) -> None:
         self.frozen_writer = frozen_writer
         self.frozen_annotator = frozen_annotator
+        self.pass_rates = pass_rates
         self._bodies: dict[tuple[str, str], str] = {}
 
     def _partner(self, which: str) -> tuple[Teacher, str, Callable[[], None] | None]:
@@ -332,15 +337,10 @@ class DafnyGrpo:
         injected = self.frozen_writer if which == "writer" else self.frozen_annotator
         if injected is not None:
             return injected, f"injected:{id(injected)}", None
-        from verilearn_assets.dafny.settings import load_dafny_config
-
         cfg = load_dafny_config().grpo
         kind = cfg.frozen_writer if which == "writer" else cfg.frozen_annotator
         if kind == "program":
             return (ProgramTeacher() if which == "writer" else GoldHintAnnotator()), "program", None
-        from verilearn_assets.core.llm.config import load_vllm_config
-        from verilearn_assets.dafny.build import teacher_for
-
         vcfg = load_vllm_config()
         if cfg.frozen_model:
             vcfg = vcfg.model_copy(update={"model": cfg.frozen_model})
@@ -401,7 +401,7 @@ class DafnyGrpo:
             self.prompts,
             self.scorer,
             roles=ROLES,
-            pass_rates=grpo_pass_rates,
+            pass_rates=self.pass_rates,
             stop=lambda: prompts.load_prompt_config().stop,  # as the vllm teacher sends
             # `verilearn eval --family dafny --role cascade`: writer, annotator, verifier
             eval_chains={"cascade": EvalChain("writer", cascade_prompts, cascade_score)},
@@ -409,6 +409,8 @@ class DafnyGrpo:
 
 
 def grpo_task(
-    frozen_writer: Teacher | None = None, frozen_annotator: Teacher | None = None
+    frozen_writer: Teacher | None = None,
+    frozen_annotator: Teacher | None = None,
+    pass_rates: Callable[[Path, str], dict[str, float]] | None = None,
 ) -> GrpoTask:
-    return DafnyGrpo(frozen_writer, frozen_annotator).task()
+    return DafnyGrpo(frozen_writer, frozen_annotator, pass_rates).task()

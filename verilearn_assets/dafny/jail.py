@@ -12,7 +12,7 @@ from __future__ import annotations
 import shutil
 from typing import Literal
 
-from verilearn_assets.dafny.toolchain import Toolchain
+from verilearn_assets.dafny.verify.toolchain import Toolchain
 
 JailMode = Literal["auto", "bwrap", "none"]
 Z3_IN_JAIL = "/opt/verilearn/z3"

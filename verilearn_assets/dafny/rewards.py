@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from verilearn_assets.dafny.anticheat import CheatFinding, check_candidate
-from verilearn_assets.dafny.results import VerifyResult
-from verilearn_assets.dafny.syntax import callables, strip_comments
-from verilearn_assets.dafny.verifier import DafnyVerifier
+from verilearn_assets.dafny.lang.syntax import callables, strip_comments
+from verilearn_assets.dafny.verify.anticheat import CheatFinding, check_candidate
+from verilearn_assets.dafny.verify.results import VerifyResult
+from verilearn_assets.dafny.verify.verifier import DafnyVerifier
 
 PARSE_CREDIT = 0.1
 METHOD_CREDIT = 0.4

@@ -23,9 +23,9 @@ from collections.abc import Sequence
 from verilearn_assets.core.family import SftRow
 from verilearn_assets.core.records import Record
 from verilearn_assets.dafny import prompts
-from verilearn_assets.dafny.anticheat import screen
+from verilearn_assets.dafny.lang.syntax import lemma_names, remove_hints, same_code
 from verilearn_assets.dafny.records import DafnyTrajectory
-from verilearn_assets.dafny.syntax import lemma_names, remove_hints, same_code
+from verilearn_assets.dafny.verify.anticheat import screen
 
 
 def _lemmas(trajectory: DafnyTrajectory) -> frozenset[str]:

@@ -1,5 +1,6 @@
-"""Tasks from examples: writer and annotator pairings (template) and mutant repairs
-(procedural), each validated by the real verifier before it is accepted.
+"""Template tasks from examples: writer and annotator pairings, each validated by the real
+verifier before it is accepted. The acceptance rules here are shared with the mutant
+repairs of `procedural.py`.
 
 A pairing is accepted when the gold annotated program verifies, the target carries no
 anti-cheat construct, the input program parses and resolves (writer: the hint-free body;
@@ -22,11 +23,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from verilearn_assets.dafny.anticheat import forbidden_constructs, screen
-from verilearn_assets.dafny.mutants import CODE_KINDS, pick, wrong_bodies
+from verilearn_assets.dafny.lang.syntax import lemma_names
 from verilearn_assets.dafny.records import DafnyExample, DafnyTask
-from verilearn_assets.dafny.syntax import lemma_names
-from verilearn_assets.dafny.verifier import DafnyVerifier
+from verilearn_assets.dafny.sources.mutants import wrong_bodies
+from verilearn_assets.dafny.verify.anticheat import forbidden_constructs, screen
+from verilearn_assets.dafny.verify.verifier import DafnyVerifier
 
 PARSES = ("verified", "verification_error", "timeout")
 NOTHING_TO_ANNOTATE = "nothing_to_annotate: the input already verifies without hints"
@@ -52,7 +53,7 @@ def spec_strength(
     return weak
 
 
-def _base(ex: DafnyExample, source: str, split: str, role: str, variant: str = "") -> dict:
+def task_fields(ex: DafnyExample, source: str, split: str, role: str, variant: str = "") -> dict:
     return {
         "id": DafnyTask.make_id(source, role, ex.id, variant),
         "source": source,
@@ -73,7 +74,7 @@ def _base(ex: DafnyExample, source: str, split: str, role: str, variant: str = "
     }
 
 
-def _decide(gold_status: str, input_status: str, target: str) -> str | None:
+def rejection(gold_status: str, input_status: str, target: str) -> str | None:
     if gold_status != "verified":
         return f"gold program does not verify: {gold_status}"
     cheats = forbidden_constructs(target)
@@ -100,12 +101,12 @@ def template_tasks(
             ("writer", ex.body, ex.body),
             ("annotator", ex.body, ex.annotated_body),
         ):
-            reason = _decide(gold.status, plain.status, target) or weak[ex.id]
+            reason = rejection(gold.status, plain.status, target) or weak[ex.id]
             if reason is None and role == "annotator" and plain.status == "verified":
                 reason = NOTHING_TO_ANNOTATE
             tasks.append(
                 DafnyTask(
-                    **_base(ex, "template", splits[ex.id], role),
+                    **task_fields(ex, "template", splits[ex.id], role),
                     status="rejected" if reason else "accepted",
                     rejection_reason=reason,
                     body=body,
@@ -118,49 +119,4 @@ def template_tasks(
                     verifier=gold.verifier,
                 )
             )
-    return tasks
-
-
-def procedural_tasks(
-    examples: Sequence[DafnyExample],
-    splits: dict[str, str],
-    verifier: DafnyVerifier,
-    per_example: int = 2,
-) -> list[DafnyTask]:
-    """Annotator repairs of up to `per_example` mutants per example; verdicts recorded."""
-    jobs = [(ex, m) for ex in examples for m in pick(ex, per_example)]
-    inputs = [ex.prefix + m.spec + m.annotated_body + ex.suffix for ex, m in jobs]
-    golds = verifier.verify_many([ex.gold_program for ex in examples])
-    gold_of = {ex.id: g for ex, g in zip(examples, golds, strict=True)}
-    verdicts = verifier.verify_many(inputs)
-    weak = spec_strength(examples, verifier)
-    tasks = []
-    for (ex, m), verdict, program in zip(jobs, verdicts, inputs, strict=True):
-        gold = gold_of[ex.id]
-        reason = _decide(gold.status, verdict.status, ex.annotated_body) or weak[ex.id]
-        if reason is None and m.kind in CODE_KINDS:
-            reason = f"code_repair: {m.kind} changes code; an annotator only adds annotations"
-        elif reason is None and verdict.status == "verified":
-            reason = NOTHING_TO_ANNOTATE
-        if reason is None and m.annotated_body == ex.annotated_body:
-            # A spec mutant (drop_requires) leaves the body as it was: the "repair" would be
-            # to copy the input, and the annotator may not touch the spec. Its verdict is
-            # kept on the rejected record; it never becomes a training target.
-            reason = f"trivial_repair: {m.kind} leaves the body unchanged (target equals input)"
-        tasks.append(
-            DafnyTask(
-                **_base(ex, "procedural", splits[ex.id], "annotator", m.label),
-                status="rejected" if reason else "accepted",
-                rejection_reason=reason,
-                body=m.annotated_body,
-                target=ex.annotated_body,
-                gold_status=gold.status,
-                gold_ms=gold.duration_ms,
-                input_program=program,
-                input_status=verdict.status,
-                easy=verdict.status == "verified",
-                mutation=m.label,
-                verifier=gold.verifier,
-            )
-        )
     return tasks

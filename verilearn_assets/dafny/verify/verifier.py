@@ -24,15 +24,15 @@ from pydantic import Field
 
 from verilearn_assets.core.config import StrictConfig
 from verilearn_assets.dafny import jail as jails
-from verilearn_assets.dafny.cache import VerdictCache, cache_key
-from verilearn_assets.dafny.results import (
+from verilearn_assets.dafny.verify.cache import VerdictCache, cache_key
+from verilearn_assets.dafny.verify.results import (
     VerifyResult,
     classify,
     filter_noise,
     looks_like_syntax_error,
 )
-from verilearn_assets.dafny.server import ServerDied, ServerHung, ServerPool
-from verilearn_assets.dafny.toolchain import (
+from verilearn_assets.dafny.verify.server import ServerDied, ServerHung, ServerPool
+from verilearn_assets.dafny.verify.toolchain import (
     Toolchain,
     cli_argv,
     detect,

@@ -1,7 +1,7 @@
 """The Dafny family's corpora: `programs:` entries of the dataset catalog with
 `family: dafny` (`core/ingest/corpora.py`), like the refactor family's `corpora:`.
 
-An entry is `bundled: corpus` (the corpus shipped beside this module, the default, so the
+An entry is `bundled: corpus` (the corpus shipped in `data/dafny/corpus/`, the default, so the
 demo runs offline), a `path` (a DafnyBench checkout's dataset folder, a folder of one's own
 `.dfy` files) or a pinned `archive`. A user brings one without editing a tracked file: an
 untracked YAML with a `programs:` section, named by `VERILEARN_LOCAL_CATALOG`.
@@ -19,12 +19,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from verilearn_assets.core import lake
 from verilearn_assets.core.config import ConfigError, config_dir
+from verilearn_assets.core.ingest.catalog import load_datasets_config
 from verilearn_assets.core.ingest.corpora import corpus_root, program_corpora
-from verilearn_assets.dafny.loader import LoadReport, load_dafny_bench
+from verilearn_assets.dafny.corpus.loader import DATA_DIR, LoadReport, load_dafny_bench
 from verilearn_assets.dafny.records import DafnyExample
 
-PACKAGE_DIR = Path(__file__).resolve().parent  # `bundled: <folder>` names a folder here
 DEFAULT_CORPUS = "dafny-bundled"  # its programs keep their bare file names
 
 
@@ -74,9 +75,6 @@ def catalog_corpora(
     one). An archive is fetched or read, pinned and extracted once under
     `<home>/dafny/corpora/`. Any entry that fails is a `ConfigError` naming the catalog
     file and `programs.<name>`: a corpus asked for never silently goes missing."""
-    from verilearn_assets.core import lake
-    from verilearn_assets.core.ingest.catalog import load_datasets_config
-
     catalog = load_datasets_config(directory)
     entries = program_corpora("dafny", directory)
     if names is not None:
@@ -101,7 +99,7 @@ def catalog_corpora(
             name,
             entry,
             catalog_file=catalog_file,
-            bundled_dir=PACKAGE_DIR,
+            bundled_dir=DATA_DIR,  # `bundled: <folder>` names a folder of data/dafny/
             cache_dir=cache,
             policy=catalog.download,
             limits=catalog.archive,

@@ -25,7 +25,12 @@ from __future__ import annotations
 import difflib
 import re
 
-from verilearn_assets.dafny.syntax import declarations, match_brace, remove_hints, strip_comments
+from verilearn_assets.dafny.lang.syntax import (
+    declarations,
+    match_brace,
+    remove_hints,
+    strip_comments,
+)
 
 
 class DialectError(ValueError):

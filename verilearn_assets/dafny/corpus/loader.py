@@ -25,10 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from verilearn_assets.core.records import content_hash
-from verilearn_assets.dafny import dialect
-from verilearn_assets.dafny.lexer import code_tokens
-from verilearn_assets.dafny.records import DafnyExample
-from verilearn_assets.dafny.syntax import (
+from verilearn_assets.dafny.lang import dialect
+from verilearn_assets.dafny.lang.lexer import code_tokens
+from verilearn_assets.dafny.lang.syntax import (
     Decl,
     declarations,
     hints,
@@ -37,8 +36,11 @@ from verilearn_assets.dafny.syntax import (
     remove_hints,
     strip_comments,
 )
+from verilearn_assets.dafny.records import DafnyExample
 
-BUNDLED = Path(__file__).resolve().parent / "corpus"
+# The family's bundled data sits at the repository root, beside configs/, not in the package.
+DATA_DIR = Path(__file__).resolve().parents[3] / "data" / "dafny"
+BUNDLED = DATA_DIR / "corpus"
 TWIN_SUFFIX = "_no_hints"
 DUPLICATE = "duplicate of a program already loaded (normalized content)"
 ORPHAN_TWIN = "hint-free twin without its program"

@@ -11,9 +11,9 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from verilearn_assets.dafny.lexer import Token, code_tokens
+from verilearn_assets.dafny.lang.lexer import Token, code_tokens
+from verilearn_assets.dafny.lang.syntax import hints
 from verilearn_assets.dafny.records import DafnyExample
-from verilearn_assets.dafny.syntax import hints
 
 _CLAUSE = re.compile(r"^\s*(invariant|assert|decreases)\b")
 _GUARD = re.compile(r"^(\s*while\s+.*?)(<|>)(?!=)(.*)$")

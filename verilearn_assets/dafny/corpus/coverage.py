@@ -16,8 +16,8 @@ from datetime import UTC, datetime
 from typing import Literal
 
 from verilearn_assets.core.records import Record, Source, Split, content_hash
-from verilearn_assets.dafny.corpora import CorpusSet
-from verilearn_assets.dafny.verifier import DafnyVerifier
+from verilearn_assets.dafny.corpus.catalog import CorpusSet
+from verilearn_assets.dafny.verify.verifier import DafnyVerifier
 
 LAKE = "dafny/coverage"
 

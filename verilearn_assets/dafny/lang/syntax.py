@@ -13,7 +13,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from verilearn_assets.dafny.lexer import Token, code_tokens, iter_tokens, joined, tokenize
+from verilearn_assets.dafny.lang.lexer import Token, code_tokens, iter_tokens, joined, tokenize
 
 DECL_KINDS = (
     "method",

@@ -2,7 +2,7 @@
 
 A candidate is a model's answer: a method body (writer, annotator) or a whole program (an
 `llm` proposal), and the program it makes with the reference it must keep. Every rule
-reads the *tokens* of the candidate (`lexer.py`), never the text of comments, strings or
+reads the *tokens* of the candidate (`lang/lexer.py`), never the text of comments, strings or
 char literals, so `var note := "we never assume anything"` passes and `var c := '"'; var
 u := "/*"; assume false; var t := "*/";` does not. Each way to fool the verifier has its
 own failure class, so reports show which trick a model tried:
@@ -44,8 +44,8 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from verilearn_assets.dafny.lexer import Token, code_tokens
-from verilearn_assets.dafny.syntax import (
+from verilearn_assets.dafny.lang.lexer import Token, code_tokens
+from verilearn_assets.dafny.lang.syntax import (
     DECL_KINDS,
     Decl,
     closing,

@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from verilearn_assets.dafny import jail as jails
-from verilearn_assets.dafny.toolchain import Toolchain, ToolchainError
+from verilearn_assets.dafny.verify.toolchain import Toolchain, ToolchainError
 
 STARTUP_GRACE_S = 20.0  # added to a fresh process's first request (mono start + JIT)
 CLIENT_EOM = "[[DAFNY-CLIENT: EOM]]"

@@ -32,8 +32,8 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 
 from verilearn_assets.core.records import content_hash
+from verilearn_assets.dafny.lang.syntax import normalize
 from verilearn_assets.dafny.records import DafnyExample
-from verilearn_assets.dafny.syntax import normalize
 
 DEFAULT_PATTERN = ("train",) * 6 + ("dev", "test")  # 75 / 12.5 / 12.5
 

@@ -1,6 +1,6 @@
 """`DafnyVerifierResource`: the Dafny verifier for assets, configured from
 `configs/dafny.yaml` (fields set on the resource override the file). Thin: the pool,
-cache and jail live in `verilearn_assets/dafny/verifier.py`."""
+cache and jail live in `verilearn_assets/dafny/verify/verifier.py`."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 from dagster import ConfigurableResource
 from pydantic import Field
 
-from verilearn_assets.dafny.settings import cache_dir, load_dafny_config
-from verilearn_assets.dafny.verifier import DafnyVerifier, VerifierConfig
+from verilearn_assets.dafny.config import cache_dir, load_dafny_config
+from verilearn_assets.dafny.verify.verifier import DafnyVerifier, VerifierConfig
 
 
 class DafnyVerifierResource(ConfigurableResource):

@@ -8,19 +8,19 @@ from typing import Literal
 from pydantic import Field
 
 from verilearn_assets.core.config import StrictConfig, load_config
-from verilearn_assets.dafny.verifier import VerifierConfig
+from verilearn_assets.dafny.verify.verifier import VerifierConfig
 
 
 class CorpusConfig(StrictConfig):
     # catalog `programs:` entries (configs/datasets.yaml, $VERILEARN_LOCAL_CATALOG) with
-    # family dafny, by name; None: every enabled one (`dafny/corpora.py`)
+    # family dafny, by name; None: every enabled one (`dafny/corpus/catalog.py`)
     corpora: list[str] | None = None
     path: str | None = None  # one directory loaded directly instead of the catalog's corpora
     seed: int = 0
     limit: int | None = Field(default=None, ge=1)  # first N examples (tests, smoke runs)
     # tasks of each evaluated role (writer: an example each; annotator: an example with
     # hints each) that dev and test each hold at least, so pass@1 moves in steps of <= 1/N;
-    # a corpus with under 3 x N of a role is split by proportion alone (`dafny/splits.py`)
+    # a corpus with under 3 x N of a role is split by proportion alone (`dafny/corpus/splits.py`)
     min_eval_tasks: int = Field(default=10, ge=0)
 
 
@@ -77,5 +77,5 @@ def load_dafny_config(directory: str | Path | None = None) -> DafnyConfig:
 
 
 def cache_dir(home: Path) -> Path:
-    """The verdict cache: Parquet parts in the lake (`dafny/cache.py`)."""
+    """The verdict cache: Parquet parts in the lake (`dafny/verify/cache.py`)."""
     return Path(home) / "lake" / "dafny" / "verdicts"

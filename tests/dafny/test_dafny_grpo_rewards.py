@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 
 from verilearn_assets.dafny import prompts
+from verilearn_assets.dafny.config import cache_dir
+from verilearn_assets.dafny.corpus.loader import load_bundled
+from verilearn_assets.dafny.corpus.splits import split_examples
 from verilearn_assets.dafny.family import FAMILY
-from verilearn_assets.dafny.loader import load_bundled
 from verilearn_assets.dafny.records import DafnyTask
 from verilearn_assets.dafny.rewards import PARTIAL_CAP
-from verilearn_assets.dafny.settings import cache_dir
-from verilearn_assets.dafny.splits import split_examples
-from verilearn_assets.dafny.tasks import template_tasks
-from verilearn_assets.dafny.verifier import DafnyVerifier, VerifierConfig
+from verilearn_assets.dafny.sources.template import template_tasks
+from verilearn_assets.dafny.verify.verifier import DafnyVerifier, VerifierConfig
 
 
 @pytest.fixture(scope="module")
@@ -87,8 +87,8 @@ def test_annotator_rewards(dafny_world) -> None:
 
 def test_pass_rates_per_group_from_stored_trajectories(dafny_world) -> None:
     from verilearn_assets.core import lake
-    from verilearn_assets.dafny.cascade import ProgramTeacher, cascade_sample, trajectory
     from verilearn_assets.dafny.records import DafnyTrajectory
+    from verilearn_assets.dafny.rollout.cascade import ProgramTeacher, cascade_sample, trajectory
 
     home, tasks, scorers = dafny_world
     t = _task(tasks, "writer")

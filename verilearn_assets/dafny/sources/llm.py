@@ -20,13 +20,13 @@ from collections.abc import Callable, Sequence
 from verilearn_assets.core.llm.fit import FAILURE_CLASS, ContextOverflow
 from verilearn_assets.core.records import content_hash
 from verilearn_assets.dafny import prompts
-from verilearn_assets.dafny.anticheat import screen as screen_program
-from verilearn_assets.dafny.lexer import code_tokens
-from verilearn_assets.dafny.loader import examples_from_program
+from verilearn_assets.dafny.corpus.loader import examples_from_program
+from verilearn_assets.dafny.lang.lexer import code_tokens
+from verilearn_assets.dafny.lang.syntax import callables, strip_comments
 from verilearn_assets.dafny.records import DafnyExample, DafnyTask
-from verilearn_assets.dafny.syntax import callables, strip_comments
-from verilearn_assets.dafny.tasks import template_tasks
-from verilearn_assets.dafny.verifier import DafnyVerifier
+from verilearn_assets.dafny.sources.template import template_tasks
+from verilearn_assets.dafny.verify.anticheat import screen as screen_program
+from verilearn_assets.dafny.verify.verifier import DafnyVerifier
 
 Propose = Callable[[list[dict[str, str]]], str]
 SYSTEM = (

@@ -25,7 +25,7 @@ from pydantic import ValidationError
 
 from verilearn_assets.core.lake import atomic_write_parquet
 from verilearn_assets.core.records import content_hash
-from verilearn_assets.dafny.results import VerifyResult
+from verilearn_assets.dafny.verify.results import VerifyResult
 
 BATCH = 32  # verdicts buffered before a part is written
 COMPACT_AT = 64  # parts in the directory before `compact` merges them

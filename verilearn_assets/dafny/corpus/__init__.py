@@ -1,0 +1,1 @@
+"""Reading Dafny corpora: catalog entries, the loader, the program split, coverage rows."""

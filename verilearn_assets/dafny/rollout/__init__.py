@@ -1,0 +1,1 @@
+"""Trajectories: the writer → annotator → verifier cascade and the teachers that drive it."""

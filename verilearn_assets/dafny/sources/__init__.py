@@ -1,0 +1,1 @@
+"""Where Dafny tasks come from: template pairings, procedural mutants, LLM proposals."""

@@ -1,0 +1,1 @@
+"""The Dafny verifier: toolchain, server pool, verdicts, their cache, the anti-cheat screen."""
