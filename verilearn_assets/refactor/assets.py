@@ -14,20 +14,20 @@ from verilearn_assets.core import lake
 from verilearn_assets.core.deploy import op_tags_for
 from verilearn_assets.core.llm.budget import BudgetCounts, write_counts
 from verilearn_assets.platform.defs import SOURCE_SPLIT, source_split
-from verilearn_assets.refactor.actor import TASKS_LAKE, Actor
-from verilearn_assets.refactor.catalog import load_corpus, read_corpus
 from verilearn_assets.refactor.config import load_refactor_config
 from verilearn_assets.refactor.family import FAMILY
-from verilearn_assets.refactor.llm_tasks import generate_llm_tasks, vllm_proposer
-from verilearn_assets.refactor.prompts import load_prompts
 from verilearn_assets.refactor.records import RefactorTask
-from verilearn_assets.refactor.tasks import generate_tasks, load_catalog
-from verilearn_assets.refactor.teachers import (
+from verilearn_assets.refactor.rollout.actor import TASKS_LAKE, Actor
+from verilearn_assets.refactor.rollout.prompts import load_prompts
+from verilearn_assets.refactor.rollout.teachers import (
     ProgramTeacher,
     VllmTeacher,
     load_actors,
     model_chat,
 )
+from verilearn_assets.refactor.sources.catalog import load_corpus, read_corpus
+from verilearn_assets.refactor.sources.generate import generate_tasks, load_catalog
+from verilearn_assets.refactor.sources.llm import generate_llm_tasks, vllm_proposer
 
 
 @asset(

@@ -32,8 +32,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from verilearn_assets.core.config import StrictConfig, load_config, placeholders
 from verilearn_assets.core.llm.budget import cap_text
-from verilearn_assets.refactor import toolchains
 from verilearn_assets.refactor.records import ModelOutput, RefactorTask
+from verilearn_assets.refactor.verify import toolchains
 
 # the user block's placeholders; the state has a block of its own (`state`)
 PLACEHOLDERS = {
@@ -222,7 +222,7 @@ def catalogued_repos() -> dict[str, Path]:
 
 @functools.lru_cache(maxsize=8)
 def _catalogued(directory: str, home: str) -> tuple[tuple[str, Path], ...]:
-    from verilearn_assets.refactor.catalog import load_corpus
+    from verilearn_assets.refactor.sources.catalog import load_corpus
 
     repos = load_corpus(Path(directory), Path(home), strict=False)
     return tuple((r.name, r.path) for r in repos)

@@ -35,9 +35,9 @@ import yaml
 
 from verilearn_assets.core.config import ConfigError
 from verilearn_assets.core.records import content_hash
-from verilearn_assets.refactor import pysource
-from verilearn_assets.refactor.actions import RuleAction
-from verilearn_assets.refactor.catalog import (
+from verilearn_assets.refactor.config import RefactorConfig
+from verilearn_assets.refactor.records import Difficulty, RefactorTask
+from verilearn_assets.refactor.sources.catalog import (
     RULES_DIR,
     CatalogRule,
     Repo,
@@ -45,21 +45,21 @@ from verilearn_assets.refactor.catalog import (
     load_corpus,
     load_rules,
 )
-from verilearn_assets.refactor.config import RefactorConfig
-from verilearn_assets.refactor.records import Difficulty, RefactorTask
-from verilearn_assets.refactor.runner import (
+from verilearn_assets.refactor.verify import pysource
+from verilearn_assets.refactor.verify.actions import RuleAction
+from verilearn_assets.refactor.verify.runner import (
     TestSpec,
     apply_action,
     cleanup,
     prepare_workspace,
     run_tests,
 )
-from verilearn_assets.refactor.toolchains import (
+from verilearn_assets.refactor.verify.toolchains import (
     is_test_file,
     language_of_actions,
     language_of_rule,
 )
-from verilearn_assets.refactor.workspace import SKIP_DIRS, tree_hash
+from verilearn_assets.refactor.verify.workspace import SKIP_DIRS, tree_hash
 
 TEST_COMMAND = ["pytest", "-q"]
 
@@ -470,7 +470,7 @@ def generate_tasks(
     repos = [r for r in repos if r.split == split]
     rules = rules if rules is not None else load_catalog()
     # published packages: their baseline's stable passing tests, or skipped (repos/mining.py)
-    from verilearn_assets.refactor.repos.mining import package_commands
+    from verilearn_assets.refactor.sources.repos.mining import package_commands
 
     commands = package_commands(repos, rules, config, source, split)  # type: ignore[arg-type]
     repos = [r for r in repos if commands.get(r.name, TEST_COMMAND) is not None]

@@ -27,8 +27,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from verilearn_assets.refactor.toolchains import is_test_file
-from verilearn_assets.refactor.workspace import (
+from verilearn_assets.refactor.verify.toolchains import is_test_file
+from verilearn_assets.refactor.verify.workspace import (
     SKIP_DIRS,
     SYMLINK_MARK,
     Snapshot,
@@ -38,8 +38,8 @@ from verilearn_assets.refactor.workspace import (
 
 if TYPE_CHECKING:
     from verilearn_assets.refactor.records import RefactorTask
-    from verilearn_assets.refactor.runner import TestResult, TestSpec
-    from verilearn_assets.refactor.workspace import Workspace
+    from verilearn_assets.refactor.verify.runner import TestResult, TestSpec
+    from verilearn_assets.refactor.verify.workspace import Workspace
 
 PYCACHE_IN_JAIL = "/tmp/verilearn-pycache"  # the jail's own tmp: fresh for every command
 # files that decide what pytest collects or what the interpreter runs first
@@ -213,8 +213,8 @@ def verify_step(
     snap: Snapshot | None = None,
 ) -> Verdict:
     """Check the step's scope, then run the task's tests on a clean copy of its tree."""
-    from verilearn_assets.refactor.runner import TestSpec, run_on_files
-    from verilearn_assets.refactor.workspace import unified_diff
+    from verilearn_assets.refactor.verify.runner import TestSpec, run_on_files
+    from verilearn_assets.refactor.verify.workspace import unified_diff
 
     spec = spec or TestSpec(argv=list(task.test_command))
     snap = workspace.snapshot() if snap is None else snap

@@ -23,25 +23,25 @@ from pydantic import BaseModel, ConfigDict
 
 from verilearn_assets.core import lake
 from verilearn_assets.core.records import Source, Split, content_hash
-from verilearn_assets.refactor.actions import CommandAction
-from verilearn_assets.refactor.catalog import CatalogRule, Repo
 from verilearn_assets.refactor.config import RefactorConfig, expand_home
 from verilearn_assets.refactor.records import RefactorTask
-from verilearn_assets.refactor.repos.baseline import (
-    Baseline,
-    python_files,
-    reading_whole_output,
-    take_baseline,
-)
-from verilearn_assets.refactor.repos.records import PROFILE_LAKE, Measure, RepoProfileRow
-from verilearn_assets.refactor.runner import apply_action, cleanup, prepare_workspace
-from verilearn_assets.refactor.tasks import (
+from verilearn_assets.refactor.sources.catalog import CatalogRule, Repo
+from verilearn_assets.refactor.sources.generate import (
     candidates,
     finalize,
     is_test_path,
     rules_for,
     run_candidate,
 )
+from verilearn_assets.refactor.sources.repos.baseline import (
+    Baseline,
+    python_files,
+    reading_whole_output,
+    take_baseline,
+)
+from verilearn_assets.refactor.sources.repos.records import PROFILE_LAKE, Measure, RepoProfileRow
+from verilearn_assets.refactor.verify.actions import CommandAction
+from verilearn_assets.refactor.verify.runner import apply_action, cleanup, prepare_workspace
 
 
 class RuleSites(BaseModel):
