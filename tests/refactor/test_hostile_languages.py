@@ -26,6 +26,7 @@ from refactor_support import refactor_config, require_backend
 from verilearn_assets.refactor.sources.catalog import read_corpus
 from verilearn_assets.refactor.sources.generate import Candidate, load_catalog, run_candidate
 from verilearn_assets.refactor.verify import toolchains
+from verilearn_assets.refactor.verify.clean_copy import clean_files
 from verilearn_assets.refactor.verify.runner import (
     TestSpec,
     apply_action,
@@ -33,7 +34,7 @@ from verilearn_assets.refactor.verify.runner import (
     prepare_workspace,
     run_on_files,
 )
-from verilearn_assets.refactor.verify.verdict import clean_files, verify_step
+from verilearn_assets.refactor.verify.verdict import verify_step
 
 # corpus, one rule of it, a source file the rule changes
 CASES = {

@@ -196,7 +196,7 @@ def test_verdict_bytecode_comes_from_the_host_read_only(config: RefactorConfig) 
     read-only, so a command can neither plant bytecode for a later run nor pay for
     compiling pytest, or a stdlib module a repository's tests import (asyncio), on every run."""
     from verilearn_assets.refactor.jail import PYCACHE_IN_JAIL
-    from verilearn_assets.refactor.verify.verdict import PYCACHE_IN_JAIL as VERDICT_PREFIX
+    from verilearn_assets.refactor.verify.clean_copy import PYCACHE_IN_JAIL as VERDICT_PREFIX
 
     assert PYCACHE_IN_JAIL == VERDICT_PREFIX
     probe = (

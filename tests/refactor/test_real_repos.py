@@ -30,6 +30,7 @@ from verilearn_assets.refactor.sources.generate import generate_tasks
 from verilearn_assets.refactor.sources.repos.baseline import detect_command, take_baseline
 from verilearn_assets.refactor.sources.repos.mining import profile_repo
 from verilearn_assets.refactor.sources.repos.records import PROFILE_LAKE, RepoProfileRow
+from verilearn_assets.refactor.verify.clean_copy import is_test_path
 from verilearn_assets.refactor.verify.runner import (
     TestSpec,
     apply_action,
@@ -37,7 +38,7 @@ from verilearn_assets.refactor.verify.runner import (
     prepare_workspace,
     run_tests,
 )
-from verilearn_assets.refactor.verify.verdict import is_test_path, verify_step
+from verilearn_assets.refactor.verify.verdict import verify_step
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "platform"))
 from test_corpora_package import make_sdist, write_catalog  # noqa: E402

@@ -42,7 +42,12 @@ from verilearn_assets.refactor.rollout.state import (
     parse_update,
     render,
 )
-from verilearn_assets.refactor.rollout.teachers import ProgramTeacher, Teacher
+from verilearn_assets.refactor.rollout.teachers import (
+    ProgramTeacher,
+    Teacher,
+    load_actors,
+    model_chat,
+)
 from verilearn_assets.refactor.sources.catalog import Repo, load_corpus
 from verilearn_assets.refactor.verify.actions import ActionRejected, parse_action
 from verilearn_assets.refactor.verify.runner import (
@@ -468,8 +473,6 @@ def run_partition(
     )
     close = None
     if actor.config.state.compaction_actor:
-        from verilearn_assets.refactor.rollout.teachers import load_actors, model_chat
-
         chosen = load_actors().actor(actor.config.state.compaction_actor)
         actor.compactor, close = model_chat(chosen)
 

@@ -20,7 +20,9 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from verilearn_assets.core import lake
 from verilearn_assets.core.config import ConfigError, StrictConfig, config_dir
+from verilearn_assets.core.ingest.catalog import load_datasets_config
 from verilearn_assets.core.ingest.corpora import corpus_root
 from verilearn_assets.core.records import Split
 from verilearn_assets.refactor.verify import toolchains
@@ -135,9 +137,6 @@ def read_corpus(directory: Path | None = None, home: Path | None = None) -> Corp
     and extracted once under `<home>/refactor/corpora/`. An entry that fails (wrong pin,
     unreachable URL, missing folder) is a `CorpusFailure` naming the file and the entry;
     the other entries are unaffected. A malformed catalog is a `ConfigError`."""
-    from verilearn_assets.core import lake
-    from verilearn_assets.core.ingest.catalog import load_datasets_config
-
     catalog_file = Path(directory or config_dir()) / "datasets.yaml"
     catalog = load_datasets_config(catalog_file.parent)
     cache_dir = (home or lake.home()) / "refactor" / "corpora"

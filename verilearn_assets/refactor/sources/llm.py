@@ -32,6 +32,7 @@ from verilearn_assets.core.llm.budget import (
     keep_all,
     split_around,
 )
+from verilearn_assets.core.llm.client import VllmClient
 from verilearn_assets.core.records import content_hash
 from verilearn_assets.refactor.config import RefactorConfig
 from verilearn_assets.refactor.records import Difficulty, RefactorTask
@@ -231,8 +232,6 @@ class VllmProposer:
         self.budget_counts = BudgetCounts()
 
     async def _started(self) -> Any:
-        from verilearn_assets.core.llm.client import VllmClient
-
         if self.client is None:
             self.client = VllmClient(self.actor.vllm_config(self.actor.model))
             await self.client.start()

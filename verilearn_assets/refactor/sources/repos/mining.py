@@ -22,6 +22,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict
 
 from verilearn_assets.core import lake
+from verilearn_assets.core.ingest.catalog import load_datasets_config
 from verilearn_assets.core.records import Source, Split, content_hash
 from verilearn_assets.refactor.config import RefactorConfig, expand_home
 from verilearn_assets.refactor.records import RefactorTask
@@ -167,8 +168,6 @@ def entry_test_command(name: str) -> list[str] | None:
     """The test command the catalog entry `name` writes (`test:`), if it writes one: a
     `Repo` always has a command (the default when none is written), and the baseline
     detects the command only when the entry leaves it out."""
-    from verilearn_assets.core.ingest.catalog import load_datasets_config
-
     entry = load_datasets_config().corpora.get(name)
     return entry.test if entry is not None else None
 
