@@ -177,7 +177,7 @@ def test_refactor_actor_run_writes_known_counts(tmp_path: Path) -> None:
     from verilearn_assets.refactor.rollout.actor import Actor
     from verilearn_assets.refactor.rollout.prompts import load_prompts
     from verilearn_assets.refactor.sources.catalog import load_corpus, load_rules
-    from verilearn_assets.refactor.sources.generate import generate_tasks
+    from verilearn_assets.refactor.sources.partition import generate_tasks
 
     config = refactor_config("bwrap", tmp_path, action_timeout_s=10, test_timeout_s=20, pids=48)
     repos = [r for r in load_corpus() if r.name == "pathconf"]

@@ -8,7 +8,7 @@ import pytest
 from refactor_support import SMALL_RULES, refactor_config
 
 from verilearn_assets.refactor.sources.catalog import load_corpus, load_rules
-from verilearn_assets.refactor.sources.generate import generate_tasks
+from verilearn_assets.refactor.sources.partition import generate_tasks
 from verilearn_assets.refactor.verify.runner import (
     TestSpec,
     apply_action,

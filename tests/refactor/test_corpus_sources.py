@@ -12,7 +12,7 @@ from refactor_support import closed_port, pack_repo, refactor_config, serve_dire
 
 from verilearn_assets.core.config import ConfigError
 from verilearn_assets.refactor.sources.catalog import load_corpus, load_rules, read_corpus
-from verilearn_assets.refactor.sources.generate import generate_tasks
+from verilearn_assets.refactor.sources.partition import generate_tasks
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

@@ -26,7 +26,8 @@ from verilearn_assets.refactor.jail import ast_grep_binary
 from verilearn_assets.refactor.rollout.prompts import load_prompts, parse_code_view, render_messages
 from verilearn_assets.refactor.rollout.teachers import program_answer
 from verilearn_assets.refactor.sources.catalog import RULES_DIR, read_corpus
-from verilearn_assets.refactor.sources.generate import generate_tasks, load_catalog, task_language
+from verilearn_assets.refactor.sources.generate import load_catalog, task_language
+from verilearn_assets.refactor.sources.partition import generate_tasks
 from verilearn_assets.refactor.verify import toolchains
 from verilearn_assets.refactor.verify.languages import extensions
 from verilearn_assets.refactor.verify.runner import apply_action, cleanup, prepare_workspace

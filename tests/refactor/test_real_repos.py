@@ -26,7 +26,7 @@ from verilearn_assets.refactor.records import RefactorTask, TrajectoryStep
 from verilearn_assets.refactor.rollout.actor import Actor
 from verilearn_assets.refactor.rollout.prompts import load_prompts
 from verilearn_assets.refactor.sources.catalog import Repo, load_rules, read_corpus
-from verilearn_assets.refactor.sources.generate import generate_tasks
+from verilearn_assets.refactor.sources.partition import generate_tasks
 from verilearn_assets.refactor.sources.repos.baseline import detect_command, take_baseline
 from verilearn_assets.refactor.sources.repos.mining import profile_repo
 from verilearn_assets.refactor.sources.repos.records import PROFILE_LAKE, RepoProfileRow

@@ -26,8 +26,9 @@ from verilearn_assets.refactor.rollout.teachers import (
     model_chat,
 )
 from verilearn_assets.refactor.sources.catalog import load_corpus, read_corpus
-from verilearn_assets.refactor.sources.generate import generate_tasks, load_catalog
+from verilearn_assets.refactor.sources.generate import load_catalog
 from verilearn_assets.refactor.sources.llm import generate_llm_tasks, vllm_proposer
+from verilearn_assets.refactor.sources.partition import generate_tasks
 
 
 @asset(

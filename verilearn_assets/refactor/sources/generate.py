@@ -42,7 +42,6 @@ from verilearn_assets.refactor.sources.catalog import (
     CatalogRule,
     Repo,
     RuleExamples,
-    load_corpus,
     load_rules,
 )
 from verilearn_assets.refactor.verify import pysource
@@ -450,35 +449,6 @@ def candidates(
         # … and renames of the repository's own top-level names
         for old, new, kind in rename_targets(repo)[: gen.max_renames_per_repo]:
             yield Candidate(repo, "procedural", ((rename_rule(old, new, kind), ()),))
-
-
-def generate_tasks(
-    source: str,
-    split: str,
-    config: RefactorConfig,
-    repos: list[Repo] | None = None,
-    rules: list[CatalogRule] | None = None,
-    max_pairs_per_repo: int = 30,
-    seed: int = 0,
-) -> list[RefactorTask]:
-    """Every task of one `source × split` partition (the `llm` source needs a model),
-    checked and de-duplicated by target (`finalize`)."""
-    if source not in ("template", "procedural"):
-        return []
-    if repos is None:
-        repos = load_corpus(strict=False)
-    repos = [r for r in repos if r.split == split]
-    rules = rules if rules is not None else load_catalog()
-    # published packages: their baseline's stable passing tests, or skipped (repos/mining.py)
-    from verilearn_assets.refactor.sources.repos.mining import package_commands
-
-    commands = package_commands(repos, rules, config, source, split)  # type: ignore[arg-type]
-    repos = [r for r in repos if commands.get(r.name, TEST_COMMAND) is not None]
-    tasks = [
-        run_candidate(c, config, commands.get(c.repo.name) or list(c.repo.test_command))
-        for c in candidates(source, repos, rules, config, max_pairs_per_repo, seed)
-    ]
-    return finalize(tasks, {r.name: r.path for r in repos})
 
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@")
