@@ -1,6 +1,6 @@
 """The refactor family's assets: tasks and trajectories, both partitioned source × split.
 
-Thin wiring over `tasks.py` (generation by jailed execution) and `actor.py` (the actor
+Thin wiring over `sources/` (generation by jailed execution) and `rollout/actor.py` (the actor
 loop); the jail is the family's own runner (`configs/sandbox.yaml` `refactor:`), not the pool.
 """
 

@@ -3,7 +3,7 @@
 A GRPO sample is one turn of the actor loop from a fresh workspace with an empty state:
 the prompt the actor would send at step 1, and a completion holding `<think>`, `<action>`
 and `<state_update>`. The scorer runs the action in the jail on a fresh copy of the task's
-repository and, when the action changed something, the actor's verdict (`verdict.py`: a
+repository and, when the action changed something, the actor's verdict (`verify/verdict.py`: a
 change outside the task's files earns nothing; else the task's original tests on a clean
 copy of the visible tree), and rewards with the actor's own `reward_of`: `outcome`
 1.0 when the tree equals the task's target and the tests pass (a one-step task solved; a
