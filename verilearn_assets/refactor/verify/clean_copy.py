@@ -7,13 +7,8 @@ The runner copies these files into place (`runner.run_on_files`) and the verdict
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from verilearn_assets.refactor.verify.toolchains import is_test_file
-from verilearn_assets.refactor.verify.workspace import SKIP_DIRS, SYMLINK_MARK, Snapshot
-
-if TYPE_CHECKING:
-    from verilearn_assets.refactor.verify.workspace import Workspace
+from verilearn_assets.refactor.verify.workspace import SKIP_DIRS, SYMLINK_MARK, Snapshot, Workspace
 
 PYCACHE_IN_JAIL = "/tmp/verilearn-pycache"  # the jail's own tmp: fresh for every command
 # files that decide what pytest collects or what the interpreter runs first

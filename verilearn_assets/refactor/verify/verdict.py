@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from verilearn_assets.refactor.records import RefactorTask
 from verilearn_assets.refactor.verify.clean_copy import clean_files, is_test_path
 from verilearn_assets.refactor.verify.runner import TestResult, TestSpec, run_on_files
 from verilearn_assets.refactor.verify.workspace import (
@@ -36,9 +37,6 @@ from verilearn_assets.refactor.verify.workspace import (
     tree_hash,
     unified_diff,
 )
-
-if TYPE_CHECKING:
-    from verilearn_assets.refactor.records import RefactorTask
 
 _HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
 
