@@ -1,5 +1,5 @@
-"""Real repositories as refactor corpora (`refactor/repos/`): the baseline taken twice in the
-jail before any change (flaky, failing, erroring, skipped and missing-dependency tests told
+"""Real repositories as refactor corpora (`refactor/sources/repos/`): the baseline taken twice
+in the jail before any change (flaky, failing, erroring, skipped and missing-dependency tests told
 apart; tasks test only the stable passing subset), and a published package end to end:
 fetched by pip, baseline, sites and tasks mined, profile in the lake and the mart, a
 scripted policy's steps judged with the narrowed tests, which pass before and after.
