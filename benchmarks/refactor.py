@@ -44,10 +44,10 @@ from pathlib import Path
 
 import yaml
 
-from verilearn_assets.refactor.catalog import load_corpus, load_rules
 from verilearn_assets.refactor.config import load_refactor_config
 from verilearn_assets.refactor.jail import ast_grep_binary
-from verilearn_assets.refactor.runner import (
+from verilearn_assets.refactor.sources.catalog import load_corpus, load_rules
+from verilearn_assets.refactor.verify.runner import (
     TestSpec,
     apply_action,
     cleanup,
@@ -83,7 +83,7 @@ def bare_runner_step(repo: Path, rule_file: Path, test_argv: list[str]) -> bool:
     """A bare step of another language: ast-grep, then its runner as the jail resolves it
     (`toolchains`), its caches (the jail's /tmp paths) in this step's own temporary dir,
     in memory as the jail's tmpfs is (/dev/shm: a disk cache would slow the bare side)."""
-    from verilearn_assets.refactor import toolchains
+    from verilearn_assets.refactor.verify import toolchains
 
     shm = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
     with tempfile.TemporaryDirectory(dir=shm) as tmp:
@@ -104,8 +104,8 @@ def bare_runner_step(repo: Path, rule_file: Path, test_argv: list[str]) -> bool:
 def languages_report(languages: list[str], modes: list[str], configs: dict, args) -> dict:  # noqa: ANN001
     """Per language: steps/s of the bare runner and of each mode, and each mode's overhead
     (totals, and the median of block-by-block ratios against the bare block before it)."""
-    from verilearn_assets.refactor.tasks import load_catalog
-    from verilearn_assets.refactor.toolchains import language_of_rule
+    from verilearn_assets.refactor.sources.generate import load_catalog
+    from verilearn_assets.refactor.verify.toolchains import language_of_rule
 
     report: dict = {}
     for language in languages:

@@ -19,10 +19,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from verilearn_assets.refactor.catalog import load_corpus, load_rules
 from verilearn_assets.refactor.config import load_refactor_config
 from verilearn_assets.refactor.jail import run_in_jail
-from verilearn_assets.refactor.runner import (
+from verilearn_assets.refactor.sources.catalog import load_corpus, load_rules
+from verilearn_assets.refactor.verify.clean_copy import visible_files
+from verilearn_assets.refactor.verify.runner import (
     TestSpec,
     _clean_tree,
     apply_action,
@@ -30,7 +31,6 @@ from verilearn_assets.refactor.runner import (
     prepare_workspace,
     run_tests,
 )
-from verilearn_assets.refactor.verdict import visible_files
 
 
 def main() -> None:

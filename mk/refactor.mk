@@ -2,7 +2,7 @@
 # bubblewrap and docker.io come with APT_PACKAGES; ast-grep comes from pyproject's pin.
 .PHONY: refactor-deps refactor-toolchains bench-refactor
 
-# The language test runners of the refactor jail (refactor/toolchains.py): node --test,
+# The language test runners of the refactor jail (refactor/verify/toolchains.py): node --test,
 # go test, javac/java (the jail's JavaTest runner), gcc + make. Rust: a rustup stable
 # toolchain when there is one (mapped read-only as it is), else Debian's cargo.
 REFACTOR_APT_PACKAGES := golang-go nodejs openjdk-17-jdk-headless gcc make

@@ -318,10 +318,10 @@ def test_dafny_prompts_drop_example_pairs_then_cut_the_context(counter: TokenCou
 
 
 def test_refactor_prompts_drop_old_state_items_and_keep_the_task(counter: TokenCounter) -> None:
-    from verilearn_assets.refactor.prompts import load_prompts, render_messages
     from verilearn_assets.refactor.records import Difficulty, RefactorTask
-    from verilearn_assets.refactor.state import State, render
-    from verilearn_assets.refactor.teachers import actor_messages
+    from verilearn_assets.refactor.rollout.prompts import load_prompts, render_messages
+    from verilearn_assets.refactor.rollout.state import State, render
+    from verilearn_assets.refactor.rollout.teachers import actor_messages
 
     note = "x" * 200
     state = State(

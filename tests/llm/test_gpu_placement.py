@@ -12,7 +12,7 @@ import pytest
 from verilearn_assets.core.config import ConfigError
 from verilearn_assets.core.llm.config import LocalServerConfig, load_vllm_config
 from verilearn_assets.core.llm.launcher import VllmServer, actor_server, server_from_config
-from verilearn_assets.refactor.teachers import load_actors
+from verilearn_assets.refactor.rollout.teachers import load_actors
 
 GPU_FLAGS = ("--tensor-parallel-size", "--quantization", "--gpu-memory-utilization")
 

@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from verilearn_assets.core.config import ConfigError
-from verilearn_assets.refactor.catalog import load_corpus, read_corpus
+from verilearn_assets.refactor.sources.catalog import load_corpus, read_corpus
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = """[build-system]

@@ -174,10 +174,10 @@ def test_refactor_actor_run_writes_known_counts(tmp_path: Path) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "refactor"))
     from refactor_support import refactor_config
 
-    from verilearn_assets.refactor.actor import Actor
-    from verilearn_assets.refactor.catalog import load_corpus, load_rules
-    from verilearn_assets.refactor.prompts import load_prompts
-    from verilearn_assets.refactor.tasks import generate_tasks
+    from verilearn_assets.refactor.rollout.actor import Actor
+    from verilearn_assets.refactor.rollout.prompts import load_prompts
+    from verilearn_assets.refactor.sources.catalog import load_corpus, load_rules
+    from verilearn_assets.refactor.sources.partition import generate_tasks
 
     config = refactor_config("bwrap", tmp_path, action_timeout_s=10, test_timeout_s=20, pids=48)
     repos = [r for r in load_corpus() if r.name == "pathconf"]

@@ -27,8 +27,8 @@ def config(backend: str, tmp_path: Path) -> RefactorConfig:
 def small_tasks(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list]:
     """Template and procedural tasks on one repository with three rules, two function-scoped
     rules and two renames (built once)."""
-    from verilearn_assets.refactor.catalog import load_corpus, load_rules
-    from verilearn_assets.refactor.tasks import generate_tasks
+    from verilearn_assets.refactor.sources.catalog import load_corpus, load_rules
+    from verilearn_assets.refactor.sources.partition import generate_tasks
 
     root = tmp_path_factory.mktemp("small-tasks")
     config = refactor_config("bwrap", root)

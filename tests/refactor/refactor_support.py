@@ -101,9 +101,9 @@ def drive_actor(home: Path, teacher, tasks: list, extra_steps: int, **limits: fl
     run's summary."""
     import asyncio
 
-    from verilearn_assets.refactor.actor import Actor
-    from verilearn_assets.refactor.catalog import load_corpus
-    from verilearn_assets.refactor.prompts import load_prompts
+    from verilearn_assets.refactor.rollout.actor import Actor
+    from verilearn_assets.refactor.rollout.prompts import load_prompts
+    from verilearn_assets.refactor.sources.catalog import load_corpus
 
     actor = Actor(
         home=home,

@@ -5,7 +5,11 @@ from __future__ import annotations
 import jsonschema
 import pytest
 
-from verilearn_assets.refactor.actions import ActionRejected, action_json_schema, parse_action
+from verilearn_assets.refactor.verify.actions import (
+    ActionRejected,
+    action_json_schema,
+    parse_action,
+)
 
 GOOD = [
     {"kind": "run", "pattern": "print($A)", "rewrite": "log($A)", "lang": "python"},

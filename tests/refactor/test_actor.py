@@ -18,13 +18,13 @@ from refactor_support import drive_actor, refactor_config, write_tasks
 
 from verilearn_assets.core import lake
 from verilearn_assets.core.llm.launcher import free_port
-from verilearn_assets.refactor.actor import Actor, db_path, state_key
-from verilearn_assets.refactor.catalog import load_corpus
-from verilearn_assets.refactor.prompts import load_prompts
 from verilearn_assets.refactor.records import TrajectoryStep
 from verilearn_assets.refactor.rewards import PARTIAL_CAP, compute_reward, recompute
-from verilearn_assets.refactor.state import StateStore
-from verilearn_assets.refactor.teachers import ProgramTeacher
+from verilearn_assets.refactor.rollout.actor import Actor, db_path, state_key
+from verilearn_assets.refactor.rollout.prompts import load_prompts
+from verilearn_assets.refactor.rollout.state import StateStore
+from verilearn_assets.refactor.rollout.teachers import ProgramTeacher
+from verilearn_assets.refactor.sources.catalog import load_corpus
 
 REPOS = {r.name: r for r in load_corpus()}
 
@@ -201,7 +201,7 @@ def test_killed_run_resumes_without_losing_a_committed_step(
     split = tasks[0].split
     write_tasks(home, tasks)
     env = {**os.environ, "VERILEARN_HOME": str(home)}
-    cmd = [sys.executable, "-m", "verilearn_assets.refactor.actor", "--home", str(home),
+    cmd = [sys.executable, "-m", "verilearn_assets.refactor.rollout.actor", "--home", str(home),
            "--source", "procedural", "--split", split]  # fmt: skip
     if queue == "redis":
         cmd += ["--redis-url", request.getfixturevalue("redis_url")]
@@ -245,7 +245,7 @@ def test_killed_run_resumes_without_losing_a_committed_step(
 
 
 def test_vllm_teacher_drives_a_task_end_to_end(home: Path, small_tasks, vllm_server) -> None:
-    from verilearn_assets.refactor.teachers import VllmTeacher, load_actors
+    from verilearn_assets.refactor.rollout.teachers import VllmTeacher, load_actors
 
     task = small_tasks["template"][0]
     actor_cfg = (
@@ -278,8 +278,8 @@ def test_fallback_model_answers_when_the_first_is_not_served(
     one, and each step records the model that answered; when no model of the chain is
     served the call fails naming each of them (no silent empty answer)."""
     from verilearn_assets.core.llm.client import VllmError
-    from verilearn_assets.refactor.state import State
-    from verilearn_assets.refactor.teachers import VllmTeacher, load_actors
+    from verilearn_assets.refactor.rollout.state import State
+    from verilearn_assets.refactor.rollout.teachers import VllmTeacher, load_actors
 
     task = small_tasks["template"][0]
     served = {"base_urls": [vllm_server.base_url]}

@@ -7,15 +7,15 @@ from pathlib import Path
 import pytest
 from refactor_support import SMALL_RULES, refactor_config
 
-from verilearn_assets.refactor.catalog import load_corpus, load_rules
-from verilearn_assets.refactor.runner import (
+from verilearn_assets.refactor.sources.catalog import load_corpus, load_rules
+from verilearn_assets.refactor.sources.partition import generate_tasks
+from verilearn_assets.refactor.verify.runner import (
     TestSpec,
     apply_action,
     cleanup,
     prepare_workspace,
     run_tests,
 )
-from verilearn_assets.refactor.tasks import generate_tasks
 
 RULES = load_rules()
 
@@ -130,8 +130,8 @@ def _in_function(path: str, line: int, name: str) -> bool:
 
 
 def test_rename_targets_skip_tests_private_and_module_names(tmp_path: Path) -> None:
-    from verilearn_assets.refactor.catalog import Repo
-    from verilearn_assets.refactor.tasks import rename_targets
+    from verilearn_assets.refactor.sources.catalog import Repo
+    from verilearn_assets.refactor.sources.generate import rename_targets
 
     (tmp_path / "pkg").mkdir()
     (tmp_path / "tests").mkdir()

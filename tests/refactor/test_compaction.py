@@ -9,13 +9,13 @@ from pathlib import Path
 from refactor_support import refactor_config
 
 from verilearn_assets.core.llm.client import VllmError
-from verilearn_assets.refactor.actor import Actor, db_path, state_key
-from verilearn_assets.refactor.catalog import load_corpus
-from verilearn_assets.refactor.compaction import compact_with_model
 from verilearn_assets.refactor.config import StateSettings
-from verilearn_assets.refactor.prompts import load_prompts
-from verilearn_assets.refactor.state import State, StateStore, compact, count_tokens, render
-from verilearn_assets.refactor.teachers import ProgramTeacher, load_actors, model_chat
+from verilearn_assets.refactor.rollout.actor import Actor, db_path, state_key
+from verilearn_assets.refactor.rollout.compaction import compact_with_model
+from verilearn_assets.refactor.rollout.prompts import load_prompts
+from verilearn_assets.refactor.rollout.state import State, StateStore, compact, count_tokens, render
+from verilearn_assets.refactor.rollout.teachers import ProgramTeacher, load_actors, model_chat
+from verilearn_assets.refactor.sources.catalog import load_corpus
 
 SETTINGS = StateSettings(token_budget=400)
 

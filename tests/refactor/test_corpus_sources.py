@@ -11,8 +11,8 @@ import yaml
 from refactor_support import closed_port, pack_repo, refactor_config, serve_directory
 
 from verilearn_assets.core.config import ConfigError
-from verilearn_assets.refactor.catalog import load_corpus, load_rules, read_corpus
-from verilearn_assets.refactor.tasks import generate_tasks
+from verilearn_assets.refactor.sources.catalog import load_corpus, load_rules, read_corpus
+from verilearn_assets.refactor.sources.partition import generate_tasks
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

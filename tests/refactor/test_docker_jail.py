@@ -16,7 +16,7 @@ import pytest
 from refactor_support import refactor_config, require_backend
 
 from verilearn_assets.refactor.config import RefactorConfig
-from verilearn_assets.refactor.runner import (
+from verilearn_assets.refactor.verify.runner import (
     TestSpec,
     apply_action,
     cleanup,
@@ -190,9 +190,9 @@ def test_container_of_a_killed_process_is_reaped(docker_config: RefactorConfig) 
         f"""
         import os, signal
         from verilearn_assets.refactor.config import RefactorConfig
-        from verilearn_assets.refactor.runner import prepare_workspace
+        from verilearn_assets.refactor.verify.runner import prepare_workspace
         config = RefactorConfig.model_validate_json({docker_config.model_dump_json()!r})
-        from verilearn_assets.refactor.runner import cleanup
+        from verilearn_assets.refactor.verify.runner import cleanup
         pooled = prepare_workspace("t-pooled", {{"a.py": "A = 1\\n"}}, config)
         ws = prepare_workspace("t-orphan", {{"a.py": "A = 1\\n"}}, config)
         print(pooled.jail.container_id, ws.jail.container_id, flush=True)

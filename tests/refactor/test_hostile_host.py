@@ -21,8 +21,8 @@ import pytest
 from refactor_support import refactor_config
 
 from verilearn_assets.refactor.config import RefactorConfig
-from verilearn_assets.refactor.runner import apply_action, cleanup, prepare_workspace
-from verilearn_assets.refactor.workspace import (
+from verilearn_assets.refactor.verify.runner import apply_action, cleanup, prepare_workspace
+from verilearn_assets.refactor.verify.workspace import (
     Budget,
     HostBudgetExceeded,
     remove_tree,
@@ -107,7 +107,7 @@ def test_big_changed_modules_are_compiled_in_the_jail_not_on_the_host(
 ) -> None:
     """A step that changed more Python than HOST_COMPILE_BYTES is syntax-checked in the
     jail: the same verdict (the broken module named), without the host's memory."""
-    from verilearn_assets.refactor.runner import HOST_COMPILE_BYTES
+    from verilearn_assets.refactor.verify.runner import HOST_COMPILE_BYTES
 
     ws = prepare_workspace("t-compile", {"mod.py": "x = 1\n"}, config)
     try:

@@ -23,17 +23,18 @@ from pathlib import Path
 import pytest
 from refactor_support import refactor_config, require_backend
 
-from verilearn_assets.refactor import toolchains
-from verilearn_assets.refactor.catalog import read_corpus
-from verilearn_assets.refactor.runner import (
+from verilearn_assets.refactor.sources.catalog import read_corpus
+from verilearn_assets.refactor.sources.generate import Candidate, load_catalog, run_candidate
+from verilearn_assets.refactor.verify import toolchains
+from verilearn_assets.refactor.verify.clean_copy import clean_files
+from verilearn_assets.refactor.verify.runner import (
     TestSpec,
     apply_action,
     cleanup,
     prepare_workspace,
     run_on_files,
 )
-from verilearn_assets.refactor.tasks import Candidate, load_catalog, run_candidate
-from verilearn_assets.refactor.verdict import clean_files, verify_step
+from verilearn_assets.refactor.verify.verdict import verify_step
 
 # corpus, one rule of it, a source file the rule changes
 CASES = {

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from verilearn_assets.refactor.config import RefactorConfig
-from verilearn_assets.refactor.runner import apply_action, cleanup, prepare_workspace
+from verilearn_assets.refactor.verify.runner import apply_action, cleanup, prepare_workspace
 
 # Prints one JSON object: each attack's return value and errno; exits 0 only when every
 # attack failed (so a test command running it "passes" only when the jail held).
@@ -196,7 +196,7 @@ def test_verdict_bytecode_comes_from_the_host_read_only(config: RefactorConfig) 
     read-only, so a command can neither plant bytecode for a later run nor pay for
     compiling pytest, or a stdlib module a repository's tests import (asyncio), on every run."""
     from verilearn_assets.refactor.jail import PYCACHE_IN_JAIL
-    from verilearn_assets.refactor.verdict import PYCACHE_IN_JAIL as VERDICT_PREFIX
+    from verilearn_assets.refactor.verify.clean_copy import PYCACHE_IN_JAIL as VERDICT_PREFIX
 
     assert PYCACHE_IN_JAIL == VERDICT_PREFIX
     probe = (

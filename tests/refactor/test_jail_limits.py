@@ -18,7 +18,7 @@ import pytest
 from refactor_support import refactor_config
 
 from verilearn_assets.refactor.jail import CGROUP_ROOT, JailCgroup
-from verilearn_assets.refactor.runner import apply_action, cleanup, prepare_workspace
+from verilearn_assets.refactor.verify.runner import apply_action, cleanup, prepare_workspace
 
 PROBE = """
 import json, os, resource

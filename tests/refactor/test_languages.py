@@ -22,15 +22,16 @@ import yaml
 from refactor_support import refactor_config
 
 from verilearn_assets.core.config import config_dir
-from verilearn_assets.refactor import toolchains
-from verilearn_assets.refactor.catalog import RULES_DIR, read_corpus
 from verilearn_assets.refactor.jail import ast_grep_binary
-from verilearn_assets.refactor.languages import extensions
-from verilearn_assets.refactor.prompts import load_prompts, parse_code_view, render_messages
-from verilearn_assets.refactor.runner import apply_action, cleanup, prepare_workspace
-from verilearn_assets.refactor.tasks import generate_tasks, load_catalog, task_language
-from verilearn_assets.refactor.teachers import program_answer
-from verilearn_assets.refactor.verdict import reached, verify_step
+from verilearn_assets.refactor.rollout.prompts import load_prompts, parse_code_view, render_messages
+from verilearn_assets.refactor.rollout.teachers import program_answer
+from verilearn_assets.refactor.sources.catalog import RULES_DIR, read_corpus
+from verilearn_assets.refactor.sources.generate import load_catalog, task_language
+from verilearn_assets.refactor.sources.partition import generate_tasks
+from verilearn_assets.refactor.verify import toolchains
+from verilearn_assets.refactor.verify.languages import extensions
+from verilearn_assets.refactor.verify.runner import apply_action, cleanup, prepare_workspace
+from verilearn_assets.refactor.verify.verdict import reached, verify_step
 
 LANGUAGES = ("javascript", "go", "rust", "java", "c")
 CORPORA = {"jsinventory": "javascript", "gotally": "go", "rustshelf": "rust",
@@ -182,13 +183,13 @@ def test_a_program_step_is_verified_per_language(template_tasks, tmp_path: Path)
 def test_a_missing_toolchain_is_a_clear_refusal(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
     """A corpus whose runner is not installed here: the test run is refused, naming the
     runner, not a crash."""
-    from verilearn_assets.refactor.runner import TestSpec, run_tests
+    from verilearn_assets.refactor.verify.runner import TestSpec, run_tests
 
     installed = dict(toolchains.installed())
     installed.pop("go", None)
     monkeypatch.setattr(toolchains, "installed", lambda: installed)
     config = refactor_config("bwrap", tmp_path)
-    source = Path(__file__).resolve().parents[2] / "verilearn_assets/refactor/corpus/gotally"
+    source = Path(__file__).resolve().parents[2] / "data/refactor/corpus/gotally"
     copy = tmp_path / "gotally"
     shutil.copytree(source, copy)
     ws = prepare_workspace("no-go", copy, config)

@@ -9,9 +9,9 @@ from pathlib import Path
 import yaml
 from refactor_support import refactor_config
 
-from verilearn_assets.refactor.catalog import load_corpus
-from verilearn_assets.refactor.llm_tasks import generate_llm_tasks, vllm_proposer
-from verilearn_assets.refactor.prompts import load_prompts
+from verilearn_assets.refactor.rollout.prompts import load_prompts
+from verilearn_assets.refactor.sources.catalog import load_corpus
+from verilearn_assets.refactor.sources.llm import generate_llm_tasks, vllm_proposer
 
 PATHCONF = [r for r in load_corpus() if r.name == "pathconf"]
 EQ_NONE = {"id": "a", "language": "python", "rule": {"pattern": "$A == None"}, "fix": "$A is None"}
@@ -74,7 +74,7 @@ def test_scripted_proposals_cover_accept_and_every_rejection(tmp_path: Path) -> 
 
 
 def test_real_server_proposals_become_records(tmp_path: Path, vllm_server) -> None:  # noqa: ANN001
-    from verilearn_assets.refactor.teachers import load_actors
+    from verilearn_assets.refactor.rollout.teachers import load_actors
 
     actor = (
         load_actors().actor("tiny-local").model_copy(update={"base_urls": [vllm_server.base_url]})

@@ -6,7 +6,7 @@ import warnings
 
 import pytest
 
-from verilearn_assets.refactor import pysource
+from verilearn_assets.refactor.verify import pysource
 
 OLD_ESCAPE = 'import re\nPATTERN = re.compile("\\s+")\n'  # "\s": invalid escape sequence
 

@@ -1,5 +1,5 @@
-"""Real repositories as refactor corpora (`refactor/repos/`): the baseline taken twice in the
-jail before any change (flaky, failing, erroring, skipped and missing-dependency tests told
+"""Real repositories as refactor corpora (`refactor/sources/repos/`): the baseline taken twice
+in the jail before any change (flaky, failing, erroring, skipped and missing-dependency tests told
 apart; tasks test only the stable passing subset), and a published package end to end:
 fetched by pip, baseline, sites and tasks mined, profile in the lake and the mart, a
 scripted policy's steps judged with the narrowed tests, which pass before and after.
@@ -21,23 +21,24 @@ import yaml
 from refactor_support import refactor_config, write_tasks
 
 from verilearn_assets.core import lake
-from verilearn_assets.refactor.actor import Actor
-from verilearn_assets.refactor.catalog import Repo, load_rules, read_corpus
 from verilearn_assets.refactor.config import RefactorConfig
-from verilearn_assets.refactor.prompts import load_prompts
 from verilearn_assets.refactor.records import RefactorTask, TrajectoryStep
-from verilearn_assets.refactor.repos.baseline import detect_command, take_baseline
-from verilearn_assets.refactor.repos.mining import profile_repo
-from verilearn_assets.refactor.repos.records import PROFILE_LAKE, RepoProfileRow
-from verilearn_assets.refactor.runner import (
+from verilearn_assets.refactor.rollout.actor import Actor
+from verilearn_assets.refactor.rollout.prompts import load_prompts
+from verilearn_assets.refactor.sources.catalog import Repo, load_rules, read_corpus
+from verilearn_assets.refactor.sources.partition import generate_tasks
+from verilearn_assets.refactor.sources.repos.baseline import detect_command, take_baseline
+from verilearn_assets.refactor.sources.repos.mining import profile_repo
+from verilearn_assets.refactor.sources.repos.records import PROFILE_LAKE, RepoProfileRow
+from verilearn_assets.refactor.verify.clean_copy import is_test_path
+from verilearn_assets.refactor.verify.runner import (
     TestSpec,
     apply_action,
     cleanup,
     prepare_workspace,
     run_tests,
 )
-from verilearn_assets.refactor.tasks import generate_tasks
-from verilearn_assets.refactor.verdict import is_test_path, verify_step
+from verilearn_assets.refactor.verify.verdict import verify_step
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "platform"))
 from test_corpora_package import make_sdist, write_catalog  # noqa: E402

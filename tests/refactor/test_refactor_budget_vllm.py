@@ -14,11 +14,11 @@ from refactor_support import drive_actor
 
 from verilearn_assets.core import lake
 from verilearn_assets.core.llm.fit import FAILURE_CLASS
-from verilearn_assets.refactor.prompts import load_prompts, render_messages
 from verilearn_assets.refactor.records import TrajectoryStep
 from verilearn_assets.refactor.rewards import recompute
-from verilearn_assets.refactor.state import State, render
-from verilearn_assets.refactor.teachers import VllmTeacher, actor_messages, load_actors
+from verilearn_assets.refactor.rollout.prompts import load_prompts, render_messages
+from verilearn_assets.refactor.rollout.state import State, render
+from verilearn_assets.refactor.rollout.teachers import VllmTeacher, actor_messages, load_actors
 
 pytestmark = pytest.mark.vllm
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from verilearn_assets.cli import main
-from verilearn_assets.refactor.catalog import RULES_DIR, load_corpus
-from verilearn_assets.refactor.runner import cleanup, prepare_workspace
-from verilearn_assets.refactor.state import State, StateStore
-from verilearn_assets.refactor.workspace import snapshot
+from verilearn_assets.refactor.rollout.state import State, StateStore
+from verilearn_assets.refactor.sources.catalog import RULES_DIR, load_corpus
+from verilearn_assets.refactor.verify.runner import cleanup, prepare_workspace
+from verilearn_assets.refactor.verify.workspace import snapshot
 
 PATHCONF = next(r.path for r in load_corpus() if r.name == "pathconf")
 

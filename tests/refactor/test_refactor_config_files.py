@@ -13,7 +13,7 @@ import yaml
 from verilearn_assets.core.config import ConfigError
 from verilearn_assets.core.sandbox.config import load_sandbox_config
 from verilearn_assets.refactor.config import JAIL_KEYS, load_refactor_config
-from verilearn_assets.refactor.prompts import load_prompts, render_messages
+from verilearn_assets.refactor.rollout.prompts import load_prompts, render_messages
 
 REPO = Path(__file__).resolve().parents[2]
 

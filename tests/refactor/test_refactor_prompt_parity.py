@@ -19,9 +19,9 @@ from verilearn_assets.core import lake
 from verilearn_assets.core.family import SftRow
 from verilearn_assets.refactor.config import load_refactor_config
 from verilearn_assets.refactor.family import FAMILY
-from verilearn_assets.refactor.prompts import STEP_END
 from verilearn_assets.refactor.records import TrajectoryStep
-from verilearn_assets.refactor.teachers import ProgramTeacher
+from verilearn_assets.refactor.rollout.prompts import STEP_END
+from verilearn_assets.refactor.rollout.teachers import ProgramTeacher
 from verilearn_assets.training.config import DEFAULT_BASE_MODEL, REPO_ROOT, TrainingConfig
 from verilearn_assets.training.eval_family import Completion, evaluate_family, family_stop
 from verilearn_assets.training.grpo_config import GrpoSettings

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from verilearn_assets.refactor.actions import ActionRejected, parse_action
 from verilearn_assets.refactor.jail import ast_grep_binary
-from verilearn_assets.refactor.languages import (
+from verilearn_assets.refactor.verify.actions import ActionRejected, parse_action
+from verilearn_assets.refactor.verify.languages import (
     LANGUAGES,
     UnknownLanguage,
     alias_pattern,

@@ -20,10 +20,10 @@ import pytest
 import yaml
 
 from verilearn_assets.cli import main
-from verilearn_assets.refactor.catalog import RULES_DIR
 from verilearn_assets.refactor.jail import ast_grep_binary
-from verilearn_assets.refactor.languages import LANGUAGES, canonical_language
-from verilearn_assets.refactor.workspace import snapshot, unified_diff
+from verilearn_assets.refactor.sources.catalog import RULES_DIR
+from verilearn_assets.refactor.verify.languages import LANGUAGES, canonical_language
+from verilearn_assets.refactor.verify.workspace import snapshot, unified_diff
 
 PARITY_DIR = RULES_DIR / "parity"
 REQUIRED = ("python", "javascript", "typescript", "tsx", "go", "rust", "java", "c", "cpp", "ruby")

@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 
 from verilearn_assets.refactor.config import RefactorConfig
-from verilearn_assets.refactor.runner import (
+from verilearn_assets.refactor.verify.runner import (
     TestSpec,
     apply_action,
     cleanup,
     prepare_workspace,
     run_tests,
 )
-from verilearn_assets.refactor.workspace import UnsafeCorpusError, snapshot
+from verilearn_assets.refactor.verify.workspace import UnsafeCorpusError, snapshot
 
 MODULE = """from typing import Optional
 

@@ -6,7 +6,7 @@ import sqlite3
 import threading
 from pathlib import Path
 
-from verilearn_assets.refactor.sqlite_wal import connect_wal
+from verilearn_assets.refactor.verify.sqlite_wal import connect_wal
 
 
 def test_threads_opening_a_new_database_together_all_get_wal(tmp_path: Path) -> None:

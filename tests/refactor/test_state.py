@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from verilearn_assets.refactor.config import StateSettings
-from verilearn_assets.refactor.state import (
+from verilearn_assets.refactor.rollout.state import (
     State,
     StateError,
     StateStore,

@@ -17,17 +17,18 @@ import pytest
 from refactor_support import drive_actor, refactor_config
 
 from verilearn_assets.core import lake
-from verilearn_assets.refactor.catalog import CatalogRule, Repo, load_corpus, load_rules
 from verilearn_assets.refactor.family import FAMILY
-from verilearn_assets.refactor.prompts import (
+from verilearn_assets.refactor.records import RefactorTask, TrajectoryStep
+from verilearn_assets.refactor.rollout.prompts import (
     load_prompts,
     parse_code_view,
     removed_lines,
     render_messages,
 )
-from verilearn_assets.refactor.records import RefactorTask, TrajectoryStep
-from verilearn_assets.refactor.state import State, render
-from verilearn_assets.refactor.tasks import (
+from verilearn_assets.refactor.rollout.state import State, render
+from verilearn_assets.refactor.rollout.teachers import ProgramTeacher
+from verilearn_assets.refactor.sources.catalog import CatalogRule, Repo, load_corpus, load_rules
+from verilearn_assets.refactor.sources.generate import (
     Candidate,
     candidates,
     draw_pairs,
@@ -40,7 +41,6 @@ from verilearn_assets.refactor.tasks import (
     scoped_to_function,
     task_problems,
 )
-from verilearn_assets.refactor.teachers import ProgramTeacher
 
 CITED = re.compile(r"([\w/]+\.py):(\d+) `([^`]+)`")  # a place the teacher cites
 
@@ -275,7 +275,7 @@ def test_grpo_prompts_show_the_code_of_each_turn(small_tasks, tmp_path: Path, mo
     import json
 
     from verilearn_assets.core.family import GrpoEnvOptions
-    from verilearn_assets.refactor.teachers import program_answer
+    from verilearn_assets.refactor.rollout.teachers import program_answer
 
     monkeypatch.setenv("VERILEARN_HOME", str(tmp_path))
     grpo = FAMILY.grpo
@@ -306,7 +306,7 @@ def test_grpo_prompts_show_the_code_of_each_turn(small_tasks, tmp_path: Path, mo
 def test_the_code_view_never_follows_a_link_or_reads_a_huge_file(tmp_path: Path) -> None:
     """The workspace is the model's: a file in scope replaced by a link to a host file, a
     directory swapped for a link, or a file grown past the cap is named, never shown."""
-    from verilearn_assets.refactor.prompts import MAX_FILE_BYTES, code_view, read_scope
+    from verilearn_assets.refactor.rollout.prompts import MAX_FILE_BYTES, code_view, read_scope
 
     secret = tmp_path / "host-secret.py"
     secret.write_text("TOKEN = 'do-not-show'\n")

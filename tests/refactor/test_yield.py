@@ -16,8 +16,8 @@ from pathlib import Path
 
 from refactor_support import refactor_config
 
-from verilearn_assets.refactor.catalog import load_corpus, load_rules
-from verilearn_assets.refactor.tasks import Candidate, candidates, run_candidate
+from verilearn_assets.refactor.sources.catalog import load_corpus, load_rules
+from verilearn_assets.refactor.sources.generate import Candidate, candidates, run_candidate
 
 DEMO_MIN_VERIFIED_STEPS = 200  # issue 13, "Done when"
 

@@ -32,7 +32,7 @@ def test_roles_come_from_the_contract() -> None:
     from verilearn_assets.dafny.prompts import load_prompt_config
 
     assert family_stop(family("dafny")) == load_prompt_config().stop != []
-    from verilearn_assets.refactor.teachers import load_actors
+    from verilearn_assets.refactor.rollout.teachers import load_actors
 
     # refactor: a step ends at </state_update>, where its vLLM actors stop too (issue 28)
     assert family_stop(family("refactor")) == ["</state_update>"]

@@ -1,6 +1,6 @@
 """The refactor family's assets: tasks and trajectories, both partitioned source × split.
 
-Thin wiring over `tasks.py` (generation by jailed execution) and `actor.py` (the actor
+Thin wiring over `sources/` (generation by jailed execution) and `rollout/actor.py` (the actor
 loop); the jail is the family's own runner (`configs/sandbox.yaml` `refactor:`), not the pool.
 """
 
@@ -14,20 +14,21 @@ from verilearn_assets.core import lake
 from verilearn_assets.core.deploy import op_tags_for
 from verilearn_assets.core.llm.budget_records import BudgetCounts, write_counts
 from verilearn_assets.core.partitions import SOURCE_SPLIT, source_split
-from verilearn_assets.refactor.actor import TASKS_LAKE, Actor
-from verilearn_assets.refactor.catalog import load_corpus, read_corpus
 from verilearn_assets.refactor.config import load_refactor_config
 from verilearn_assets.refactor.family import FAMILY
-from verilearn_assets.refactor.llm_tasks import generate_llm_tasks, vllm_proposer
-from verilearn_assets.refactor.prompts import load_prompts
 from verilearn_assets.refactor.records import RefactorTask
-from verilearn_assets.refactor.tasks import generate_tasks, load_catalog
-from verilearn_assets.refactor.teachers import (
+from verilearn_assets.refactor.rollout.actor import TASKS_LAKE, Actor
+from verilearn_assets.refactor.rollout.prompts import load_prompts
+from verilearn_assets.refactor.rollout.teachers import (
     ProgramTeacher,
     VllmTeacher,
     load_actors,
     model_chat,
 )
+from verilearn_assets.refactor.sources.catalog import load_corpus, read_corpus
+from verilearn_assets.refactor.sources.generate import load_catalog
+from verilearn_assets.refactor.sources.llm import generate_llm_tasks, vllm_proposer
+from verilearn_assets.refactor.sources.partition import generate_tasks
 
 
 @asset(

@@ -13,7 +13,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from verilearn_assets.core import lake
-from verilearn_assets.refactor.actions import (
+from verilearn_assets.refactor.config import load_refactor_config
+from verilearn_assets.refactor.rollout.state import State, StateStore, render
+from verilearn_assets.refactor.verify.actions import (
     RULE_FILE_IN_JAIL,
     ActionRejected,
     PatternAction,
@@ -22,10 +24,13 @@ from verilearn_assets.refactor.actions import (
     describe_errors,
     rule_file_error,
 )
-from verilearn_assets.refactor.config import load_refactor_config
-from verilearn_assets.refactor.languages import UnknownLanguage, canonical_language
-from verilearn_assets.refactor.rule_files import MAX_RULE_BYTES, RuleFileError, ast_grep_refusal
-from verilearn_assets.refactor.runner import (
+from verilearn_assets.refactor.verify.languages import UnknownLanguage, canonical_language
+from verilearn_assets.refactor.verify.rule_files import (
+    MAX_RULE_BYTES,
+    RuleFileError,
+    ast_grep_refusal,
+)
+from verilearn_assets.refactor.verify.runner import (
     TEST_RUNNERS,
     TestSpec,
     apply_action,
@@ -34,7 +39,6 @@ from verilearn_assets.refactor.runner import (
     prepare_workspace,
     run_tests,
 )
-from verilearn_assets.refactor.state import State, StateStore, render
 
 
 class _Bad(ValueError):

@@ -20,7 +20,7 @@ from verilearn_assets.core.config import (
     config_dir,
     read_yaml_mapping,
 )
-from verilearn_assets.refactor.toolchains import RUNNERS
+from verilearn_assets.refactor.verify.toolchains import RUNNERS
 
 Backend = Literal["bwrap", "docker", "none"]
 # What a model's action may run (`allowed_binaries` narrows it) ...

@@ -44,10 +44,10 @@ from typing import Any
 
 from verilearn_assets.core.procs import running
 from verilearn_assets.core.sandbox.jail import SANDBOX_UID
-from verilearn_assets.refactor import toolchains
 from verilearn_assets.refactor.config import RefactorConfig
 from verilearn_assets.refactor.jail_exec import remove_tree
 from verilearn_assets.refactor.seccomp import docker_profile
+from verilearn_assets.refactor.verify import toolchains
 
 log = logging.getLogger("verilearn.refactor.docker")
 

@@ -3,7 +3,7 @@
 A GRPO sample is one turn of the actor loop from a fresh workspace with an empty state:
 the prompt the actor would send at step 1, and a completion holding `<think>`, `<action>`
 and `<state_update>`. The scorer runs the action in the jail on a fresh copy of the task's
-repository and, when the action changed something, the actor's verdict (`verdict.py`: a
+repository and, when the action changed something, the actor's verdict (`verify/verdict.py`: a
 change outside the task's files earns nothing; else the task's original tests on a clean
 copy of the visible tree), and rewards with the actor's own `reward_of`: `outcome`
 1.0 when the tree equals the task's target and the tests pass (a one-step task solved; a
@@ -40,9 +40,29 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, cast
 
-from verilearn_assets.core.family import GrpoEnvOptions
-from verilearn_assets.core.records import Record
+from verilearn_assets.core.family import Family, GrpoEnvOptions
+from verilearn_assets.core.records import SOURCES, Record
+from verilearn_assets.refactor.config import load_refactor_config
 from verilearn_assets.refactor.records import RefactorTask, TrajectoryStep
+from verilearn_assets.refactor.rewards import reward_of
+from verilearn_assets.refactor.rollout.actor import (
+    Actor,
+    host_error,
+    last_result,
+    run_action,
+    state_key,
+)
+from verilearn_assets.refactor.rollout.prompts import (
+    STEP_END,
+    ParseFailure,
+    load_prompts,
+    parse_output,
+    render_messages,
+)
+from verilearn_assets.refactor.rollout.state import State, StateError, parse_update, render
+from verilearn_assets.refactor.sources.catalog import load_corpus
+from verilearn_assets.refactor.verify.actions import ActionRejected, parse_action
+from verilearn_assets.refactor.verify.runner import cleanup, prepare_workspace
 
 ROLE = "default"
 log = logging.getLogger("verilearn.refactor.grpo")
@@ -59,19 +79,17 @@ def group(task: RefactorTask) -> str:
     return "+".join(task.rules)
 
 
-def grpo_pass_rates(home: Path, split: str) -> dict[str, float]:
+def grpo_pass_rates(family: Family, home: Path, split: str) -> dict[str, float]:
     """Verified share of the stored trajectory steps per group, over every source of
-    `split` (the curriculum's `pass_rate` order)."""
-    from verilearn_assets.core.records import SOURCES
-    from verilearn_assets.refactor.family import FAMILY
-
+    `split` (the curriculum's `pass_rate` order), read through `family` (the family module
+    binds itself here, so this module never imports it back)."""
     groups: dict[str, str] = {}
     for source in SOURCES:
-        for task in cast(list[RefactorTask], FAMILY.read_tasks(home, source, split)):
+        for task in cast(list[RefactorTask], family.read_tasks(home, source, split)):
             groups[task.id] = group(task)
     counts: dict[str, list[int]] = {}
     for source in SOURCES:
-        for step in cast(list[TrajectoryStep], FAMILY.read_rollouts(home, source, split)):
+        for step in cast(list[TrajectoryStep], family.read_rollouts(home, source, split)):
             if step.task_id in groups:
                 c = counts.setdefault(groups[step.task_id], [0, 0])
                 c[0] += int(step.verified)
@@ -81,17 +99,11 @@ def grpo_pass_rates(home: Path, split: str) -> dict[str, float]:
 
 def grpo_stop() -> list[str]:
     """The stop sequences of every refactor request: the end of one step's answer."""
-    from verilearn_assets.refactor.prompts import STEP_END
-
     return [STEP_END]
 
 
 def grpo_prompts(home: Path, tasks: Sequence[Record], role: str) -> list[dict[str, Any]]:
     """Step-1 prompts of the accepted tasks; harder = more steps, matches and rule size."""
-    from verilearn_assets.refactor.config import load_refactor_config
-    from verilearn_assets.refactor.prompts import load_prompts, render_messages
-    from verilearn_assets.refactor.state import State, render
-
     prompts = load_prompts()
     extra = load_refactor_config().actors.extra_steps
     empty = render(State())
@@ -114,9 +126,6 @@ class RefactorScorer:
     """Scores completions of accepted refactor tasks in the configured jail."""
 
     def __init__(self, home: Path, tasks: Sequence[Record], role: str) -> None:
-        from verilearn_assets.refactor.catalog import load_corpus
-        from verilearn_assets.refactor.config import load_refactor_config
-
         self.tasks = {t.id: t for t in _accepted(tasks, role)}
         self.config = load_refactor_config().for_home(home)
         self.repos = {r.name: r for r in load_corpus(home=home, strict=False)}
@@ -136,13 +145,6 @@ class RefactorScorer:
         task's original tests on a clean copy). Any host-side exception on the way is this
         completion's `crash` (reward 0, logged with its class and message), never the
         training step's."""
-        from verilearn_assets.refactor.actions import ActionRejected, parse_action
-        from verilearn_assets.refactor.actor import host_error, run_action
-        from verilearn_assets.refactor.prompts import ParseFailure, parse_output
-        from verilearn_assets.refactor.rewards import reward_of
-        from verilearn_assets.refactor.runner import cleanup, prepare_workspace
-        from verilearn_assets.refactor.state import StateError, parse_update
-
         if task_id not in self.tasks:
             raise KeyError(f"refactor rewards: no accepted task {task_id!r}")
         task = self.tasks[task_id]
@@ -218,11 +220,6 @@ class RefactorEpisode:
     """One trajectory driven step by step (the `GrpoEpisode` protocol)."""
 
     def __init__(self, env: RefactorEnvironment, task: RefactorTask, n: int) -> None:
-        from verilearn_assets.refactor.actor import state_key
-        from verilearn_assets.refactor.prompts import render_messages
-        from verilearn_assets.refactor.runner import prepare_workspace
-        from verilearn_assets.refactor.state import State, render
-
         self.env = env
         self.task = task
         self.run = f"grpo:{n}"  # one actor run per episode: a group repeats the task
@@ -244,10 +241,6 @@ class RefactorEpisode:
         return self.ws is None
 
     def step(self, assistant_text: str) -> tuple[list[dict[str, Any]], bool]:
-        from verilearn_assets.refactor.actor import last_result
-        from verilearn_assets.refactor.prompts import render_messages
-        from verilearn_assets.refactor.state import render
-
         if self.done:
             raise RuntimeError(f"refactor episode {self.task.id}: the episode is over")
         actor = self.env.actor
@@ -276,8 +269,6 @@ class RefactorEpisode:
         return [nxt[-1]], False
 
     def _end(self) -> None:
-        from verilearn_assets.refactor.runner import cleanup
-
         if self.ws is not None:
             ws, self.ws = self.ws, None
             cleanup(ws)
@@ -319,8 +310,6 @@ class RefactorEpisode:
 
 
 def _step_note(step: TrajectoryStep) -> str:
-    from verilearn_assets.refactor.actor import last_result
-
     return f"reward {step.reward}: {last_result(step)}"
 
 
@@ -332,11 +321,6 @@ class RefactorEnvironment:
     def __init__(
         self, home: Path, tasks: Sequence[Record], role: str, options: GrpoEnvOptions
     ) -> None:
-        from verilearn_assets.refactor.actor import Actor
-        from verilearn_assets.refactor.catalog import load_corpus
-        from verilearn_assets.refactor.config import load_refactor_config
-        from verilearn_assets.refactor.prompts import load_prompts
-
         self.tasks = {t.id: t for t in _accepted(tasks, role)}
         self.options = options
         self.config = load_refactor_config().for_home(home)

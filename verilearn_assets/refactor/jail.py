@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from verilearn_assets.core.sandbox.jail import SANDBOX_UID, python_runtime_paths
-from verilearn_assets.refactor import toolchains
 from verilearn_assets.refactor.config import RefactorConfig
+from verilearn_assets.refactor.verify import toolchains
 
 if TYPE_CHECKING:
     from verilearn_assets.refactor.docker_jail import DockerSession

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from verilearn_assets.refactor.records import RefactorTask, TrajectoryStep
-from verilearn_assets.refactor.verdict import scope_failure
+from verilearn_assets.refactor.verify.verdict import scope_failure
 
 PARTIAL_CAP = 0.5
 FAILURES = (

@@ -44,7 +44,7 @@ CONFIG_LOADERS: dict[str, tuple[str, ...]] = {
     "teacher": ("verilearn_assets.analysis.teacher.config:load_teacher_config",),
     "teacher_prompts": (
         "verilearn_assets.analysis.teacher.config:load_analysis_prompts",
-        "verilearn_assets.refactor.prompts:load_prompts",
+        "verilearn_assets.refactor.rollout.prompts:load_prompts",
     ),
     "vllm": ("verilearn_assets.core.llm.config:load_vllm_config",),
     "sandbox": ("verilearn_assets.core.sandbox.config:load_sandbox_config",),

@@ -24,16 +24,16 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from verilearn_assets.core.records import content_hash
-from verilearn_assets.refactor.actions import ActionRejected, check_test_command
 from verilearn_assets.refactor.config import RefactorConfig
-from verilearn_assets.refactor.runner import (
+from verilearn_assets.refactor.verify.actions import ActionRejected, check_test_command
+from verilearn_assets.refactor.verify.runner import (
     TestResult,
     TestSpec,
     cleanup,
     prepare_workspace,
     run_tests,
 )
-from verilearn_assets.refactor.workspace import SKIP_DIRS
+from verilearn_assets.refactor.verify.workspace import SKIP_DIRS
 
 Runner = Literal["pytest", "unittest", "node"]
 TestStatus = Literal["passed", "failed", "error", "skipped", "flaky", "missing_dependency"]

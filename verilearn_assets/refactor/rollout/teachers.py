@@ -42,12 +42,13 @@ from verilearn_assets.core.llm.segments import (
     keep_all,
     split_around,
 )
-from verilearn_assets.refactor import toolchains
-from verilearn_assets.refactor.catalog import scoped_function
 from verilearn_assets.refactor.jail import ast_grep_binary
-from verilearn_assets.refactor.languages import ast_grep_name, language_of_path
 from verilearn_assets.refactor.records import RefactorTask
-from verilearn_assets.refactor.state import DROP_ORDER, State, render
+from verilearn_assets.refactor.rollout.prompts import parse_code_view
+from verilearn_assets.refactor.rollout.state import DROP_ORDER, State, render
+from verilearn_assets.refactor.sources.catalog import scoped_function
+from verilearn_assets.refactor.verify import toolchains
+from verilearn_assets.refactor.verify.languages import ast_grep_name, language_of_path
 
 
 class Teacher(Protocol):
@@ -194,8 +195,6 @@ def program_answer(
     """(think, action, state update) of the program teacher at `step`: the reference
     action, with reasoning about the code the prompt shows (what this rewrite reaches there,
     where, why this shape and scope, what is left after it), never a rule's id."""
-    from verilearn_assets.refactor.prompts import parse_code_view
-
     actions = task.reference_actions
     user = str(messages[-1]["content"]) if messages else ""
     view = parse_code_view(user)

@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict
 
-from verilearn_assets.refactor.languages import UnknownLanguage, canonical_language
+from verilearn_assets.refactor.verify.languages import UnknownLanguage, canonical_language
 
 MAX_RULE_BYTES = 64 * 1024
 MAX_DEPTH = 48

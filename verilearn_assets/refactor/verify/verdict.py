@@ -12,7 +12,7 @@ deselects, a `sitecustomize.py` or `.pth`), must not reach the verdict. So:
   change must equal its target form (the same per-file diff as the task's target diff)
   unless the whole tree is a reference tree (`tests_edited`). Both are computed from the
   recorded diff, so the gate recomputes them (`scope_failure`);
-- **clean copy**: the tests run on the visible files only (no dot-path, no skipped
+- **clean copy** (`clean_copy.py`): the tests run on the visible files only (no dot-path, no skipped
   directory, no bytecode, extension module or `.pth`, no symlink), test files and test
   configuration taken from the corpus copy (`workspace.baseline`) unless the scope check
   proved the workspace's equal to the task's; the test command runs with
@@ -25,58 +25,20 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from verilearn_assets.refactor.toolchains import is_test_file
-from verilearn_assets.refactor.workspace import (
-    SKIP_DIRS,
-    SYMLINK_MARK,
+from verilearn_assets.refactor.records import RefactorTask
+from verilearn_assets.refactor.verify.clean_copy import clean_files, is_test_path
+from verilearn_assets.refactor.verify.runner import TestResult, TestSpec, run_on_files
+from verilearn_assets.refactor.verify.workspace import (
     Snapshot,
+    Workspace,
     changed_files,
     tree_hash,
+    unified_diff,
 )
 
-if TYPE_CHECKING:
-    from verilearn_assets.refactor.records import RefactorTask
-    from verilearn_assets.refactor.runner import TestResult, TestSpec
-    from verilearn_assets.refactor.workspace import Workspace
-
-PYCACHE_IN_JAIL = "/tmp/verilearn-pycache"  # the jail's own tmp: fresh for every command
-# files that decide what pytest collects or what the interpreter runs first
-TEST_CONFIG_FILES = frozenset(
-    {
-        "conftest.py",
-        "pytest.ini",
-        "setup.cfg",
-        "tox.ini",
-        "pyproject.toml",
-        "setup.py",
-        "sitecustomize.py",
-        "usercustomize.py",
-    }
-)
-# never copied: compiled code imported in place of a source, and path hooks
-COMPILED_SUFFIXES = (".pyc", ".pyo", ".so", ".pyd", ".pth")
 _HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
-
-
-def is_visible(rel: str) -> bool:
-    """Copied into the clean tree: no hidden or skipped directory or file, no compiled code."""
-    parts = rel.split("/")
-    if any(p.startswith(".") or p in SKIP_DIRS for p in parts):
-        return False
-    return not rel.endswith(COMPILED_SUFFIXES)
-
-
-def is_test_path(rel: str) -> bool:
-    """A test file, or a file that changes what the tests do (configuration, conftest)."""
-    parts = rel.split("/")
-    name = parts[-1]
-    if name in TEST_CONFIG_FILES or name.endswith(".pth") or is_test_file(name):
-        return True  # is_test_file: Go, JS/TS, Java, C tests and build files (toolchains)
-    if any(p in ("tests", "test", "testing") for p in parts[:-1]):
-        return True
-    return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
 
 
 def file_diffs(diff: str) -> dict[str, str]:
@@ -137,47 +99,6 @@ def scope_failure(
     return ("tests_edited", edited) if edited else (None, [])
 
 
-def visible_files(workspace: Workspace, snap: Snapshot) -> Snapshot:
-    """The snapshot's visible regular files (a symlink recorded by the snapshot is left out:
-    checked on disk, since a file may hold the same bytes as the snapshot's link marker)."""
-    out: Snapshot = {}
-    for rel, data in snap.items():
-        if not is_visible(rel):
-            continue
-        if data.startswith(SYMLINK_MARK) and (workspace.tree / rel).is_symlink():
-            continue
-        if (workspace.tree / rel).is_dir():
-            continue
-        out[rel] = data
-    return out
-
-
-def clean_files(workspace: Workspace, snap: Snapshot, trusted_tests: set[str]) -> Snapshot:
-    """What the verdict's tests see: the visible files, with every test file and test
-    configuration from the corpus copy (`baseline`) except the `trusted_tests` (proved equal
-    to the task's own). A test the model deleted comes back; one it added is not there."""
-    files = {
-        rel: data
-        for rel, data in visible_files(workspace, snap).items()
-        if not is_test_path(rel) or rel in trusted_tests
-    }
-    for rel, data in workspace.baseline.items():
-        if is_test_path(rel) and is_visible(rel) and rel not in trusted_tests:
-            files[rel] = data
-    return files
-
-
-def jail_test_argv(argv: list[str]) -> list[str]:
-    """The test command as the jail runs it for a verdict: bytecode only under the jail's
-    tmp (`-X pycache_prefix`; `-B` is always added by the jail), no pytest cache."""
-    prefix = ["-X", f"pycache_prefix={PYCACHE_IN_JAIL}"]
-    if argv[0] == "pytest":
-        return ["python", *prefix, "-m", "pytest", "-p", "no:cacheprovider", *argv[1:]]
-    if argv[0] == "python":
-        return ["python", *prefix, *argv[1:]]
-    return list(argv)
-
-
 @dataclass
 class Verdict:
     """A step's verdict: its scope and, when in scope, the tests on the clean copy."""
@@ -213,9 +134,6 @@ def verify_step(
     snap: Snapshot | None = None,
 ) -> Verdict:
     """Check the step's scope, then run the task's tests on a clean copy of its tree."""
-    from verilearn_assets.refactor.runner import TestSpec, run_on_files
-    from verilearn_assets.refactor.workspace import unified_diff
-
     spec = spec or TestSpec(argv=list(task.test_command))
     snap = workspace.snapshot() if snap is None else snap
     tree = tree_hash(snap)

@@ -1,9 +1,10 @@
-"""The rule catalog (`rules/*.yml`) and the code corpora (`configs/datasets.yaml` `corpora:`).
+"""The rule catalog (`data/refactor/rules/*.yml`) and the code corpora (`configs/datasets.yaml`
+`corpora:`).
 
 Code corpora are entries of the platform's dataset catalog (`core/ingest/corpora.py`), read
 through its ingestion code: the same hardened downloader and extractor under the same
 `download`/`archive` policies, sha256 pins, a licence and one hand-chosen split per
-repository. `bundled:` entries name folders of `corpus/` beside this module.
+repository. `bundled:` entries name folders of `data/refactor/corpus/`.
 
 A catalog rule is an ast-grep YAML rule with a `fix`, plus `metadata` the tasks need: the
 instruction in words (never the rule text) and a positive example, its fixed form and a
@@ -19,14 +20,18 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from verilearn_assets.core import lake
 from verilearn_assets.core.config import ConfigError, StrictConfig, config_dir
+from verilearn_assets.core.ingest.catalog import load_datasets_config
 from verilearn_assets.core.ingest.corpora import corpus_root
 from verilearn_assets.core.records import Split
-from verilearn_assets.refactor import toolchains
+from verilearn_assets.refactor.verify import toolchains
 
-HERE = Path(__file__).resolve().parent
-RULES_DIR = HERE / "rules"
-CORPUS_DIR = HERE / "corpus"  # the folders `bundled:` entries name
+# The family's bundled data sits outside the package, at the repository root: a checkout
+# (what `make demo` and the tests run from) has it, and the package holds only code.
+DATA_DIR = Path(__file__).resolve().parents[3] / "data" / "refactor"
+RULES_DIR = DATA_DIR / "rules"
+CORPUS_DIR = DATA_DIR / "corpus"  # the folders `bundled:` entries name
 
 
 class RuleExamples(StrictConfig):
@@ -128,13 +133,10 @@ class CorpusLoad(BaseModel):
 def read_corpus(directory: Path | None = None, home: Path | None = None) -> CorpusLoad:
     """Every repository of the `corpora:` section of `<directory>/datasets.yaml` (default:
     `VERILEARN_CONFIG_DIR` or the repo's configs/). `bundled:` folders are those of
-    `corpus/` beside this module; archives are fetched or read, checked against their pin
+    `data/refactor/corpus/`; archives are fetched or read, checked against their pin
     and extracted once under `<home>/refactor/corpora/`. An entry that fails (wrong pin,
     unreachable URL, missing folder) is a `CorpusFailure` naming the file and the entry;
     the other entries are unaffected. A malformed catalog is a `ConfigError`."""
-    from verilearn_assets.core import lake
-    from verilearn_assets.core.ingest.catalog import load_datasets_config
-
     catalog_file = Path(directory or config_dir()) / "datasets.yaml"
     catalog = load_datasets_config(catalog_file.parent)
     cache_dir = (home or lake.home()) / "refactor" / "corpora"

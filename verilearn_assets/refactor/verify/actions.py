@@ -24,8 +24,13 @@ from pydantic import (
 )
 
 from verilearn_assets.refactor.config import ALLOWED_BINARIES
-from verilearn_assets.refactor.languages import alias_pattern
-from verilearn_assets.refactor.rule_files import RuleFile, RuleFileError, parse_rule_file, rule_text
+from verilearn_assets.refactor.verify.languages import alias_pattern
+from verilearn_assets.refactor.verify.rule_files import (
+    RuleFile,
+    RuleFileError,
+    parse_rule_file,
+    rule_text,
+)
 
 RULE_FILE_IN_JAIL = "/run/refactor/rule.yml"
 

@@ -4,7 +4,7 @@ tasks made there with the repository's baseline (`baseline.py`) as their test co
 A published package is not written for the catalog: most rules match nowhere, some only in
 its tests or its build helpers. `mine_sites` counts, per rule and file, the sites ast-grep
 finds (one jailed `ast-grep scan --json` per rule); the tasks themselves come from
-`tasks.candidates`/`run_candidate` (template, scope-restricted and paired rules, renames)
+`generate.candidates`/`run_candidate` (template, scope-restricted and paired rules, renames)
 with the narrowed command, so a task's verdict runs only tests that passed twice before any
 change. `package_commands` is what task generation asks for a split's package repositories:
 baseline and sites taken once per repository (cached under the home) and written to the lake
@@ -23,26 +23,27 @@ from pydantic import BaseModel, ConfigDict
 
 from verilearn_assets.core import lake
 from verilearn_assets.core.home import resolve_home
+from verilearn_assets.core.ingest.catalog import load_datasets_config
 from verilearn_assets.core.records import Source, Split, content_hash
-from verilearn_assets.refactor.actions import CommandAction
-from verilearn_assets.refactor.catalog import CatalogRule, Repo
 from verilearn_assets.refactor.config import RefactorConfig
 from verilearn_assets.refactor.records import RefactorTask
-from verilearn_assets.refactor.repos.baseline import (
-    Baseline,
-    python_files,
-    reading_whole_output,
-    take_baseline,
-)
-from verilearn_assets.refactor.repos.records import PROFILE_LAKE, Measure, RepoProfileRow
-from verilearn_assets.refactor.runner import apply_action, cleanup, prepare_workspace
-from verilearn_assets.refactor.tasks import (
+from verilearn_assets.refactor.sources.catalog import CatalogRule, Repo
+from verilearn_assets.refactor.sources.generate import (
     candidates,
     finalize,
     is_test_path,
     rules_for,
     run_candidate,
 )
+from verilearn_assets.refactor.sources.repos.baseline import (
+    Baseline,
+    python_files,
+    reading_whole_output,
+    take_baseline,
+)
+from verilearn_assets.refactor.sources.repos.records import PROFILE_LAKE, Measure, RepoProfileRow
+from verilearn_assets.refactor.verify.actions import CommandAction
+from verilearn_assets.refactor.verify.runner import apply_action, cleanup, prepare_workspace
 
 
 class RuleSites(BaseModel):
@@ -168,8 +169,6 @@ def entry_test_command(name: str) -> list[str] | None:
     """The test command the catalog entry `name` writes (`test:`), if it writes one: a
     `Repo` always has a command (the default when none is written), and the baseline
     detects the command only when the entry leaves it out."""
-    from verilearn_assets.core.ingest.catalog import load_datasets_config
-
     entry = load_datasets_config().corpora.get(name)
     return entry.test if entry is not None else None
 

@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from verilearn_assets.refactor.verify.languages import UnknownLanguage, canonical_language
+
 if TYPE_CHECKING:
     from verilearn_assets.refactor.config import RefactorConfig
 
@@ -344,8 +346,6 @@ def test_counts(argv: list[str], stdout: str) -> dict[str, int] | None:
 
 def language_of_rule(rule: dict) -> str:
     """The canonical language of a rule's `language:` (python when absent)."""
-    from verilearn_assets.refactor.languages import canonical_language
-
     return canonical_language(str(rule.get("language") or DEFAULT_LANGUAGE))
 
 
@@ -359,8 +359,6 @@ def corpus_language(language: str, test: list[str] | None) -> tuple[str, tuple[s
     """A corpus entry's (canonical language, test command): the language any ast-grep
     name, the command the entry's or the language's default. ValueError starting with the
     field at fault (`language: …`, `test: …`), for the caller to name the entry."""
-    from verilearn_assets.refactor.languages import UnknownLanguage, canonical_language
-
     try:
         canonical = canonical_language(language)
     except UnknownLanguage as exc:

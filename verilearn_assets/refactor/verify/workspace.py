@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from verilearn_assets.core.home import expand_home
-from verilearn_assets.refactor import pysource
 from verilearn_assets.refactor.config import Limits, RefactorConfig
 from verilearn_assets.refactor.jail_exec import remove_tree
+from verilearn_assets.refactor.verify import pysource
 
 __all__ = ["remove_tree"]  # re-exported: stdlib-only in jail_exec, which runs in containers
 

@@ -24,8 +24,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from verilearn_assets.core.home import expand_home, resolve_home
-from verilearn_assets.refactor import toolchains
-from verilearn_assets.refactor.actions import (
+from verilearn_assets.refactor.config import RefactorConfig, load_refactor_config
+from verilearn_assets.refactor.jail import Completed, JailUnavailable, run_in_jail
+from verilearn_assets.refactor.verify import toolchains
+from verilearn_assets.refactor.verify.actions import (
     ActionRejected,
     CommandAction,
     PatternAction,
@@ -34,10 +36,14 @@ from verilearn_assets.refactor.actions import (
     check_allowed,
     parse_action,
 )
-from verilearn_assets.refactor.config import RefactorConfig, load_refactor_config
-from verilearn_assets.refactor.jail import Completed, JailUnavailable, run_in_jail
-from verilearn_assets.refactor.sqlite_wal import connect_wal
-from verilearn_assets.refactor.workspace import (
+from verilearn_assets.refactor.verify.clean_copy import (
+    clean_files,
+    is_test_path,
+    jail_test_argv,
+    visible_files,
+)
+from verilearn_assets.refactor.verify.sqlite_wal import connect_wal
+from verilearn_assets.refactor.verify.workspace import (
     HostBudgetExceeded,
     Snapshot,
     Workspace,
@@ -321,11 +327,9 @@ def run_tests(
     workspace: Workspace, test_spec: TestSpec | None = None, use_cache: bool = True
 ) -> TestResult:
     """Run the test command in the jail on a clean copy of the workspace's visible files
-    (`verdict.visible_files`: nothing in hidden or skipped paths, no bytecode); parse
+    (`clean_copy.visible_files`: nothing in hidden or skipped paths, no bytecode); parse
     pytest's counts. With `config.test_cache` set, files tested before (same command) are
     not tested again. A task's verdict (the original tests too) is `verdict.verify_step`."""
-    from verilearn_assets.refactor.verdict import visible_files
-
     files = visible_files(workspace, workspace.snapshot())
     return run_on_files(workspace, files, test_spec or TestSpec(), use_cache=use_cache)
 
@@ -333,12 +337,10 @@ def run_tests(
 def edited_tests_report(workspace: Workspace, spec: TestSpec, result: StepResult) -> dict[str, Any]:
     """For `verilearn refactor apply --test`, which has no task to tell a wanted test edit
     from a cheat: when the action changed test files or test configuration
-    (`verdict.is_test_path`), which ones (`edited`) and the directory's own tests, as they
+    (`clean_copy.is_test_path`), which ones (`edited`) and the directory's own tests, as they
     were, run against the changed code on a clean copy (`original`). An action rewriting
     a test into `assert True` or deselecting it then cannot pass unseen. `{}` when no
     test was edited."""
-    from verilearn_assets.refactor.verdict import clean_files, is_test_path
-
     edited = [p for p in result.files_changed if is_test_path(p)]
     if not edited:
         return {}
@@ -355,8 +357,6 @@ def run_on_files(
     set aside (renamed, never read by the jail) while a fresh copy of `files` stands in its
     place, and put back after. The cache key is the hash of `files` and the command:
     everything the tests can read that the model could have touched."""
-    from verilearn_assets.refactor.verdict import jail_test_argv
-
     config = workspace.config
     try:
         check_allowed(spec.argv, [*config.allowed_binaries, *TEST_RUNNERS])

@@ -35,31 +35,30 @@ import yaml
 
 from verilearn_assets.core.config import ConfigError
 from verilearn_assets.core.records import content_hash
-from verilearn_assets.refactor import pysource
-from verilearn_assets.refactor.actions import RuleAction
-from verilearn_assets.refactor.catalog import (
+from verilearn_assets.refactor.config import RefactorConfig
+from verilearn_assets.refactor.records import Difficulty, RefactorTask
+from verilearn_assets.refactor.sources.catalog import (
     RULES_DIR,
     CatalogRule,
     Repo,
     RuleExamples,
-    load_corpus,
     load_rules,
 )
-from verilearn_assets.refactor.config import RefactorConfig
-from verilearn_assets.refactor.records import Difficulty, RefactorTask
-from verilearn_assets.refactor.runner import (
+from verilearn_assets.refactor.verify import pysource
+from verilearn_assets.refactor.verify.actions import RuleAction
+from verilearn_assets.refactor.verify.runner import (
     TestSpec,
     apply_action,
     cleanup,
     prepare_workspace,
     run_tests,
 )
-from verilearn_assets.refactor.toolchains import (
+from verilearn_assets.refactor.verify.toolchains import (
     is_test_file,
     language_of_actions,
     language_of_rule,
 )
-from verilearn_assets.refactor.workspace import SKIP_DIRS, tree_hash
+from verilearn_assets.refactor.verify.workspace import SKIP_DIRS, tree_hash
 
 TEST_COMMAND = ["pytest", "-q"]
 
@@ -450,35 +449,6 @@ def candidates(
         # … and renames of the repository's own top-level names
         for old, new, kind in rename_targets(repo)[: gen.max_renames_per_repo]:
             yield Candidate(repo, "procedural", ((rename_rule(old, new, kind), ()),))
-
-
-def generate_tasks(
-    source: str,
-    split: str,
-    config: RefactorConfig,
-    repos: list[Repo] | None = None,
-    rules: list[CatalogRule] | None = None,
-    max_pairs_per_repo: int = 30,
-    seed: int = 0,
-) -> list[RefactorTask]:
-    """Every task of one `source × split` partition (the `llm` source needs a model),
-    checked and de-duplicated by target (`finalize`)."""
-    if source not in ("template", "procedural"):
-        return []
-    if repos is None:
-        repos = load_corpus(strict=False)
-    repos = [r for r in repos if r.split == split]
-    rules = rules if rules is not None else load_catalog()
-    # published packages: their baseline's stable passing tests, or skipped (repos/mining.py)
-    from verilearn_assets.refactor.repos.mining import package_commands
-
-    commands = package_commands(repos, rules, config, source, split)  # type: ignore[arg-type]
-    repos = [r for r in repos if commands.get(r.name, TEST_COMMAND) is not None]
-    tasks = [
-        run_candidate(c, config, commands.get(c.repo.name) or list(c.repo.test_command))
-        for c in candidates(source, repos, rules, config, max_pairs_per_repo, seed)
-    ]
-    return finalize(tasks, {r.name: r.path for r in repos})
 
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@")

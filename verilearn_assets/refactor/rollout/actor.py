@@ -3,7 +3,7 @@ jail, verify, merge the state, commit the step — one SQLite transaction per st
 refresh the lake partition after each task.
 
 Run it as a module to drive one partition from the command line (used by the kill/resume
-test): `python -m verilearn_assets.refactor.actor --home H --source S --split T`.
+test): `python -m verilearn_assets.refactor.rollout.actor --home H --source S --split T`.
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ from verilearn_assets.core import lake
 from verilearn_assets.core.llm.fit import FAILURE_CLASS, ContextOverflow
 from verilearn_assets.core.llm.teacher_metrics import Attempt, TeacherMetrics
 from verilearn_assets.core.records import content_hash
-from verilearn_assets.refactor.actions import ActionRejected, parse_action
-from verilearn_assets.refactor.catalog import Repo, load_corpus
-from verilearn_assets.refactor.compaction import Chat, compact_with_model
 from verilearn_assets.refactor.config import RefactorConfig, load_refactor_config
-from verilearn_assets.refactor.prompts import (
+from verilearn_assets.refactor.records import ModelOutput, RefactorTask, TrajectoryStep
+from verilearn_assets.refactor.rewards import reward_of
+from verilearn_assets.refactor.rollout.compaction import Chat, compact_with_model
+from verilearn_assets.refactor.rollout.prompts import (
     ParseFailure,
     PromptConfig,
     load_prompts,
@@ -34,19 +34,30 @@ from verilearn_assets.refactor.prompts import (
     prompt_text,
     render_messages,
 )
-from verilearn_assets.refactor.queue import StepQueue
-from verilearn_assets.refactor.records import ModelOutput, RefactorTask, TrajectoryStep
-from verilearn_assets.refactor.rewards import reward_of
-from verilearn_assets.refactor.runner import (
+from verilearn_assets.refactor.rollout.queue import StepQueue
+from verilearn_assets.refactor.rollout.state import (
+    StateError,
+    StateStore,
+    merge,
+    parse_update,
+    render,
+)
+from verilearn_assets.refactor.rollout.teachers import (
+    ProgramTeacher,
+    Teacher,
+    load_actors,
+    model_chat,
+)
+from verilearn_assets.refactor.sources.catalog import Repo, load_corpus
+from verilearn_assets.refactor.verify.actions import ActionRejected, parse_action
+from verilearn_assets.refactor.verify.runner import (
     TestSpec,
     apply_action,
     cleanup,
     prepare_workspace,
 )
-from verilearn_assets.refactor.state import StateError, StateStore, merge, parse_update, render
-from verilearn_assets.refactor.teachers import ProgramTeacher, Teacher
-from verilearn_assets.refactor.verdict import verify_step
-from verilearn_assets.refactor.workspace import Workspace, tree_hash, unified_diff
+from verilearn_assets.refactor.verify.verdict import verify_step
+from verilearn_assets.refactor.verify.workspace import Workspace, tree_hash, unified_diff
 
 log = logging.getLogger("verilearn.refactor.actor")
 
@@ -462,8 +473,6 @@ def run_partition(
     )
     close = None
     if actor.config.state.compaction_actor:
-        from verilearn_assets.refactor.teachers import load_actors, model_chat
-
         chosen = load_actors().actor(actor.config.state.compaction_actor)
         actor.compactor, close = model_chat(chosen)
 

@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from verilearn_assets.refactor.config import StateSettings
-from verilearn_assets.refactor.sqlite_wal import connect_wal
+from verilearn_assets.refactor.verify.sqlite_wal import connect_wal
 
 LIST_FIELDS = ("goals", "constraints", "decisions", "hypotheses", "history", "open_issues")
 # compaction drops from these first (oldest item first), goals and constraints last

@@ -23,7 +23,7 @@ from pydantic import ValidationError
 from verilearn_assets.core.llm.client import VllmError
 from verilearn_assets.core.llm.fit import ContextOverflow
 from verilearn_assets.refactor.config import StateSettings
-from verilearn_assets.refactor.state import State, compact, count_tokens, render
+from verilearn_assets.refactor.rollout.state import State, compact, count_tokens, render
 
 Chat = Callable[[list[dict[str, Any]]], Awaitable[str]]
 KEPT = ("goals", "constraints")

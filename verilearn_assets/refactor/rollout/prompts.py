@@ -30,10 +30,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from verilearn_assets.core.config import StrictConfig, load_config, placeholders
+from verilearn_assets.core import lake
+from verilearn_assets.core.config import StrictConfig, config_dir, load_config, placeholders
 from verilearn_assets.core.llm.segments import cap_text
-from verilearn_assets.refactor import toolchains
 from verilearn_assets.refactor.records import ModelOutput, RefactorTask
+from verilearn_assets.refactor.sources.catalog import load_corpus
+from verilearn_assets.refactor.verify import toolchains
 
 # the user block's placeholders; the state has a block of its own (`state`)
 PLACEHOLDERS = {
@@ -214,16 +216,11 @@ def parse_code_view(text: str) -> dict[str, dict[int, str]]:
 def catalogued_repos() -> dict[str, Path]:
     """Repository name → its tree, from the corpus catalog of this config dir and home
     (read once per pair; entries that fail are left out, as the task generator does)."""
-    from verilearn_assets.core import lake
-    from verilearn_assets.core.config import config_dir
-
     return dict(_catalogued(str(config_dir()), str(lake.home())))
 
 
 @functools.lru_cache(maxsize=8)
 def _catalogued(directory: str, home: str) -> tuple[tuple[str, Path], ...]:
-    from verilearn_assets.refactor.catalog import load_corpus
-
     repos = load_corpus(Path(directory), Path(home), strict=False)
     return tuple((r.name, r.path) for r in repos)
 

@@ -11,7 +11,7 @@ import sqlite3
 import time
 
 from verilearn_assets.refactor.records import TrajectoryStep
-from verilearn_assets.refactor.state import State, StateStore, transaction
+from verilearn_assets.refactor.rollout.state import State, StateStore, transaction
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS queue (

@@ -17,14 +17,14 @@ from typing import cast
 from verilearn_assets.core.family import RuleContext
 from verilearn_assets.core.records import SOURCES, SPLITS, content_hash
 from verilearn_assets.gate.outcome import RuleOutcome
-from verilearn_assets.refactor.actions import ActionRejected, parse_action
-from verilearn_assets.refactor.catalog import load_corpus
 from verilearn_assets.refactor.config import load_refactor_config
 from verilearn_assets.refactor.records import RefactorTask, TrajectoryStep
 from verilearn_assets.refactor.rewards import recompute
-from verilearn_assets.refactor.runner import apply_action, cleanup, prepare_workspace
-from verilearn_assets.refactor.state import State, count_tokens, render
-from verilearn_assets.refactor.verdict import verify_step
+from verilearn_assets.refactor.rollout.state import State, count_tokens, render
+from verilearn_assets.refactor.sources.catalog import load_corpus
+from verilearn_assets.refactor.verify.actions import ActionRejected, parse_action
+from verilearn_assets.refactor.verify.runner import apply_action, cleanup, prepare_workspace
+from verilearn_assets.refactor.verify.verdict import verify_step
 
 RAN = {"ok", "no_change", "failed", "timeout", "limit", "invalid_python"}
 

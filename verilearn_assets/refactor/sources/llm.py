@@ -5,7 +5,7 @@ the jail, (2) the repository's tests still pass, and (3) triangulation holds: a 
 independent request that sees only the words writes a rule producing the very same tree.
 Everything else is kept as a rejected task naming why; so is a target that only touches
 tests, contradicts its words, or is the target of an earlier accepted proposal
-(`tasks.finalize`, as for the generated sources).
+(`generate.finalize`, as for the generated sources).
 
 With the vLLM proposer every request is fitted to the served window (the code excerpt is
 middle-truncated; the instructions and the task words are kept); one that cannot fit is a
@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 
 from verilearn_assets.core.llm.budget_records import BudgetCounts
+from verilearn_assets.core.llm.client import VllmClient
 from verilearn_assets.core.llm.fit import FAILURE_CLASS, ContextOverflow
 from verilearn_assets.core.llm.segments import (
     BudgetMessage,
@@ -32,12 +33,17 @@ from verilearn_assets.core.llm.segments import (
     split_around,
 )
 from verilearn_assets.core.records import content_hash
-from verilearn_assets.refactor.actions import ActionRejected, RuleAction
-from verilearn_assets.refactor.catalog import CatalogRule, Repo, RuleExamples
 from verilearn_assets.refactor.config import RefactorConfig
-from verilearn_assets.refactor.prompts import PromptConfig
 from verilearn_assets.refactor.records import Difficulty, RefactorTask
-from verilearn_assets.refactor.tasks import TEST_COMMAND, Candidate, finalize, run_candidate
+from verilearn_assets.refactor.rollout.prompts import PromptConfig
+from verilearn_assets.refactor.sources.catalog import CatalogRule, Repo, RuleExamples
+from verilearn_assets.refactor.sources.generate import (
+    TEST_COMMAND,
+    Candidate,
+    finalize,
+    run_candidate,
+)
+from verilearn_assets.refactor.verify.actions import ActionRejected, RuleAction
 
 Proposer = Callable[[list[dict[str, Any]], int], Awaitable[str]]
 
@@ -204,7 +210,7 @@ async def generate_llm_tasks(
     code_chars: int = 2000,
     seed: int = 0,
 ) -> list[RefactorTask]:
-    """Every proposal as a task, checked like the generated ones (`tasks.finalize`): one
+    """Every proposal as a task, checked like the generated ones (`generate.finalize`): one
     per id, tests-only or contradicting targets rejected, one accepted task per target."""
     out: dict[str, RefactorTask] = {}
     for repo in repos:
@@ -225,8 +231,6 @@ class VllmProposer:
         self.budget_counts = BudgetCounts()
 
     async def _started(self) -> Any:
-        from verilearn_assets.core.llm.client import VllmClient
-
         if self.client is None:
             self.client = VllmClient(self.actor.vllm_config(self.actor.model))
             await self.client.start()

@@ -1,0 +1,1 @@
+"""Trajectories: the actor loop, its teachers, prompts, capped agent state and step queue."""
