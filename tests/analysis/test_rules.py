@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import polars as pl
 
-from verilearn_assets.analysis import episode_rules, question_rules
 from verilearn_assets.analysis.checks import _drift
 from verilearn_assets.analysis.records import CellRun, Episode, Message, QuestionRecord
+from verilearn_assets.analysis.rules import episodes as episode_rules
+from verilearn_assets.analysis.rules import questions as question_rules
 from verilearn_assets.core.records import AnswerSchema, HookRecord
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from verilearn_assets.analysis.records import Episode, Message
-from verilearn_assets.analysis.sft_rows import sft_rows
+from verilearn_assets.analysis.sft import sft_rows
 from verilearn_assets.core.family import SftRow
 
 

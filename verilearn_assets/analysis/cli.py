@@ -120,9 +120,9 @@ def build_table_record(csv: Path, out: Path) -> TableRecord:
 
 
 def _generate(args: argparse.Namespace) -> int:
-    from verilearn_assets.analysis.generate import generate
-    from verilearn_assets.analysis.questions_config import load_questions_config
-    from verilearn_assets.analysis.verify import verify_candidates
+    from verilearn_assets.analysis.config import load_questions_config
+    from verilearn_assets.analysis.sources.generate import generate
+    from verilearn_assets.analysis.verify.verifier import verify_candidates
 
     cfg = load_questions_config()
     table = build_table_record(args.csv, args.out)
@@ -165,7 +165,7 @@ def load_questions(path: Path) -> list[QuestionRecord]:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from verilearn_assets.analysis.verify import reverify
+    from verilearn_assets.analysis.verify.verifier import reverify
     from verilearn_assets.core.sandbox.pool import SandboxPool
 
     records = load_questions(args.file)
@@ -177,7 +177,7 @@ def _verify(args: argparse.Namespace) -> int:
 
     timeout_s = args.timeout
     if timeout_s is None:
-        from verilearn_assets.analysis.questions_config import load_questions_config
+        from verilearn_assets.analysis.config import load_questions_config
 
         timeout_s = load_questions_config().verify.timeout_s
     elif timeout_s <= 0:

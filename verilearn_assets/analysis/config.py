@@ -6,9 +6,9 @@ from pathlib import Path
 
 from pydantic import Field
 
-from verilearn_assets.analysis.generation_stats import GenerationConfig
-from verilearn_assets.analysis.programs import ProgramSearchConfig
-from verilearn_assets.analysis.screen import ScreenConfig
+from verilearn_assets.analysis.screen.config import ScreenConfig
+from verilearn_assets.analysis.sources.generation_stats import GenerationConfig
+from verilearn_assets.analysis.sources.procedural import ProgramSearchConfig
 from verilearn_assets.core.config import StrictConfig, load_config
 
 

@@ -27,7 +27,6 @@ SUBCOMMAND_MODULES = (
     "gate",
     "inspect",
     "sandbox",
-    "questions",
     "train",
     "eval",
     "experiment",

@@ -19,14 +19,14 @@ import pandas as pd
 import pytest
 
 from verilearn_assets.analysis.records import QuestionRecord
-from verilearn_assets.analysis.teacher.config import TeacherConfig
-from verilearn_assets.analysis.teacher.llm_questions import (
+from verilearn_assets.analysis.rollout.config import TeacherConfig
+from verilearn_assets.analysis.rollout.loop import check_alignment
+from verilearn_assets.analysis.rollout.parse import parse_reply
+from verilearn_assets.analysis.rollout.runner import policy_factory, triangulated_episodes
+from verilearn_assets.analysis.sources.llm import (
     proposal_policy_factory,
     propose_questions,
 )
-from verilearn_assets.analysis.teacher.loop import check_alignment
-from verilearn_assets.analysis.teacher.parse import parse_reply
-from verilearn_assets.analysis.teacher.runner import policy_factory, triangulated_episodes
 from verilearn_assets.core.answers import answer_hash
 from verilearn_assets.core.ingest.profile import profile_frame
 from verilearn_assets.core.llm.client import VllmClient

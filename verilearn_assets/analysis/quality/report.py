@@ -1,6 +1,6 @@
 """Measure question quality classes over the bundled catalog, without Dagster or a sandbox.
 
-    .venv/bin/python -m verilearn_assets.analysis.quality_report --home /tmp/q-home [--audit]
+    .venv/bin/python -m verilearn_assets.analysis.quality.report --home /tmp/q-home [--audit]
 
 Builds the catalog's tables under `--home`, generates template and procedural candidates
 for each, and prints counts per class: alternatives gaps of template variants, tie and
@@ -19,14 +19,14 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from verilearn_assets.analysis.candidate import Candidate
-from verilearn_assets.analysis.generate import generate
-from verilearn_assets.analysis.generation_stats import SHORT
-from verilearn_assets.analysis.programs.dryrun import load_table
-from verilearn_assets.analysis.questions_config import QuestionsConfig, load_questions_config
-from verilearn_assets.analysis.readability import distribution, readability
-from verilearn_assets.analysis.screen import screen_one
-from verilearn_assets.analysis.templates import REGISTRY
+from verilearn_assets.analysis.config import QuestionsConfig, load_questions_config
+from verilearn_assets.analysis.quality.readability import distribution, readability
+from verilearn_assets.analysis.screen.run import screen_one
+from verilearn_assets.analysis.sources.candidate import Candidate
+from verilearn_assets.analysis.sources.generate import generate
+from verilearn_assets.analysis.sources.generation_stats import SHORT
+from verilearn_assets.analysis.sources.procedural.dryrun import load_table
+from verilearn_assets.analysis.sources.template import REGISTRY
 from verilearn_assets.core.ingest.catalog import load_datasets_config
 from verilearn_assets.core.ingest.splits import catalog_splits
 from verilearn_assets.core.ingest.tables import build_tables

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from verilearn_assets.analysis.records import Message
-from verilearn_assets.analysis.teacher.prompts import (
+from verilearn_assets.analysis.rollout.prompts import (
     Observation,
     cap_text,
     describe_column,

@@ -24,12 +24,12 @@ from verilearn_assets.analysis.records import (
     QuestionRecord,
     Role,
 )
-from verilearn_assets.analysis.teacher.config import TeacherConfig
-from verilearn_assets.analysis.teacher.context import CellOutput, budget_messages
-from verilearn_assets.analysis.teacher.grounding import HookGrounding, ground_hooks
-from verilearn_assets.analysis.teacher.parse import FormatError, parse_reply
-from verilearn_assets.analysis.teacher.policy import Policy
-from verilearn_assets.analysis.teacher.prompts import (
+from verilearn_assets.analysis.rollout.config import TeacherConfig
+from verilearn_assets.analysis.rollout.context import CellOutput, budget_messages
+from verilearn_assets.analysis.rollout.grounding import HookGrounding, ground_hooks
+from verilearn_assets.analysis.rollout.parse import FormatError, parse_reply
+from verilearn_assets.analysis.rollout.policy import Policy
+from verilearn_assets.analysis.rollout.prompts import (
     Observation,
     reprompt,
     system_prompt,

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from verilearn_assets.analysis.records import Message
-from verilearn_assets.analysis.teacher.config import SamplingConfig
-from verilearn_assets.analysis.teacher.grounding import normalize_line
-from verilearn_assets.analysis.teacher.parse import format_reply
+from verilearn_assets.analysis.rollout.config import SamplingConfig
+from verilearn_assets.analysis.rollout.grounding import normalize_line
+from verilearn_assets.analysis.rollout.parse import format_reply
 from verilearn_assets.core.llm.budget import ContextBudget
 
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from verilearn_assets.analysis.records import QuestionRecord
-from verilearn_assets.analysis.teacher.config import AnalysisPrompts
+from verilearn_assets.analysis.rollout.config import AnalysisPrompts
 
 # The truncation marker and `cap_text` live with the context budget (one marker for
 # every family); re-exported here for the callers that build tool messages.

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from verilearn_assets.analysis.records import Episode, QuestionRecord
-from verilearn_assets.analysis.teacher.config import TeacherConfig
-from verilearn_assets.analysis.teacher.loop import run_episode, run_trace, to_episode
-from verilearn_assets.analysis.teacher.policy import Policy, ProgramPolicy, VllmPolicy
-from verilearn_assets.analysis.teacher.prompts import FewShotPool, task_prompt
-from verilearn_assets.analysis.teacher.triangulate import TraceOutcome, triangulate
+from verilearn_assets.analysis.rollout.config import TeacherConfig
+from verilearn_assets.analysis.rollout.loop import run_episode, run_trace, to_episode
+from verilearn_assets.analysis.rollout.policy import Policy, ProgramPolicy, VllmPolicy
+from verilearn_assets.analysis.rollout.prompts import FewShotPool, task_prompt
+from verilearn_assets.analysis.rollout.triangulate import TraceOutcome, triangulate
 from verilearn_assets.core import lake
 from verilearn_assets.core.llm.budget import FAILURE_CLASS, BudgetCounts
 from verilearn_assets.core.llm.teacher_metrics import Attempt, TeacherMetrics

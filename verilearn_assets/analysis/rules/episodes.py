@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from verilearn_assets.analysis.records import Episode, QuestionRecord
+from verilearn_assets.analysis.rollout.grounding import ground_hooks
+from verilearn_assets.analysis.rollout.loop import judge
 from verilearn_assets.gate.outcome import RuleOutcome
 
 
@@ -64,8 +66,6 @@ def trace_integrity(episodes: Iterable[Episode]) -> RuleOutcome:
 
 def hooks_grounded(episodes: Iterable[Episode]) -> RuleOutcome:
     """Recompute grounding from the executed cells; the stored counts must agree."""
-    from verilearn_assets.analysis.teacher.grounding import ground_hooks
-
     eps = list(episodes)
     failures: list[str] = []
     total = grounded = 0
@@ -95,8 +95,6 @@ def verified_match_question(
     episodes: Iterable[Episode], questions: Mapping[str, QuestionRecord]
 ) -> RuleOutcome:
     """A verified episode's answer must match its question's accepted answers."""
-    from verilearn_assets.analysis.teacher.loop import judge
-
     eps = [e for e in episodes if e.verified]
     failures: list[str] = []
     for ep in eps:

@@ -8,8 +8,13 @@ from collections.abc import Iterable, Mapping
 import polars as pl
 
 from verilearn_assets.analysis.records import QuestionRecord
+from verilearn_assets.analysis.screen.conventions import check_conventions
+from verilearn_assets.analysis.sources.candidate import AlternativeCode, Candidate
+from verilearn_assets.analysis.sources.procedural.dryrun import load_table
+from verilearn_assets.core.answers import answer_hash, parse_answer
 from verilearn_assets.core.family import RuleContext
-from verilearn_assets.gate.config import QuestionFloors
+from verilearn_assets.core.ingest.tables import load_table_records
+from verilearn_assets.gate.config import QuestionFloors, load_gate_config
 from verilearn_assets.gate.outcome import RuleOutcome
 
 
@@ -39,8 +44,6 @@ def schema_contract(frame: pl.DataFrame, source: str, split: str) -> RuleOutcome
 
 
 def answer_hash_present(questions: Iterable[QuestionRecord]) -> RuleOutcome:
-    from verilearn_assets.core.answers import answer_hash
-
     qs = [q for q in questions if q.status == "accepted"]
     failures = []
     for q in qs:
@@ -153,11 +156,6 @@ def conventions_stated(
     id): an answer that moves beyond tolerance must be stated in the wording or be one of
     the recorded alternatives' answers. Each failure names the question and variant.
     Questions of other sources (LLM-written code) are not run here: they pass through."""
-    from verilearn_assets.analysis.candidate import AlternativeCode, Candidate
-    from verilearn_assets.analysis.conventions import check_conventions
-    from verilearn_assets.analysis.programs.dryrun import load_table
-    from verilearn_assets.core.answers import parse_answer
-
     # only our own generated code runs in-process; model-written code runs in the sandbox only
     accepted = sorted(
         (q for q in questions if q.status == "accepted" and q.source in IN_PROCESS_SOURCES),
@@ -207,9 +205,6 @@ def conventions_stated(
 
 def conventions_stated_rule(ctx: RuleContext) -> RuleOutcome:
     """`conventions_stated` over one partition (the gate rule's entry point)."""
-    from verilearn_assets.core.ingest.tables import load_table_records
-    from verilearn_assets.gate.config import load_gate_config
-
     paths = {t.id: t.path for t in load_table_records(ctx.home, ctx.split)}
     questions = [q for q in ctx.tasks() if isinstance(q, QuestionRecord)]
     return conventions_stated(questions, paths, load_gate_config().conventions_sample)

@@ -22,9 +22,9 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from verilearn_assets.analysis.candidate import Candidate
-from verilearn_assets.analysis.id_columns import numeric_id_columns
-from verilearn_assets.analysis.programs.dryrun import run_in_process
+from verilearn_assets.analysis.sources.candidate import Candidate
+from verilearn_assets.analysis.sources.id_columns import numeric_id_columns
+from verilearn_assets.analysis.sources.procedural.dryrun import run_in_process
 from verilearn_assets.core.answers import answers_match, parse_answer
 
 Kind = Literal["tie", "convention"]

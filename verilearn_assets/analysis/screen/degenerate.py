@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from verilearn_assets.analysis.candidate import Candidate
-from verilearn_assets.analysis.programs.dryrun import AnswerUnusable, run_in_process
+from verilearn_assets.analysis.sources.candidate import Candidate
+from verilearn_assets.analysis.sources.procedural.dryrun import AnswerUnusable, run_in_process
 from verilearn_assets.core.answers import parse_answer
 
 NOOP_FIELD = re.compile(r"remov|round|outlier|drop|trim|shift|excluded", re.IGNORECASE)

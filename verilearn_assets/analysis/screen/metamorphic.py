@@ -34,18 +34,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from verilearn_assets.analysis.candidate import Candidate
-from verilearn_assets.analysis.programs.compile import compile_program
-from verilearn_assets.analysis.programs.dryrun import run_in_process
-from verilearn_assets.analysis.programs.operators import BY_NAME
-from verilearn_assets.analysis.programs.program import (
+from verilearn_assets.analysis.sources.candidate import Candidate
+from verilearn_assets.analysis.sources.procedural.compile import compile_program
+from verilearn_assets.analysis.sources.procedural.dryrun import run_in_process
+from verilearn_assets.analysis.sources.procedural.operators import BY_NAME
+from verilearn_assets.analysis.sources.procedural.program import (
     SOURCE,
     Program,
     ProgramError,
     Step,
     validate,
 )
-from verilearn_assets.analysis.programs.types import TABLE
+from verilearn_assets.analysis.sources.procedural.types import TABLE
 from verilearn_assets.core.answers import parse_answer
 
 DATA_INDEPENDENT = "degenerate_data_independent"

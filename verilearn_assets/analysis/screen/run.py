@@ -2,7 +2,7 @@
 
 Runs each candidate in-process on its table (our own generated code, as the procedural dry
 run does), then turns away the ones whose answer is degenerate, moves under a named
-convention the question leaves open, or fails a metamorphic screen (`analysis.metamorphic`:
+convention the question leaves open, or fails a metamorphic screen (`analysis.screen.metamorphic`:
 the same on every same-shape perturbed table, a redundant procedural step, a tautology).
 Turned-away candidates keep their reason and become rejected records, so the diagnostics
 mart counts them; the sandbox still decides the rest. Procedural candidates are screened
@@ -15,36 +15,21 @@ import json
 from typing import Any
 
 import pandas as pd
-from pydantic import Field
 
-from verilearn_assets.analysis.candidate import Candidate
-from verilearn_assets.analysis.conventions import RunCache, check_conventions, probed_reference
-from verilearn_assets.analysis.degenerate import constant_reason, zero_reason
-from verilearn_assets.analysis.id_columns import numeric_id_columns
-from verilearn_assets.analysis.metamorphic import TableTrials
-from verilearn_assets.analysis.programs.dryrun import run_in_process
-from verilearn_assets.analysis.programs.program import Program
+from verilearn_assets.analysis.screen.config import ScreenConfig
+from verilearn_assets.analysis.screen.conventions import (
+    RunCache,
+    check_conventions,
+    probed_reference,
+)
+from verilearn_assets.analysis.screen.degenerate import constant_reason, zero_reason
+from verilearn_assets.analysis.screen.metamorphic import TableTrials
+from verilearn_assets.analysis.sources.candidate import Candidate
+from verilearn_assets.analysis.sources.id_columns import numeric_id_columns
+from verilearn_assets.analysis.sources.procedural.dryrun import run_in_process
+from verilearn_assets.analysis.sources.procedural.program import Program
+from verilearn_assets.analysis.sources.template import REGISTRY
 from verilearn_assets.core.answers import parse_answer
-from verilearn_assets.core.config import StrictConfig
-
-
-class ScreenConfig(StrictConfig):
-    """`screen:` in configs/questions.yaml."""
-
-    enabled: bool = True
-    # the metamorphic screens of every candidate (`analysis.metamorphic`): data dependence
-    # on `perturbations` same-shape tables, step ablation, tautologies. False restores the
-    # older screen (row subsamples for `perturb_sources`, adjacent-pair chain rules): the
-    # "before" of benchmarks/question_quality.py
-    metamorphic: bool = True
-    perturbations: int = Field(4, ge=1)  # perturbed tables per candidate
-    # with `metamorphic` off only: sources whose candidates get the row-subsample test
-    perturb_sources: list[str] = Field(default_factory=lambda: ["procedural"])
-    perturb_fraction: float = Field(0.8, gt=0, lt=1)
-    seed: int = 0
-    # run the reference through the tie probes and skip variants that cannot move (no tie
-    # met, no missing value to drop); false runs every variant (the slower, older path)
-    probe_ties: bool = True
 
 
 def _reference(cand: Candidate, df: pd.DataFrame) -> Any:
@@ -93,8 +78,6 @@ def shape_only(cand: Candidate) -> bool:
     """Whether the candidate's template declares its answer a property of the shape."""
     if cand.template is None:
         return False
-    from verilearn_assets.analysis.templates import REGISTRY  # templates import the config
-
     return getattr(REGISTRY.get(cand.template), "shape_only", False)
 
 

@@ -11,11 +11,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from verilearn_assets.analysis.generate import generate
-from verilearn_assets.analysis.questions_config import QuestionsConfig
-from verilearn_assets.analysis.readability import distribution
+from verilearn_assets.analysis.config import QuestionsConfig
+from verilearn_assets.analysis.quality.readability import distribution
 from verilearn_assets.analysis.records import QuestionRecord
-from verilearn_assets.analysis.verify import Verifier, screened_out
+from verilearn_assets.analysis.sources.generate import generate
+from verilearn_assets.analysis.sources.procedural import coverage_report
+from verilearn_assets.analysis.verify.verifier import Verifier, screened_out
 from verilearn_assets.core.records import Split, TableRecord
 from verilearn_assets.core.sandbox.pool import SandboxPool
 
@@ -67,8 +68,6 @@ async def build_generated(
     out.records = sorted([*verified, *screened.values()], key=lambda r: r.id)
     out.sandbox_ms = verifier.stats.sandbox_ms
     if source == "procedural":
-        from verilearn_assets.analysis.programs import coverage_report
-
         ok = {r.id for r in out.accepted}
         accepted = [
             c for t, c in jobs if QuestionRecord.make_id(source, t.dataset, t.id, c.code) in ok

@@ -32,7 +32,7 @@ class Candidate(BaseModel):
     alternatives: list[AlternativeCode] = Field(default_factory=list)
     n_steps: int
     difficulty: Literal["easy", "medium", "hard"]
-    # filled by `analysis.screen`: each convention variant tried, as `name:outcome`, and
+    # filled by `analysis.screen.run`: each convention variant tried, as `name:outcome`, and
     # why the screen turned the candidate away before verification (None: it passed)
     conventions: list[str] = Field(default_factory=list)
     rejection_reason: str | None = None

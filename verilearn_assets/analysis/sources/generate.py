@@ -1,7 +1,7 @@
 """Candidate generation for one table, from the template library or the procedural search.
 
-Generation only proposes; `analysis.verify` decides. The procedural generator lives in
-`analysis.programs` and is imported lazily, so the template source works on its own.
+Generation only proposes; `analysis.verify.verifier` decides. The procedural generator lives in
+`analysis.sources.procedural` and is imported lazily, so the template source works on its own.
 """
 
 from __future__ import annotations
@@ -13,17 +13,18 @@ from typing import Any
 
 import pandas as pd
 
-from verilearn_assets.analysis.candidate import Candidate
-from verilearn_assets.analysis.conventions import TIE_MARK, RunCache, probed
-from verilearn_assets.analysis.generation_stats import shortfall
-from verilearn_assets.analysis.id_columns import numeric_id_columns
-from verilearn_assets.analysis.metamorphic import TableTrials
-from verilearn_assets.analysis.programs import ProgramScreen
-from verilearn_assets.analysis.programs.dryrun import load_table
-from verilearn_assets.analysis.programs.program import Program
-from verilearn_assets.analysis.questions_config import QuestionsConfig
-from verilearn_assets.analysis.screen import ScreenConfig, screen, screen_one
-from verilearn_assets.analysis.templates import apply_templates
+from verilearn_assets.analysis.config import QuestionsConfig
+from verilearn_assets.analysis.screen.config import ScreenConfig
+from verilearn_assets.analysis.screen.conventions import TIE_MARK, RunCache, probed
+from verilearn_assets.analysis.screen.metamorphic import TableTrials
+from verilearn_assets.analysis.screen.run import screen, screen_one
+from verilearn_assets.analysis.sources.candidate import Candidate
+from verilearn_assets.analysis.sources.generation_stats import shortfall
+from verilearn_assets.analysis.sources.id_columns import numeric_id_columns
+from verilearn_assets.analysis.sources.procedural import ProgramScreen, generate_program_candidates
+from verilearn_assets.analysis.sources.procedural.dryrun import load_table
+from verilearn_assets.analysis.sources.procedural.program import Program
+from verilearn_assets.analysis.sources.template import apply_templates
 from verilearn_assets.core.answers import parse_answer
 from verilearn_assets.core.records import TableRecord
 
@@ -43,7 +44,7 @@ class Generation:
 
 
 def generate(table: TableRecord, source: str, cfg: QuestionsConfig) -> Generation:
-    """Candidates for one table from one source, screened (see `analysis.screen`)."""
+    """Candidates for one table from one source, screened (see `analysis.screen.run`)."""
     if source == "template":
         outcome = apply_templates(table.columns, table.n_rows, table.path, cfg)
         gen = Generation(outcome.candidates, outcome.not_applicable)
@@ -65,8 +66,6 @@ def _procedural(table: TableRecord, cfg: QuestionsConfig) -> Generation:
     screen turns away makes room for another: the search runs until the table has
     `generation.target_per_table` candidates (or `procedural.max_programs`, if larger) or
     its skeleton budget is spent; a table left short says why in `search_rejected`."""
-    from verilearn_assets.analysis.programs import generate_program_candidates
-
     target = cfg.generation.target_per_table
     pcfg = cfg.procedural.model_copy(
         update={"max_programs": max(cfg.procedural.max_programs, target)}
@@ -83,7 +82,7 @@ def _procedural(table: TableRecord, cfg: QuestionsConfig) -> Generation:
     gen = Generation(
         found.candidates, rejected=found.rejected, search_rejected=found.stats.rejected
     )
-    why = shortfall(table, len(gen.candidates), cfg, found.stats)
+    why = shortfall(table, len(gen.candidates), cfg.generation, cfg.procedural, found.stats)
     if why:
         gen.search_rejected[why] += target - len(gen.candidates)
     return gen

@@ -16,16 +16,17 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-from verilearn_assets.analysis.programs.search import KEPT_REASONS, SearchStats, eligible_columns
+from verilearn_assets.analysis.sources.procedural.search import (
+    KEPT_REASONS,
+    ProgramSearchConfig,
+    SearchStats,
+    eligible_columns,
+)
 from verilearn_assets.core.config import StrictConfig
 from verilearn_assets.core.records import Record, Source, Split, TableRecord, content_hash
-
-if TYPE_CHECKING:
-    from verilearn_assets.analysis.questions_config import QuestionsConfig
 
 LAKE = "analysis/generation_stats"  # lake/analysis/generation_stats/source=/split=/
 SHORT = "short_of_target"
@@ -42,17 +43,21 @@ class GenerationConfig(StrictConfig):
 
 
 def shortfall(
-    table: TableRecord, found: int, cfg: QuestionsConfig, stats: SearchStats
+    table: TableRecord,
+    found: int,
+    generation: GenerationConfig,
+    procedural: ProgramSearchConfig,
+    stats: SearchStats,
 ) -> str | None:
     """`short_of_target: ...` naming the table, its count and why, or None at target."""
-    target = cfg.generation.target_per_table
+    target = generation.target_per_table
     if found >= target:
         return None
-    pools = eligible_columns(table.columns, cfg.procedural, SearchStats())
+    pools = eligible_columns(table.columns, procedural, SearchStats())
     usable = len({c for cols in pools.values() for c in cols})
     top = ", ".join(f"{k}={n}" for k, n in stats.rejected.most_common(3))
-    if usable < cfg.generation.min_usable_columns:
-        why = f"only {usable} usable column(s) (< {cfg.generation.min_usable_columns})"
+    if usable < generation.min_usable_columns:
+        why = f"only {usable} usable column(s) (< {generation.min_usable_columns})"
     else:
         why = f"search budget spent ({stats.skeletons_tried} skeleton growths)"
     return f"{SHORT}: {table.id} has {found}/{target}: {why}; top rejections {top or 'none'}"

@@ -20,11 +20,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from verilearn_assets.analysis.records import FailureClass, QuestionRecord
-from verilearn_assets.analysis.teacher.config import TeacherConfig
-from verilearn_assets.analysis.teacher.loop import Trace, run_trace
-from verilearn_assets.analysis.teacher.policy import Policy, VllmPolicy
-from verilearn_assets.analysis.teacher.prompts import question_prompt
-from verilearn_assets.analysis.teacher.triangulate import (
+from verilearn_assets.analysis.rollout.config import TeacherConfig
+from verilearn_assets.analysis.rollout.loop import Trace, run_trace
+from verilearn_assets.analysis.rollout.policy import Policy, VllmPolicy
+from verilearn_assets.analysis.rollout.prompts import question_prompt
+from verilearn_assets.analysis.rollout.triangulate import (
     TraceOutcome,
     Triangulation,
     triangulate,

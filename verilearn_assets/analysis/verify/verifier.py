@@ -15,10 +15,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from verilearn_assets.analysis.candidate import Candidate
-from verilearn_assets.analysis.questions_config import QuestionsConfig
-from verilearn_assets.analysis.readability import readability
+from verilearn_assets.analysis.config import QuestionsConfig
+from verilearn_assets.analysis.quality.readability import readability
 from verilearn_assets.analysis.records import Alternative, QuestionRecord
+from verilearn_assets.analysis.sources.candidate import Candidate
 from verilearn_assets.core.answers import (
     AnswerError,
     answer_hash,

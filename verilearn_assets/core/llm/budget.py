@@ -9,7 +9,7 @@ and the status line of the last tool output. Whatever still does not fit is an o
 the caller ends that one item with failure class `context_overflow` and goes on.
 
 Families build segments from their own material (the analysis family in
-`analysis/teacher/context.py`, the dafny teacher in `dafny/vllm_teacher.py`, the refactor
+`analysis/rollout/context.py`, the dafny teacher in `dafny/vllm_teacher.py`, the refactor
 actor in `refactor/teachers.py`); `fewshot_chat` segments a system + examples + task chat,
 `fit_chat` applies the policy to plain chat messages and `fit_sft` to training rows
 (assistant turns never altered). Callers with a client send through

@@ -14,17 +14,25 @@ from typing import Any
 
 import pandas as pd
 
-from verilearn_assets.analysis.candidate import Candidate
-from verilearn_assets.analysis.programs.compile import compile_program
-from verilearn_assets.analysis.programs.coverage import coverage_report, is_evidence_decision_chain
-from verilearn_assets.analysis.programs.dryrun import (
+from verilearn_assets.analysis.sources.candidate import Candidate
+from verilearn_assets.analysis.sources.procedural.compile import compile_program
+from verilearn_assets.analysis.sources.procedural.coverage import (
+    coverage_report,
+    is_evidence_decision_chain,
+)
+from verilearn_assets.analysis.sources.procedural.dryrun import (
     AnswerUnusable,
     load_table,
     noop_steps,
     run_in_process,
 )
-from verilearn_assets.analysis.programs.operators import BY_NAME, FAMILIES, OPERATORS, OpSpec
-from verilearn_assets.analysis.programs.program import (
+from verilearn_assets.analysis.sources.procedural.operators import (
+    BY_NAME,
+    FAMILIES,
+    OPERATORS,
+    OpSpec,
+)
+from verilearn_assets.analysis.sources.procedural.program import (
     SOURCE,
     DeadCodeError,
     Node,
@@ -34,15 +42,18 @@ from verilearn_assets.analysis.programs.program import (
     linearize,
     validate,
 )
-from verilearn_assets.analysis.programs.reduce import dedupe, reduce_program
-from verilearn_assets.analysis.programs.search import (
+from verilearn_assets.analysis.sources.procedural.reduce import dedupe, reduce_program
+from verilearn_assets.analysis.sources.procedural.search import (
     ProgramSearchConfig,
     SearchResult,
     SearchStats,
     search_programs,
 )
-from verilearn_assets.analysis.programs.types import ANSWER_FORMATS
-from verilearn_assets.analysis.programs.wording import mechanical_question, natural_question
+from verilearn_assets.analysis.sources.procedural.types import ANSWER_FORMATS
+from verilearn_assets.analysis.sources.procedural.wording import (
+    mechanical_question,
+    natural_question,
+)
 from verilearn_assets.core.records import ColumnProfile
 
 __all__ = [
@@ -139,7 +150,7 @@ class ProgramGeneration:
 
 
 # screens a compiled program on its table, given the dry run's hooked values: the candidate
-# back with `rejection_reason` set when it is turned away (`analysis.generate`)
+# back with `rejection_reason` set when it is turned away (`analysis.sources.generate`)
 ProgramScreen = Callable[[Program, Candidate, pd.DataFrame, dict[str, Any]], Candidate]
 
 

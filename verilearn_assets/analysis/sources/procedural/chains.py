@@ -10,14 +10,14 @@ reason `meaningless_chain`, so it never becomes a question:
   order-destroying one (a sort).
 Data-dependent no-ops (a clip that clips nothing, a filter that keeps every row) are found
 by the dry run on the table (`programs.dryrun.noop_steps`). When the metamorphic screen runs
-(`analysis.metamorphic`, the default), its step ablation replaces the absorbed-neighbour
+(`analysis.screen.metamorphic`, the default), its step ablation replaces the absorbed-neighbour
 rule: it drops each step in turn and finds redundant steps wherever they sit in the chain.
 """
 
 from __future__ import annotations
 
-from verilearn_assets.analysis.programs.operators import BY_NAME
-from verilearn_assets.analysis.programs.program import SOURCE, Program
+from verilearn_assets.analysis.sources.procedural.operators import BY_NAME
+from verilearn_assets.analysis.sources.procedural.program import SOURCE, Program
 
 ORDER_DEPENDENT = frozenset({"first_difference", "running_total"})
 ORDER_DESTROYING = frozenset({"sort_ascending"})
@@ -89,7 +89,7 @@ def absorbed_step(program: Program) -> str | None:
 def chain_problem(program: Program, absorbed: bool = True) -> str | None:
     """`meaningless_chain: ...` naming the offending steps, or None. `absorbed` False
     leaves out the neighbour-absorbs-neighbour rule: the metamorphic step ablation
-    (`analysis.metamorphic`) finds those, and non-adjacent ones, on the data."""
+    (`analysis.screen.metamorphic`) finds those, and non-adjacent ones, on the data."""
     steps = program.steps
     for i, step in enumerate(steps):
         first = _series_input(program, i)

@@ -7,9 +7,9 @@ literally a line of the executed code; the answer is made JSON-friendly and subm
 
 from __future__ import annotations
 
-from verilearn_assets.analysis.programs.operators import BY_NAME
-from verilearn_assets.analysis.programs.program import SOURCE, Program
-from verilearn_assets.analysis.programs.types import ANSWER_FORMATS
+from verilearn_assets.analysis.sources.procedural.operators import BY_NAME
+from verilearn_assets.analysis.sources.procedural.program import SOURCE, Program
+from verilearn_assets.analysis.sources.procedural.types import ANSWER_FORMATS
 
 
 def _var(i: int) -> str:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from verilearn_assets.analysis.candidate import Candidate
-from verilearn_assets.analysis.programs.operators import FAMILIES, OPERATORS
+from verilearn_assets.analysis.sources.candidate import Candidate
+from verilearn_assets.analysis.sources.procedural.operators import FAMILIES, OPERATORS
 
 EVIDENCE_DECISION_CHAIN = ("evidence", "decision", "test")
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import random
 from collections import Counter
 
-from verilearn_assets.analysis.programs.operators import OPERATORS, OpSpec
-from verilearn_assets.analysis.programs.program import Node
-from verilearn_assets.analysis.programs.types import (
+from verilearn_assets.analysis.sources.procedural.operators import OPERATORS, OpSpec
+from verilearn_assets.analysis.sources.procedural.program import Node
+from verilearn_assets.analysis.sources.procedural.types import (
     ALL_TYPES,
     ANSWER_TYPES,
     SHARED_TYPES,

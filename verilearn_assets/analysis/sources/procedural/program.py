@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-from verilearn_assets.analysis.programs.operators import BY_NAME
-from verilearn_assets.analysis.programs.types import ANSWER_TYPES, TABLE, VType
+from verilearn_assets.analysis.sources.procedural.operators import BY_NAME
+from verilearn_assets.analysis.sources.procedural.types import ANSWER_TYPES, TABLE, VType
 from verilearn_assets.core.records import content_hash
 
 SOURCE = -1  # input index meaning "the table `df`"

@@ -14,8 +14,14 @@ Shared sub-expressions are merged by `linearize` (equal nodes are one value).
 
 from __future__ import annotations
 
-from verilearn_assets.analysis.programs.operators import BY_NAME
-from verilearn_assets.analysis.programs.program import Node, Program, linearize, to_tree, validate
+from verilearn_assets.analysis.sources.procedural.operators import BY_NAME
+from verilearn_assets.analysis.sources.procedural.program import (
+    Node,
+    Program,
+    linearize,
+    to_tree,
+    validate,
+)
 
 # consumer -> producers whose effect the consumer makes irrelevant
 _ABSORBS: dict[str, frozenset[str]] = {

@@ -15,18 +15,18 @@ from dataclasses import dataclass, field
 
 from pydantic import Field
 
-from verilearn_assets.analysis.programs.chains import absorbed_step, chain_problem
-from verilearn_assets.analysis.programs.grammar import ROOT_OPS, Expander, SkeletonFailed
-from verilearn_assets.analysis.programs.operators import OpSpec
-from verilearn_assets.analysis.programs.program import (
+from verilearn_assets.analysis.sources.procedural.chains import absorbed_step, chain_problem
+from verilearn_assets.analysis.sources.procedural.grammar import ROOT_OPS, Expander, SkeletonFailed
+from verilearn_assets.analysis.sources.procedural.operators import OpSpec
+from verilearn_assets.analysis.sources.procedural.program import (
     Node,
     Program,
     ProgramError,
     linearize,
     validate,
 )
-from verilearn_assets.analysis.programs.reduce import reduce_node
-from verilearn_assets.analysis.programs.types import ROLE_KEY, ROLE_NUMERIC, ROLES
+from verilearn_assets.analysis.sources.procedural.reduce import reduce_node
+from verilearn_assets.analysis.sources.procedural.types import ROLE_KEY, ROLE_NUMERIC, ROLES
 from verilearn_assets.core.config import StrictConfig
 from verilearn_assets.core.records import ColumnProfile, content_hash
 
@@ -181,7 +181,7 @@ def _has_same_column_twice(node: Node) -> bool:
 
 # Rejections worth a record in the lake (the diagnostics mart counts them by reason):
 # the chain rules, the dry run's no-op steps and every reason of the pre-verification
-# screen run inside the search (`analysis.screen`, `analysis.metamorphic`); other
+# screen run inside the search (`analysis.screen.run`, `analysis.screen.metamorphic`); other
 # reasons (duplicates, type errors, ...) are only counted in `SearchStats`.
 KEPT_REASONS = (
     "meaningless_chain",

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import re
 
-from verilearn_assets.analysis.programs.operators import BY_NAME
-from verilearn_assets.analysis.programs.program import SOURCE, Node, Program, to_tree
-from verilearn_assets.analysis.programs.types import ANSWER_FORMATS, TABLE
+from verilearn_assets.analysis.sources.procedural.operators import BY_NAME
+from verilearn_assets.analysis.sources.procedural.program import SOURCE, Node, Program, to_tree
+from verilearn_assets.analysis.sources.procedural.types import ANSWER_FORMATS, TABLE
 
 # --- grammar pass ----------------------------------------------------------------------------
 # Wording assembled from parts can stack two parentheticals ("... (the smallest one if

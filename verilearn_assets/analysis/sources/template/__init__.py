@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from verilearn_assets.analysis.candidate import Candidate
-from verilearn_assets.analysis.questions_config import QuestionsConfig
-from verilearn_assets.analysis.templates import (
+from verilearn_assets.analysis.config import QuestionsConfig
+from verilearn_assets.analysis.sources.candidate import Candidate
+from verilearn_assets.analysis.sources.template import (
     correlation,
     descriptive,
     groups,
@@ -21,7 +21,7 @@ from verilearn_assets.analysis.templates import (
     regression,
     workflows,
 )
-from verilearn_assets.analysis.templates.base import NotApplicable, TableView, Template
+from verilearn_assets.analysis.sources.template.base import NotApplicable, TableView, Template
 from verilearn_assets.core.records import ColumnProfile
 
 REGISTRY: dict[str, Template] = {}

@@ -27,10 +27,10 @@ from typing import Any, Literal, TypeVar
 
 import pandas as pd
 
-from verilearn_assets.analysis.candidate import AlternativeCode, Candidate
-from verilearn_assets.analysis.id_columns import numeric_id_columns
-from verilearn_assets.analysis.programs.wording import grammar_problems
-from verilearn_assets.analysis.questions_config import QuestionsConfig
+from verilearn_assets.analysis.config import QuestionsConfig
+from verilearn_assets.analysis.sources.candidate import AlternativeCode, Candidate
+from verilearn_assets.analysis.sources.id_columns import numeric_id_columns
+from verilearn_assets.analysis.sources.procedural.wording import grammar_problems
 from verilearn_assets.core.records import AnswerSchema, ColumnProfile
 
 Difficulty = Literal["easy", "medium", "hard"]

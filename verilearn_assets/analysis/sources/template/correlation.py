@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from verilearn_assets.analysis.candidate import Candidate
-from verilearn_assets.analysis.templates.base import (
+from verilearn_assets.analysis.sources.candidate import Candidate
+from verilearn_assets.analysis.sources.template.base import (
     STAT,
     STRING,
     VARIANTS,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from verilearn_assets.analysis.candidate import Candidate
-from verilearn_assets.analysis.templates.base import (
+from verilearn_assets.analysis.sources.candidate import Candidate
+from verilearn_assets.analysis.sources.template.base import (
     INTEGER,
     NUMBER,
     STRING,
@@ -15,7 +15,7 @@ from verilearn_assets.analysis.templates.base import (
     q,
     quoted_list,
 )
-from verilearn_assets.analysis.templates.steps import level_rows, nonmissing_values
+from verilearn_assets.analysis.sources.template.steps import level_rows, nonmissing_values
 
 FAMILY = "descriptive"
 

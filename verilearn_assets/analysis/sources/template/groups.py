@@ -7,8 +7,8 @@ meaning and no sign folding is ever needed when answers are compared.
 
 from __future__ import annotations
 
-from verilearn_assets.analysis.candidate import Candidate
-from verilearn_assets.analysis.templates.base import (
+from verilearn_assets.analysis.sources.candidate import Candidate
+from verilearn_assets.analysis.sources.template.base import (
     BOOLEAN,
     INTEGER,
     PVALUE,
@@ -25,7 +25,7 @@ from verilearn_assets.analysis.templates.base import (
     variant_name,
     variant_template,
 )
-from verilearn_assets.analysis.templates.steps import level_rows, two_groups
+from verilearn_assets.analysis.sources.template.steps import level_rows, two_groups
 
 FAMILY = "group_comparison"
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from verilearn_assets.analysis.candidate import Candidate
-from verilearn_assets.analysis.templates.base import (
+from verilearn_assets.analysis.sources.candidate import Candidate
+from verilearn_assets.analysis.sources.template.base import (
     INTEGER,
     NUMBER,
     STRING,
@@ -14,7 +14,7 @@ from verilearn_assets.analysis.templates.base import (
     mapping,
     q,
 )
-from verilearn_assets.analysis.templates.steps import keep_levels
+from verilearn_assets.analysis.sources.template.steps import keep_levels
 
 FAMILY = "missingness"
 

@@ -3,8 +3,8 @@ within each group of a categorical column."""
 
 from __future__ import annotations
 
-from verilearn_assets.analysis.candidate import Candidate
-from verilearn_assets.analysis.templates.base import (
+from verilearn_assets.analysis.sources.candidate import Candidate
+from verilearn_assets.analysis.sources.template.base import (
     BOOLEAN,
     PVALUE,
     STAT,
@@ -17,7 +17,7 @@ from verilearn_assets.analysis.templates.base import (
     mapping,
     q,
 )
-from verilearn_assets.analysis.templates.steps import level_rows, nonmissing_values
+from verilearn_assets.analysis.sources.template.steps import level_rows, nonmissing_values
 
 FAMILY = "normality"
 SHAPIRO_MAX_N = 5000  # scipy warns that p-values are unreliable beyond this

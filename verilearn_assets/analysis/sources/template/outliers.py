@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from verilearn_assets.analysis.candidate import Candidate
-from verilearn_assets.analysis.templates.base import (
+from verilearn_assets.analysis.sources.candidate import Candidate
+from verilearn_assets.analysis.sources.template.base import (
     INTEGER,
     NUMBER,
     ReferenceCode,
@@ -12,7 +12,7 @@ from verilearn_assets.analysis.templates.base import (
     candidate,
     mapping,
 )
-from verilearn_assets.analysis.templates.steps import nonmissing_values
+from verilearn_assets.analysis.sources.template.steps import nonmissing_values
 
 FAMILY = "outliers"
 

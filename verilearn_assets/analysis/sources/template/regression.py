@@ -8,8 +8,8 @@ accepted), exclude-target, and method-explicit.
 
 from __future__ import annotations
 
-from verilearn_assets.analysis.candidate import Candidate
-from verilearn_assets.analysis.templates.base import (
+from verilearn_assets.analysis.sources.candidate import Candidate
+from verilearn_assets.analysis.sources.template.base import (
     STAT,
     STRING,
     VARIANTS,

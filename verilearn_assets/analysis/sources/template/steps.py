@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from verilearn_assets.analysis.templates.base import ReferenceCode, q
+from verilearn_assets.analysis.sources.template.base import ReferenceCode, q
 
 
 def nonmissing_values(p: ReferenceCode, col: str) -> None:

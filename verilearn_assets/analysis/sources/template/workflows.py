@@ -6,8 +6,8 @@ from __future__ import annotations
 import pandas as pd
 from scipy import stats
 
-from verilearn_assets.analysis.candidate import Candidate
-from verilearn_assets.analysis.templates.base import (
+from verilearn_assets.analysis.sources.candidate import Candidate
+from verilearn_assets.analysis.sources.template.base import (
     NUMBER,
     PVALUE,
     STAT,
@@ -21,8 +21,8 @@ from verilearn_assets.analysis.templates.base import (
     q,
     text_col,
 )
-from verilearn_assets.analysis.templates.groups import binary_splits
-from verilearn_assets.analysis.templates.steps import level_rows, two_groups
+from verilearn_assets.analysis.sources.template.groups import binary_splits
+from verilearn_assets.analysis.sources.template.steps import level_rows, two_groups
 
 BOOT = 1000
 

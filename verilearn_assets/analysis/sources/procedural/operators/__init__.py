@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from verilearn_assets.analysis.programs.operators import (
+from verilearn_assets.analysis.sources.procedural.operators import (
     aggregates,
     filters,
     groups,
@@ -12,7 +12,7 @@ from verilearn_assets.analysis.programs.operators import (
     selectors,
     transforms,
 )
-from verilearn_assets.analysis.programs.operators.spec import OpSpec
+from verilearn_assets.analysis.sources.procedural.operators.spec import OpSpec
 
 OPERATORS: list[OpSpec] = [
     *selectors.OPS,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from verilearn_assets.analysis.programs.operators.spec import OpSpec, op
-from verilearn_assets.analysis.programs.types import (
+from verilearn_assets.analysis.sources.procedural.operators.spec import OpSpec, op
+from verilearn_assets.analysis.sources.procedural.types import (
     CAT_SERIES,
     COUNT,
     LABEL,

@@ -6,8 +6,8 @@ rows, so filters commute and repeat harmlessly: the reducer may sort and de-dupl
 
 from __future__ import annotations
 
-from verilearn_assets.analysis.programs.operators.spec import OpSpec, op
-from verilearn_assets.analysis.programs.types import ROLE_KEY, ROLE_NUMERIC, TABLE
+from verilearn_assets.analysis.sources.procedural.operators.spec import OpSpec, op
+from verilearn_assets.analysis.sources.procedural.types import ROLE_KEY, ROLE_NUMERIC, TABLE
 
 F = "filter"
 

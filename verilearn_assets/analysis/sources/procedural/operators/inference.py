@@ -6,8 +6,8 @@ into a method name; test operators run the chosen method on the same split or pa
 
 from __future__ import annotations
 
-from verilearn_assets.analysis.programs.operators.spec import OpSpec, op
-from verilearn_assets.analysis.programs.types import (
+from verilearn_assets.analysis.sources.procedural.operators.spec import OpSpec, op
+from verilearn_assets.analysis.sources.procedural.types import (
     DECISION_CORRELATION,
     DECISION_LOCATION,
     DECISION_SPREAD,

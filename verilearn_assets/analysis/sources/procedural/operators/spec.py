@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from verilearn_assets.analysis.programs.types import VType
+from verilearn_assets.analysis.sources.procedural.types import VType
 
 
 @dataclass(frozen=True)

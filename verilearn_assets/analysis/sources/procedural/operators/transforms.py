@@ -6,8 +6,8 @@ transforms in order instead of nesting them.
 
 from __future__ import annotations
 
-from verilearn_assets.analysis.programs.operators.spec import OpSpec, op
-from verilearn_assets.analysis.programs.types import NUM_SERIES
+from verilearn_assets.analysis.sources.procedural.operators.spec import OpSpec, op
+from verilearn_assets.analysis.sources.procedural.types import NUM_SERIES
 
 F = "transform"
 _S = (NUM_SERIES,)
