@@ -21,7 +21,7 @@ sys.path.insert(0, str(REPO / "tests" / "llm"))
 
 from test_budget_policy import long_episode  # noqa: E402  (the policy tests' episode)
 
-from verilearn_assets.analysis.teacher.context import budget_messages  # noqa: E402
+from verilearn_assets.analysis.rollout.context import budget_messages  # noqa: E402
 from verilearn_assets.core.llm.fit import ContextBudget  # noqa: E402
 from verilearn_assets.core.llm.tokens import load_counter  # noqa: E402
 

@@ -29,10 +29,10 @@ import numpy as np
 import pandas as pd
 
 from verilearn_assets.analysis.records import Message, QuestionRecord
-from verilearn_assets.analysis.teacher.config import SamplingConfig, TeacherConfig
-from verilearn_assets.analysis.teacher.loop import run_episode
-from verilearn_assets.analysis.teacher.policy import VllmPolicy, chat_messages
-from verilearn_assets.analysis.teacher.prompts import question_prompt, system_prompt
+from verilearn_assets.analysis.rollout.config import SamplingConfig, TeacherConfig
+from verilearn_assets.analysis.rollout.loop import run_episode
+from verilearn_assets.analysis.rollout.policy import VllmPolicy, chat_messages
+from verilearn_assets.analysis.rollout.prompts import question_prompt, system_prompt
 from verilearn_assets.core.answers import answer_hash
 from verilearn_assets.core.ingest.profile import profile_frame
 from verilearn_assets.core.llm.client import VllmClient

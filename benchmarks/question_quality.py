@@ -62,9 +62,9 @@ SOURCES = ("template", "procedural")
 
 # --- dump: only APIs both trees have (generate, to_candidate, build_tables, catalog_splits)
 def dump(home: Path, out: Path, metamorphic: bool | None = None) -> None:
-    import verilearn_assets.analysis.programs as programs
-    from verilearn_assets.analysis.generate import generate
-    from verilearn_assets.analysis.questions_config import load_questions_config
+    import verilearn_assets.analysis.sources.procedural as programs
+    from verilearn_assets.analysis.config import load_questions_config
+    from verilearn_assets.analysis.sources.generate import generate
     from verilearn_assets.core.ingest.catalog import load_datasets_config
     from verilearn_assets.core.ingest.splits import catalog_splits
     from verilearn_assets.core.ingest.tables import build_tables
@@ -130,8 +130,8 @@ def dump(home: Path, out: Path, metamorphic: bool | None = None) -> None:
 # --- measure: HEAD's rules on any dump ------------------------------------------------------
 def _variant_gaps(cands: list[dict]) -> tuple[int, Counter[str]]:
     """Variant candidates missing a parent's alternative (same table, same computation)."""
-    from verilearn_assets.analysis.conventions import _body
-    from verilearn_assets.analysis.templates import REGISTRY
+    from verilearn_assets.analysis.screen.conventions import _body
+    from verilearn_assets.analysis.sources.template import REGISTRY
 
     parents = {(c["table"], c["cand"].template, _body(c["cand"].code)): c["cand"] for c in cands}
     gaps = 0
@@ -177,7 +177,7 @@ ISSUE24_CLASSES = (
 
 def _offered_never_chosen(cand: Any, program: Any) -> list[str]:
     """Options the answer sentence offers that the program's decision step cannot return."""
-    from verilearn_assets.analysis.programs.operators import BY_NAME
+    from verilearn_assets.analysis.sources.procedural.operators import BY_NAME
 
     if program is None:
         return []
@@ -191,13 +191,13 @@ def _offered_never_chosen(cand: Any, program: Any) -> list[str]:
 
 def issue24_classes(cand: Any, answer: Any, trials: Any, program: Any) -> list[str]:
     """The issue-24 classes one accepted candidate falls in (judged with this tree's rules)."""
-    from verilearn_assets.analysis.metamorphic import (
+    from verilearn_assets.analysis.screen.metamorphic import (
         data_independent_reason,
         perturbed_answers,
         redundant_step_reason,
         tautology_reason,
     )
-    from verilearn_assets.analysis.screen import shape_only
+    from verilearn_assets.analysis.screen.run import shape_only
 
     out = []
     perturbed = perturbed_answers(cand.code, trials.tables)
@@ -222,7 +222,7 @@ def issue24_classes(cand: Any, answer: Any, trials: Any, program: Any) -> list[s
 
 def _under_target(rows: list[dict], per_table: Counter[str]) -> dict[str, int]:
     """Procedural candidates per table below `generation.target_per_table` (10)."""
-    from verilearn_assets.analysis.questions_config import load_questions_config
+    from verilearn_assets.analysis.config import load_questions_config
 
     target = load_questions_config().generation.target_per_table
     tables = {r["table"] for r in rows if r["kind"] == "table" and r["source"] == "procedural"}
@@ -234,16 +234,20 @@ def _under_target(rows: list[dict], per_table: Counter[str]) -> dict[str, int]:
 
 
 def measure_dump(path: Path) -> dict[str, Any]:
-    from verilearn_assets.analysis.candidate import Candidate
-    from verilearn_assets.analysis.conventions import RunCache, check_conventions, probed_reference
-    from verilearn_assets.analysis.degenerate import constant_reason, zero_reason
-    from verilearn_assets.analysis.id_columns import numeric_id_columns
-    from verilearn_assets.analysis.metamorphic import TableTrials
-    from verilearn_assets.analysis.programs import _dry_run
-    from verilearn_assets.analysis.programs.chains import chain_problem
-    from verilearn_assets.analysis.programs.dryrun import load_table
-    from verilearn_assets.analysis.programs.program import Program, Step
-    from verilearn_assets.analysis.readability import distribution, readability
+    from verilearn_assets.analysis.quality.readability import distribution, readability
+    from verilearn_assets.analysis.screen.conventions import (
+        RunCache,
+        check_conventions,
+        probed_reference,
+    )
+    from verilearn_assets.analysis.screen.degenerate import constant_reason, zero_reason
+    from verilearn_assets.analysis.screen.metamorphic import TableTrials
+    from verilearn_assets.analysis.sources.candidate import Candidate
+    from verilearn_assets.analysis.sources.id_columns import numeric_id_columns
+    from verilearn_assets.analysis.sources.procedural import _dry_run
+    from verilearn_assets.analysis.sources.procedural.chains import chain_problem
+    from verilearn_assets.analysis.sources.procedural.dryrun import load_table
+    from verilearn_assets.analysis.sources.procedural.program import Program, Step
 
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     turned_away: Counter[str] = Counter()

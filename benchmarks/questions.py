@@ -30,10 +30,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from verilearn_assets.analysis.generate import generate
-from verilearn_assets.analysis.metamorphic import SCREEN_REASONS
-from verilearn_assets.analysis.questions_config import load_questions_config
-from verilearn_assets.analysis.verify import Verifier
+from verilearn_assets.analysis.config import load_questions_config
+from verilearn_assets.analysis.screen.metamorphic import SCREEN_REASONS
+from verilearn_assets.analysis.sources.generate import generate
+from verilearn_assets.analysis.verify.verifier import Verifier
 from verilearn_assets.core.ingest.catalog import load_datasets_config
 from verilearn_assets.core.ingest.tables import build_tables
 from verilearn_assets.core.sandbox.config import SandboxConfig, load_sandbox_config

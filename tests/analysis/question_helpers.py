@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from verilearn_assets.analysis.questions_config import QuestionsConfig
+from verilearn_assets.analysis.config import QuestionsConfig
 from verilearn_assets.core.ingest.profile import profile_frame
 from verilearn_assets.core.records import TableRecord, content_hash
 
@@ -59,7 +59,7 @@ class PoolRunner:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
 
     def verify(self, jobs, cfg, **kw):
-        from verilearn_assets.analysis.verify import Verifier
+        from verilearn_assets.analysis.verify.verifier import Verifier
 
         verifier = Verifier(self.pool, cfg)
         records = self.run(verifier.verify_all(jobs, **kw))

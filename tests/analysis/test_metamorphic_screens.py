@@ -14,27 +14,28 @@ from question_helpers import make_table
 from statsmodels.datasets import fair as fair_data
 from test_question_quality import cand, one_step
 
-from verilearn_assets.analysis.candidate import Candidate
-from verilearn_assets.analysis.generate import generate
-from verilearn_assets.analysis.generation_stats import LAKE as GENERATION_STATS
-from verilearn_assets.analysis.generation_stats import (
-    SearchRejectionRecord,
-    search_rejection_records,
-)
-from verilearn_assets.analysis.metamorphic import (
+from verilearn_assets.analysis.config import QuestionsConfig, load_questions_config
+from verilearn_assets.analysis.records import QuestionRecord
+from verilearn_assets.analysis.screen.config import ScreenConfig
+from verilearn_assets.analysis.screen.metamorphic import (
     TableTrials,
     ablations,
     same_shape_tables,
 )
-from verilearn_assets.analysis.programs import to_candidate
-from verilearn_assets.analysis.programs.chains import absorbed_step, chain_problem
-from verilearn_assets.analysis.programs.program import SOURCE, Program, Step
-from verilearn_assets.analysis.programs.search import ProgramSearchConfig
-from verilearn_assets.analysis.questions_config import QuestionsConfig, load_questions_config
-from verilearn_assets.analysis.records import QuestionRecord
-from verilearn_assets.analysis.screen import ScreenConfig, screen, screen_one
-from verilearn_assets.analysis.templates.base import INTEGER, NUMBER, STRING
-from verilearn_assets.analysis.verify import screened_out
+from verilearn_assets.analysis.screen.run import screen, screen_one
+from verilearn_assets.analysis.sources.candidate import Candidate
+from verilearn_assets.analysis.sources.generate import generate
+from verilearn_assets.analysis.sources.generation_stats import LAKE as GENERATION_STATS
+from verilearn_assets.analysis.sources.generation_stats import (
+    SearchRejectionRecord,
+    search_rejection_records,
+)
+from verilearn_assets.analysis.sources.procedural import to_candidate
+from verilearn_assets.analysis.sources.procedural.chains import absorbed_step, chain_problem
+from verilearn_assets.analysis.sources.procedural.program import SOURCE, Program, Step
+from verilearn_assets.analysis.sources.procedural.search import ProgramSearchConfig
+from verilearn_assets.analysis.sources.template.base import INTEGER, NUMBER, STRING
+from verilearn_assets.analysis.verify.verifier import screened_out
 from verilearn_assets.core import lake
 from verilearn_assets.core.warehouse import build_all, reader, warehouse_path, writer
 

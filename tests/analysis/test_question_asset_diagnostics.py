@@ -13,8 +13,8 @@ from resources.container_pool import ContainerPoolResource
 from resources.home import HomeResource
 from resources.vllm import VllmResource
 from verilearn_assets.analysis.assets import questions
-from verilearn_assets.analysis.generation_stats import LAKE, SearchRejectionRecord
 from verilearn_assets.analysis.records import QuestionRecord
+from verilearn_assets.analysis.sources.generation_stats import LAKE, SearchRejectionRecord
 from verilearn_assets.core import lake
 from verilearn_assets.core.warehouse import build_all, reader, warehouse_path, writer
 from verilearn_assets.ingest.assets import INGEST_ASSETS

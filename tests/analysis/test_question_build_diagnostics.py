@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 from question_helpers import make_table, small_cfg
 
-from verilearn_assets.analysis.question_build import build_generated, summarize
+from verilearn_assets.analysis.sources.build import build_generated, summarize
 
 
 def _frame() -> pd.DataFrame:

@@ -6,9 +6,9 @@ from collections import defaultdict
 
 import pytest
 
-from verilearn_assets.analysis.generate import generate
-from verilearn_assets.analysis.questions_config import load_questions_config
-from verilearn_assets.analysis.templates import REGISTRY
+from verilearn_assets.analysis.config import load_questions_config
+from verilearn_assets.analysis.sources.generate import generate
+from verilearn_assets.analysis.sources.template import REGISTRY
 from verilearn_assets.core.ingest.catalog import load_datasets_config
 from verilearn_assets.core.ingest.tables import build_tables
 

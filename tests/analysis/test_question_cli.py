@@ -10,8 +10,8 @@ import pandas as pd
 import polars as pl
 import pytest
 
+from verilearn_assets.analysis import cli as questions
 from verilearn_assets.analysis.records import QuestionRecord
-from verilearn_assets.cli import questions
 from verilearn_assets.core.config import config_dir
 
 

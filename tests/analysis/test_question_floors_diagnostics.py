@@ -8,15 +8,15 @@ from collections import Counter
 
 import pandas as pd
 
-from verilearn_assets.analysis.generation_stats import LAKE as GENERATION_STATS
-from verilearn_assets.analysis.generation_stats import (
+from verilearn_assets.analysis.records import Alternative, QuestionRecord
+from verilearn_assets.analysis.rules.questions import conventions_stated, floors, floors_for
+from verilearn_assets.analysis.sources.build import readability_markdown, summarize
+from verilearn_assets.analysis.sources.generation_stats import LAKE as GENERATION_STATS
+from verilearn_assets.analysis.sources.generation_stats import (
     SearchRejectionRecord,
     search_rejection_records,
 )
-from verilearn_assets.analysis.question_build import readability_markdown, summarize
-from verilearn_assets.analysis.question_rules import conventions_stated, floors, floors_for
-from verilearn_assets.analysis.records import Alternative, QuestionRecord
-from verilearn_assets.analysis.templates.base import NUMBER
+from verilearn_assets.analysis.sources.template.base import NUMBER
 from verilearn_assets.core import lake
 from verilearn_assets.core.answers import answer_hash
 from verilearn_assets.core.warehouse import build_all, reader, warehouse_path, writer

@@ -9,12 +9,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from verilearn_assets.analysis.candidate import Candidate
-from verilearn_assets.analysis.conventions import check_conventions
-from verilearn_assets.analysis.id_columns import id_like_columns, numeric_id_columns
-from verilearn_assets.analysis.questions_config import load_questions_config
-from verilearn_assets.analysis.templates import REGISTRY
-from verilearn_assets.analysis.templates.base import NUMBER, STRING, TableView, mapping
+from verilearn_assets.analysis.config import load_questions_config
+from verilearn_assets.analysis.screen.conventions import check_conventions
+from verilearn_assets.analysis.sources.candidate import Candidate
+from verilearn_assets.analysis.sources.id_columns import id_like_columns, numeric_id_columns
+from verilearn_assets.analysis.sources.template import REGISTRY
+from verilearn_assets.analysis.sources.template.base import NUMBER, STRING, TableView, mapping
 from verilearn_assets.core.ingest.catalog import load_datasets_config
 from verilearn_assets.core.ingest.tables import build_tables
 

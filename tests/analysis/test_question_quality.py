@@ -6,14 +6,15 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from verilearn_assets.analysis.candidate import AlternativeCode, Candidate
-from verilearn_assets.analysis.conventions import check_conventions
-from verilearn_assets.analysis.degenerate import constant_reason, zero_reason
-from verilearn_assets.analysis.programs.chains import chain_problem
-from verilearn_assets.analysis.programs.program import SOURCE, Program, Step
-from verilearn_assets.analysis.readability import readability, readability_deductions
-from verilearn_assets.analysis.screen import ScreenConfig, screen_one
-from verilearn_assets.analysis.templates.base import NUMBER, STRING
+from verilearn_assets.analysis.quality.readability import readability, readability_deductions
+from verilearn_assets.analysis.screen.config import ScreenConfig
+from verilearn_assets.analysis.screen.conventions import check_conventions
+from verilearn_assets.analysis.screen.degenerate import constant_reason, zero_reason
+from verilearn_assets.analysis.screen.run import screen_one
+from verilearn_assets.analysis.sources.candidate import AlternativeCode, Candidate
+from verilearn_assets.analysis.sources.procedural.chains import chain_problem
+from verilearn_assets.analysis.sources.procedural.program import SOURCE, Program, Step
+from verilearn_assets.analysis.sources.template.base import NUMBER, STRING
 
 # 'g' has a tied mode: 'a' and 'b' both appear three times; 'x' is a plain measurement
 TIED = pd.DataFrame(

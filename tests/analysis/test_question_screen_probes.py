@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from verilearn_assets.analysis.candidate import Candidate
-from verilearn_assets.analysis.conventions import RunCache, probed_reference
-from verilearn_assets.analysis.screen import ScreenConfig, screen
-from verilearn_assets.analysis.templates.base import INTEGER, NUMBER
+from verilearn_assets.analysis.screen.config import ScreenConfig
+from verilearn_assets.analysis.screen.conventions import RunCache, probed_reference
+from verilearn_assets.analysis.screen.run import screen
+from verilearn_assets.analysis.sources.candidate import Candidate
+from verilearn_assets.analysis.sources.template.base import INTEGER, NUMBER
 
 # 'g': 'a' and 'b' both appear three times (a tied mode); 'x' has one largest value and a
 # tied smallest (1.0 twice)

@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 from question_helpers import make_table, small_cfg
 
-from verilearn_assets.analysis.generate import generate
-from verilearn_assets.analysis.templates import REGISTRY
-from verilearn_assets.analysis.templates.base import ReferenceCode
+from verilearn_assets.analysis.sources.generate import generate
+from verilearn_assets.analysis.sources.template import REGISTRY
+from verilearn_assets.analysis.sources.template.base import ReferenceCode
 from verilearn_assets.core.ingest.catalog import load_datasets_config
 from verilearn_assets.core.ingest.read_table import read_typed
 

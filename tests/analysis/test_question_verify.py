@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 from question_helpers import make_table, small_cfg
 
-from verilearn_assets.analysis.candidate import Candidate
-from verilearn_assets.analysis.generate import generate
+from verilearn_assets.analysis.sources.candidate import Candidate
+from verilearn_assets.analysis.sources.generate import generate
 from verilearn_assets.core.answers import answer_hash, parse_answer
 from verilearn_assets.core.records import AnswerSchema
 

@@ -17,20 +17,20 @@ import yaml
 from question_helpers import make_table
 
 from verilearn_assets.analysis.records import Episode, QuestionRecord
-from verilearn_assets.analysis.teacher.config import (
+from verilearn_assets.analysis.rollout.config import (
     AnalysisPrompts,
     TeacherConfig,
     load_analysis_prompts,
     load_teacher_config,
 )
-from verilearn_assets.analysis.teacher.prompts import (
+from verilearn_assets.analysis.rollout.prompts import (
     FewShotPool,
     question_prompt,
     reprompt,
     system_prompt,
     task_prompt,
 )
-from verilearn_assets.analysis.teacher.runner import (
+from verilearn_assets.analysis.rollout.runner import (
     load_few_shot_pool,
     planned_ids,
     policy_factory,

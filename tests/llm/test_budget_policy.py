@@ -15,9 +15,9 @@ import pytest
 from wide_table import wide_table
 
 from verilearn_assets.analysis.records import Message
-from verilearn_assets.analysis.teacher.context import CellOutput, budget_messages
-from verilearn_assets.analysis.teacher.policy import chat_messages
-from verilearn_assets.analysis.teacher.prompts import (
+from verilearn_assets.analysis.rollout.context import CellOutput, budget_messages
+from verilearn_assets.analysis.rollout.policy import chat_messages
+from verilearn_assets.analysis.rollout.prompts import (
     Observation,
     question_prompt,
     system_prompt,

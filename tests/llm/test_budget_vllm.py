@@ -16,16 +16,16 @@ import pandas as pd
 import pytest
 
 from verilearn_assets.analysis.records import Message
-from verilearn_assets.analysis.teacher.config import SamplingConfig, TeacherConfig
-from verilearn_assets.analysis.teacher.llm_questions import (
+from verilearn_assets.analysis.rollout.config import SamplingConfig, TeacherConfig
+from verilearn_assets.analysis.rollout.loop import run_trace
+from verilearn_assets.analysis.rollout.policy import PolicyReply, VllmPolicy, chat_messages
+from verilearn_assets.analysis.rollout.prompts import question_prompt
+from verilearn_assets.analysis.sources.llm import (
     Proposal,
     answer_proposal,
     proposal_policy_factory,
     rejected_record,
 )
-from verilearn_assets.analysis.teacher.loop import run_trace
-from verilearn_assets.analysis.teacher.policy import PolicyReply, VllmPolicy, chat_messages
-from verilearn_assets.analysis.teacher.prompts import question_prompt
 from verilearn_assets.core.ingest.profile import profile_frame
 from verilearn_assets.core.llm.client import VllmClient, VllmContextOverflow
 from verilearn_assets.core.llm.fit import FAILURE_CLASS, ContextBudget, ContextOverflow

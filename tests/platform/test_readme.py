@@ -164,7 +164,7 @@ def test_the_check_catches_drift(words: list[str], problem: str) -> None:
 
 
 def test_path_and_target_checks_catch_drift() -> None:
-    assert _exists("tests/analysis/templates/") and _exists("analysis/teacher/loop.py")
+    assert _exists("tests/analysis/templates/") and _exists("analysis/rollout/loop.py")
     assert not _exists("tests/analysis/templates/test_no_such_template.py")
     assert not _exists("teacher/loop.py")  # the README's own drift, fixed in issue 29
     targets = _make_targets()

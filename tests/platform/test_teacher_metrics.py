@@ -18,9 +18,9 @@ import pandas as pd
 import pytest
 
 from verilearn_assets.analysis.records import Episode, Message, QuestionRecord
-from verilearn_assets.analysis.teacher.config import TeacherConfig
-from verilearn_assets.analysis.teacher.policy import PolicyReply
-from verilearn_assets.analysis.teacher.runner import run_partition
+from verilearn_assets.analysis.rollout.config import TeacherConfig
+from verilearn_assets.analysis.rollout.policy import PolicyReply
+from verilearn_assets.analysis.rollout.runner import run_partition
 from verilearn_assets.core import lake
 from verilearn_assets.core.answers import answer_hash
 from verilearn_assets.core.ingest.profile import profile_frame

@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from verilearn_assets.analysis.question_build import build_generated
-from verilearn_assets.analysis.questions_config import QuestionsConfig
+from verilearn_assets.analysis.config import QuestionsConfig
 from verilearn_assets.analysis.records import Episode, QuestionRecord
-from verilearn_assets.analysis.teacher.config import TeacherConfig
-from verilearn_assets.analysis.teacher.runner import policy_factory, run_partition
+from verilearn_assets.analysis.rollout.config import TeacherConfig
+from verilearn_assets.analysis.rollout.runner import policy_factory, run_partition
+from verilearn_assets.analysis.sources.build import build_generated
 from verilearn_assets.core import lake
 from verilearn_assets.core.ingest.profile import profile_frame
 from verilearn_assets.core.records import TableRecord, content_hash

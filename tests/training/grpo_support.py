@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from verilearn_assets.analysis.candidate import AlternativeCode, Candidate
-from verilearn_assets.analysis.questions_config import QuestionsConfig
+from verilearn_assets.analysis.config import QuestionsConfig
 from verilearn_assets.analysis.records import QuestionRecord
-from verilearn_assets.analysis.verify import Verifier
+from verilearn_assets.analysis.sources.candidate import AlternativeCode, Candidate
+from verilearn_assets.analysis.verify.verifier import Verifier
 from verilearn_assets.core import lake
 from verilearn_assets.core.ingest.profile import profile_frame
 from verilearn_assets.core.ingest.tables import ASSET as TABLES

@@ -14,10 +14,10 @@ import numpy as np
 import pandas as pd
 
 from verilearn_assets.analysis.records import Episode, Message, QuestionRecord
-from verilearn_assets.analysis.sft_rows import sft_rows
-from verilearn_assets.analysis.teacher.config import TeacherConfig
-from verilearn_assets.analysis.teacher.loop import run_episode
-from verilearn_assets.analysis.teacher.policy import PolicyReply
+from verilearn_assets.analysis.rollout.config import TeacherConfig
+from verilearn_assets.analysis.rollout.loop import run_episode
+from verilearn_assets.analysis.rollout.policy import PolicyReply
+from verilearn_assets.analysis.sft import sft_rows
 from verilearn_assets.core.answers import answer_hash
 from verilearn_assets.core.family import SftRow
 from verilearn_assets.core.ingest.profile import profile_frame

@@ -23,11 +23,11 @@ from grpo_support import bwrap_config_dir, verified_question, write_question, wr
 from verilearn_assets.analysis.family import FAMILY
 from verilearn_assets.analysis.grpo import AnalysisEnvironment, question_shots
 from verilearn_assets.analysis.records import Episode, Message, QuestionRecord
-from verilearn_assets.analysis.teacher.config import load_teacher_config
-from verilearn_assets.analysis.teacher.loop import run_episode
-from verilearn_assets.analysis.teacher.policy import PolicyReply, chat_messages
-from verilearn_assets.analysis.teacher.prompts import system_prompt
-from verilearn_assets.analysis.teacher.runner import policy_factory, run_partition
+from verilearn_assets.analysis.rollout.config import load_teacher_config
+from verilearn_assets.analysis.rollout.loop import run_episode
+from verilearn_assets.analysis.rollout.policy import PolicyReply, chat_messages
+from verilearn_assets.analysis.rollout.prompts import system_prompt
+from verilearn_assets.analysis.rollout.runner import policy_factory, run_partition
 from verilearn_assets.core import lake
 from verilearn_assets.core.family import GrpoEnvOptions, SftRow
 from verilearn_assets.core.sandbox.config import load_sandbox_config

@@ -74,7 +74,7 @@ def test_shipped_cards_validate_with_their_arm_deltas() -> None:
 
 
 def test_hint_ablation_arms_set_the_analysis_prompt_hints(tmp_path: Path) -> None:
-    from verilearn_assets.analysis.teacher.config import load_analysis_prompts
+    from verilearn_assets.analysis.rollout.config import load_analysis_prompts
 
     card = load_card("hint_ablation")
     seen = {}

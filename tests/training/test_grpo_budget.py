@@ -13,7 +13,7 @@ from sft_support import question
 from wide_table import wide_table
 
 from verilearn_assets.analysis.grpo import grpo_prompt_segments, grpo_prompts
-from verilearn_assets.analysis.teacher.prompts import system_rules
+from verilearn_assets.analysis.rollout.prompts import system_rules
 from verilearn_assets.core import lake
 from verilearn_assets.core.ingest.tables import ASSET as TABLES
 from verilearn_assets.core.llm.fit import ContextBudget

@@ -28,7 +28,7 @@ from grpo_support import (
 from verilearn_assets.analysis.family import FAMILY
 from verilearn_assets.analysis.grpo import AnalysisEnvironment
 from verilearn_assets.analysis.records import QuestionRecord
-from verilearn_assets.analysis.teacher.prompts import system_prompt
+from verilearn_assets.analysis.rollout.prompts import system_prompt
 from verilearn_assets.core.family import GrpoEnvOptions, GrpoTask
 from verilearn_assets.core.sandbox.config import load_sandbox_config
 from verilearn_assets.core.sandbox.pool import SandboxPool

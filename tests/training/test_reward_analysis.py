@@ -193,8 +193,11 @@ def test_hook_weights_follow_depends_on(world) -> None:
 
 
 def test_pass_rates_per_template_from_stored_episodes(world) -> None:
-    from verilearn_assets.analysis.grpo import grpo_pass_rates
+    from verilearn_assets.analysis.family import FAMILY
     from verilearn_assets.analysis.records import Episode
+
+    assert FAMILY.grpo is not None and FAMILY.grpo.pass_rates is not None
+    grpo_pass_rates = FAMILY.grpo.pass_rates
 
     home, q, _ = world
     episodes = [

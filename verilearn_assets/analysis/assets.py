@@ -23,29 +23,29 @@ from dagster import (
 from resources.container_pool import ContainerPoolResource
 from resources.home import HomeResource
 from resources.vllm import VllmResource
+from verilearn_assets.analysis.config import load_questions_config
 from verilearn_assets.analysis.family import FAMILY
-from verilearn_assets.analysis.generation_stats import LAKE as GENERATION_STATS
-from verilearn_assets.analysis.generation_stats import (
-    SearchRejectionRecord,
-    search_rejection_records,
+from verilearn_assets.analysis.records import QuestionRecord
+from verilearn_assets.analysis.rollout.config import load_teacher_config
+from verilearn_assets.analysis.rollout.runner import (
+    TeacherUnavailableError,
+    compact_partition,
+    policy_factory,
+    run_partition,
 )
-from verilearn_assets.analysis.question_build import (
+from verilearn_assets.analysis.sources.build import (
     PartitionQuestions,
     build_generated,
     markdown_counts,
     readability_markdown,
     summarize,
 )
-from verilearn_assets.analysis.questions_config import load_questions_config
-from verilearn_assets.analysis.records import QuestionRecord
-from verilearn_assets.analysis.teacher.config import load_teacher_config
-from verilearn_assets.analysis.teacher.llm_questions import propose_questions
-from verilearn_assets.analysis.teacher.runner import (
-    TeacherUnavailableError,
-    compact_partition,
-    policy_factory,
-    run_partition,
+from verilearn_assets.analysis.sources.generation_stats import LAKE as GENERATION_STATS
+from verilearn_assets.analysis.sources.generation_stats import (
+    SearchRejectionRecord,
+    search_rejection_records,
 )
+from verilearn_assets.analysis.sources.llm import propose_questions
 from verilearn_assets.core import lake
 from verilearn_assets.core.deploy import op_tags_for
 from verilearn_assets.core.ingest.catalog import load_datasets_config

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from pathlib import Path
 from typing import cast
 
-from verilearn_assets.analysis import episode_rules, question_rules
-from verilearn_assets.analysis.generation_stats import LAKE as GENERATION_STATS
-from verilearn_assets.analysis.generation_stats import SearchRejectionRecord
+from verilearn_assets.analysis.config import load_questions_config
 from verilearn_assets.analysis.grpo import (
     grpo_environment,
     grpo_pass_rates,
@@ -20,10 +19,13 @@ from verilearn_assets.analysis.grpo import (
     grpo_prompts,
     grpo_scorer,
 )
-from verilearn_assets.analysis.questions_config import load_questions_config
 from verilearn_assets.analysis.records import Episode, QuestionRecord
-from verilearn_assets.analysis.sft_rows import sft_rows
-from verilearn_assets.analysis.verify import reverify
+from verilearn_assets.analysis.rules import episodes as episode_rules
+from verilearn_assets.analysis.rules import questions as question_rules
+from verilearn_assets.analysis.sft import sft_rows
+from verilearn_assets.analysis.sources.generation_stats import LAKE as GENERATION_STATS
+from verilearn_assets.analysis.sources.generation_stats import SearchRejectionRecord
+from verilearn_assets.analysis.verify.verifier import reverify
 from verilearn_assets.core.family import Family, GateRule, GrpoTask, RuleContext
 from verilearn_assets.core.ingest.catalog import load_datasets_config
 from verilearn_assets.core.ingest.coverage import catalog_coverage as ingest_coverage
@@ -207,6 +209,10 @@ RULES = (
 )
 
 
+def _pass_rates(home: Path, split: str) -> dict[str, float]:
+    return grpo_pass_rates(FAMILY, home, split)
+
+
 def _sft_rows(rollouts: Sequence[Record]):
     return sft_rows(cast(Sequence[Episode], rollouts))
 
@@ -230,7 +236,7 @@ FAMILY = Family(
         prompt_segments=grpo_prompt_segments,
         scorer=grpo_scorer,
         rewards=("outcome", "partial", "process"),
-        pass_rates=grpo_pass_rates,
+        pass_rates=_pass_rates,
         environment=grpo_environment,
     ),
 )

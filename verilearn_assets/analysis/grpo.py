@@ -37,13 +37,15 @@ from verilearn_assets.analysis.rewards import (
     score_trace,
     screen_code,
 )
-from verilearn_assets.analysis.teacher.config import TeacherConfig, load_teacher_config
-from verilearn_assets.analysis.teacher.context import system_message
-from verilearn_assets.analysis.teacher.loop import Trace, run_trace
-from verilearn_assets.analysis.teacher.parse import FormatError
-from verilearn_assets.analysis.teacher.policy import PolicyReply, chat_messages
-from verilearn_assets.analysis.teacher.prompts import system_prompt, task_prompt
-from verilearn_assets.core.family import GrpoEnvOptions
+from verilearn_assets.analysis.rollout.config import TeacherConfig, load_teacher_config
+from verilearn_assets.analysis.rollout.context import system_message
+from verilearn_assets.analysis.rollout.loop import Trace, run_trace
+from verilearn_assets.analysis.rollout.parse import FormatError
+from verilearn_assets.analysis.rollout.policy import PolicyReply, chat_messages
+from verilearn_assets.analysis.rollout.prompts import system_prompt, task_prompt
+from verilearn_assets.analysis.rollout.runner import load_few_shot_pool
+from verilearn_assets.core import lake
+from verilearn_assets.core.family import Family, GrpoEnvOptions
 from verilearn_assets.core.ingest.tables import load_table_records
 from verilearn_assets.core.llm.fit import ContextOverflow
 from verilearn_assets.core.llm.segments import BudgetMessage, Keep
@@ -97,9 +99,6 @@ def question_shots(
     n = teacher.prompts.few_shot
     if not n:
         return lambda q: []
-    from verilearn_assets.analysis.teacher.runner import load_few_shot_pool
-    from verilearn_assets.core import lake
-
     pool = load_few_shot_pool(teacher, lake.lake_root(home))
     return lambda q: pool.examples(q, n)
 
@@ -206,13 +205,12 @@ def grpo_scorer(home: Path, tasks: Sequence[Record], role: str) -> AnalysisScore
     return AnalysisScorer(home, tasks)
 
 
-def grpo_pass_rates(home: Path, split: str) -> dict[str, float]:
-    """Verified share of the stored episodes per template, over every source of `split`."""
-    from verilearn_assets.analysis.family import FAMILY
-
+def grpo_pass_rates(family: Family, home: Path, split: str) -> dict[str, float]:
+    """Verified share of the stored episodes per template, over every source of `split`
+    (the episodes read through `family`, which `family.py` binds)."""
     counts: dict[str, list[int]] = {}
     for source in SOURCES:
-        for ep in FAMILY.read_rollouts(home, source, split):
+        for ep in family.read_rollouts(home, source, split):
             if isinstance(ep, Episode):
                 c = counts.setdefault(ep.template or "procedural", [0, 0])
                 c[0] += int(ep.verified)

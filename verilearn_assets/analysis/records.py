@@ -52,9 +52,9 @@ class QuestionRecord(Record):
     hooks: list[HookRecord] = Field(default_factory=list)
     status: QuestionStatus = "accepted"
     rejection_reason: str | None = None
-    # convention variants re-run before verification, `name:outcome` (analysis.conventions)
+    # convention variants re-run before verification, `name:outcome` (analysis.screen.conventions)
     conventions: list[str] = Field(default_factory=list)
-    readability: float = 0.0  # rule-based, 1..5 (analysis.readability)
+    readability: float = 0.0  # rule-based, 1..5 (analysis.quality.readability)
 
     @staticmethod
     def make_id(source: str, dataset: str, table: str, code: str) -> str:

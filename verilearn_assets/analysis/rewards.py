@@ -48,9 +48,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from verilearn_assets.analysis.records import QuestionRecord
-from verilearn_assets.analysis.teacher.grounding import ground_hooks, normalize_line
-from verilearn_assets.analysis.teacher.loop import Trace, judge
-from verilearn_assets.analysis.teacher.parse import FormatError, parse_reply
+from verilearn_assets.analysis.rollout.grounding import ground_hooks, normalize_line
+from verilearn_assets.analysis.rollout.loop import Trace, judge
+from verilearn_assets.analysis.rollout.parse import FormatError, parse_reply
 from verilearn_assets.core.answers import AnswerError, parse_answer, validate_answer
 from verilearn_assets.core.records import HookRecord
 from verilearn_assets.core.sandbox.pool import TaskResult

@@ -29,7 +29,6 @@ SUBCOMMAND_MODULES = (
     "gate",
     "inspect",
     "sandbox",
-    "questions",
     "train",
     "eval",
     "experiment",

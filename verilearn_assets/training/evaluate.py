@@ -35,13 +35,13 @@ from typing import Any
 
 from verilearn_assets.analysis.grpo import question_shots
 from verilearn_assets.analysis.records import QuestionRecord
-from verilearn_assets.analysis.teacher.config import (
+from verilearn_assets.analysis.rollout.config import (
     SamplingConfig,
     TeacherConfig,
     load_teacher_config,
 )
-from verilearn_assets.analysis.teacher.loop import run_episode
-from verilearn_assets.analysis.teacher.policy import VllmPolicy
+from verilearn_assets.analysis.rollout.loop import run_episode
+from verilearn_assets.analysis.rollout.policy import VllmPolicy
 from verilearn_assets.core import lake
 from verilearn_assets.core.eval_records import EVAL_ASSET, ModelEvalRecord
 from verilearn_assets.core.family import families

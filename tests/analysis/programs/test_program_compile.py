@@ -9,7 +9,7 @@ import pytest
 from programs_harness import execute
 from programs_tables import mixed_table, profile, statsmodels_table, write_parquet
 
-from verilearn_assets.analysis.programs import ProgramSearchConfig, generate_programs
+from verilearn_assets.analysis.sources.procedural import ProgramSearchConfig, generate_programs
 
 KIND_CHECKS = {
     "number": lambda v: isinstance(v, float) and math.isfinite(v),

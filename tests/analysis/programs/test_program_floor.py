@@ -6,7 +6,7 @@ from pathlib import Path
 
 from programs_tables import STATSMODELS_TABLES, profile, statsmodels_table, write_parquet
 
-from verilearn_assets.analysis.programs import (
+from verilearn_assets.analysis.sources.procedural import (
     FAMILIES,
     OPERATORS,
     ProgramSearchConfig,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import string
 
-from verilearn_assets.analysis.programs import FAMILIES, OPERATORS
-from verilearn_assets.analysis.programs.grammar import MIN_COST, ROOT_OPS
-from verilearn_assets.analysis.programs.types import ALL_TYPES, ANSWER_TYPES, ROLES
+from verilearn_assets.analysis.sources.procedural import FAMILIES, OPERATORS
+from verilearn_assets.analysis.sources.procedural.grammar import MIN_COST, ROOT_OPS
+from verilearn_assets.analysis.sources.procedural.types import ALL_TYPES, ANSWER_TYPES, ROLES
 
 
 def _fields(template: str) -> set[str]:

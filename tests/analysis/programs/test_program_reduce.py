@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from verilearn_assets.analysis.programs import (
+from verilearn_assets.analysis.sources.procedural import (
     DeadCodeError,
     Program,
     ProgramError,

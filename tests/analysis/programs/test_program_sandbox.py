@@ -8,7 +8,7 @@ from pathlib import Path
 from programs_harness import execute
 from programs_tables import profile, statsmodels_table, write_parquet
 
-from verilearn_assets.analysis.programs import (
+from verilearn_assets.analysis.sources.procedural import (
     ProgramSearchConfig,
     generate_programs,
     is_evidence_decision_chain,

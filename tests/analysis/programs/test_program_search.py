@@ -10,7 +10,7 @@ from pathlib import Path
 
 from programs_tables import mixed_table, numeric_profile, profile, statsmodels_table
 
-from verilearn_assets.analysis.programs import (
+from verilearn_assets.analysis.sources.procedural import (
     ProgramSearchConfig,
     generate_programs,
     search_programs,
@@ -48,7 +48,7 @@ def test_same_input_gives_identical_code_and_ids(tmp_path: Path) -> None:
     script = (
         "import json, sys; sys.path.insert(0, sys.argv[1]);"
         "from programs_tables import profile, statsmodels_table;"
-        "from verilearn_assets.analysis.programs import generate_programs, "
+        "from verilearn_assets.analysis.sources.procedural import generate_programs, "
         "ProgramSearchConfig;"
         "cs = generate_programs(profile(statsmodels_table('star98')), None, "
         "ProgramSearchConfig(seed=3));"

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from verilearn_assets.analysis.records import Message, QuestionRecord
-from verilearn_assets.analysis.teacher.policy import PolicyReply
+from verilearn_assets.analysis.rollout.policy import PolicyReply
 from verilearn_assets.core.answers import answer_hash
 from verilearn_assets.core.records import AnswerSchema, TableRecord, canonical_json
 from verilearn_assets.core.sandbox.config import SandboxConfig

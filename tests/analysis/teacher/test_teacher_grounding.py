@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from verilearn_assets.analysis.teacher.grounding import ground_hooks, normalize_line
+from verilearn_assets.analysis.rollout.grounding import ground_hooks, normalize_line
 from verilearn_assets.core.records import HookRecord
 
 

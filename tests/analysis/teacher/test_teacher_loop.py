@@ -7,9 +7,9 @@ import pytest
 from teacher_harness import Sandbox, ScriptedPolicy, cell, make_question
 
 from verilearn_assets.analysis.records import Episode
-from verilearn_assets.analysis.teacher.config import TeacherConfig
-from verilearn_assets.analysis.teacher.loop import AlignmentError, check_alignment, run_episode
-from verilearn_assets.analysis.teacher.prompts import system_prompt
+from verilearn_assets.analysis.rollout.config import TeacherConfig
+from verilearn_assets.analysis.rollout.loop import AlignmentError, check_alignment, run_episode
+from verilearn_assets.analysis.rollout.prompts import system_prompt
 from verilearn_assets.core.records import AnswerSchema, TableRecord
 
 INT = AnswerSchema(kind="integer")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from verilearn_assets.analysis.teacher.parse import (
+from verilearn_assets.analysis.rollout.parse import (
     FormatError,
     ParsedReply,
     format_reply,

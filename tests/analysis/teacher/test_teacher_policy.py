@@ -7,8 +7,8 @@ import asyncio
 import pytest
 
 from verilearn_assets.analysis.records import Message
-from verilearn_assets.analysis.teacher.parse import ParsedReply, parse_reply
-from verilearn_assets.analysis.teacher.policy import (
+from verilearn_assets.analysis.rollout.parse import ParsedReply, parse_reply
+from verilearn_assets.analysis.rollout.policy import (
     ProgramPolicy,
     chat_messages,
     split_cells,

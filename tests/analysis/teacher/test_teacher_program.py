@@ -13,13 +13,13 @@ from collections.abc import Iterator
 import pytest
 from teacher_harness import Sandbox, started_sandbox
 
-from verilearn_assets.analysis.generate import generate
-from verilearn_assets.analysis.questions_config import load_questions_config
+from verilearn_assets.analysis.config import load_questions_config
 from verilearn_assets.analysis.records import QuestionRecord
-from verilearn_assets.analysis.teacher.config import TeacherConfig
-from verilearn_assets.analysis.teacher.loop import run_episode
-from verilearn_assets.analysis.teacher.policy import ProgramPolicy
-from verilearn_assets.analysis.verify import Verifier
+from verilearn_assets.analysis.rollout.config import TeacherConfig
+from verilearn_assets.analysis.rollout.loop import run_episode
+from verilearn_assets.analysis.rollout.policy import ProgramPolicy
+from verilearn_assets.analysis.sources.generate import generate
+from verilearn_assets.analysis.verify.verifier import Verifier
 from verilearn_assets.core.records import TableRecord
 
 N_TEMPLATE, N_PROCEDURAL = 8, 4

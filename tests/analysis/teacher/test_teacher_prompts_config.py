@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from verilearn_assets.analysis.teacher.config import TeacherConfig, load_teacher_config
-from verilearn_assets.analysis.teacher.prompts import (
+from verilearn_assets.analysis.rollout.config import TeacherConfig, load_teacher_config
+from verilearn_assets.analysis.rollout.prompts import (
     Observation,
     cap_text,
     describe_schema,

@@ -10,20 +10,20 @@ import pytest
 from teacher_harness import Sandbox, ScriptedPolicy, cell, make_question
 
 from verilearn_assets.analysis.records import Episode, Message, QuestionRecord
-from verilearn_assets.analysis.teacher.config import TeacherConfig
-from verilearn_assets.analysis.teacher.llm_questions import (
-    NoServerError,
-    parse_proposals,
-    proposal_policy_factory,
-    propose_questions,
-)
-from verilearn_assets.analysis.teacher.runner import (
+from verilearn_assets.analysis.rollout.config import TeacherConfig
+from verilearn_assets.analysis.rollout.runner import (
     TeacherUnavailableError,
     compact_partition,
     planned_ids,
     policy_factory,
     run_partition,
     triangulated_episodes,
+)
+from verilearn_assets.analysis.sources.llm import (
+    NoServerError,
+    parse_proposals,
+    proposal_policy_factory,
+    propose_questions,
 )
 from verilearn_assets.core import lake
 from verilearn_assets.core.records import AnswerSchema, TableRecord

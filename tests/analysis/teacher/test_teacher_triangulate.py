@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from verilearn_assets.analysis.teacher.triangulate import (
+from verilearn_assets.analysis.rollout.triangulate import (
     TraceOutcome,
     cluster_answers,
     triangulate,

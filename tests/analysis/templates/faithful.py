@@ -22,8 +22,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from verilearn_assets.analysis.candidate import Candidate
-from verilearn_assets.analysis.programs.dryrun import run_in_process
+from verilearn_assets.analysis.sources.candidate import Candidate
+from verilearn_assets.analysis.sources.procedural.dryrun import run_in_process
 from verilearn_assets.core.answers import answers_match, parse_answer
 
 TIE_DIGITS = 10  # the library's default: equal to 10 significant digits is a tie

@@ -9,10 +9,10 @@ from typing import Any
 import pandas as pd
 from question_helpers import make_table, small_cfg
 
-from verilearn_assets.analysis.candidate import Candidate
-from verilearn_assets.analysis.programs.dryrun import run_in_process
-from verilearn_assets.analysis.templates import REGISTRY
-from verilearn_assets.analysis.templates.base import TableView
+from verilearn_assets.analysis.sources.candidate import Candidate
+from verilearn_assets.analysis.sources.procedural.dryrun import run_in_process
+from verilearn_assets.analysis.sources.template import REGISTRY
+from verilearn_assets.analysis.sources.template.base import TableView
 
 
 def build(name: str, frame: pd.DataFrame, tmp: Path, **template: Any) -> Candidate:

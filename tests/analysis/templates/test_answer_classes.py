@@ -11,7 +11,7 @@ from faithful import unfaithful
 from known_answer import answers, build
 from question_helpers import make_table, small_cfg
 
-from verilearn_assets.analysis.templates import REGISTRY, NotApplicable, TableView
+from verilearn_assets.analysis.sources.template import REGISTRY, NotApplicable, TableView
 
 RNG = np.random.default_rng(4)
 DISTINCT = pd.DataFrame(
@@ -93,7 +93,7 @@ def test_adaptive_prefers_a_split_its_rule_answers_with_a_t_test(tmp_path, monke
     """'y' (first in eligibility order) has an outlier, so the rule picks mann-whitney on
     it; 'z' is normal in both arms: the question is asked about 'z' whatever the ration,
     and a table of 'y' alone is not asked when it is not rationed in."""
-    from verilearn_assets.analysis.templates import base
+    from verilearn_assets.analysis.sources.template import base
 
     monkeypatch.setattr(base, "RATION_ONE_IN", 10**6)  # nothing is rationed in
     rng = np.random.default_rng(1)

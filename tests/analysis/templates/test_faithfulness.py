@@ -16,8 +16,8 @@ import pytest
 from faithful import READERS, named, reader_for, unfaithful
 from question_helpers import make_table
 
-from verilearn_assets.analysis.questions_config import QuestionsConfig
-from verilearn_assets.analysis.templates import REGISTRY, NotApplicable, TableView
+from verilearn_assets.analysis.config import QuestionsConfig
+from verilearn_assets.analysis.sources.template import REGISTRY, NotApplicable, TableView
 
 N = 60
 # columns the six templates of issue 24 kept (first 6 or 8 of the >= 5-distinct-values
@@ -138,7 +138,7 @@ def test_every_template_has_a_faithfulness_reader():
 
 def test_a_capped_template_is_caught(views):
     """The cheat the test exists for: the Spearman template with its old first-8 cap."""
-    from verilearn_assets.analysis.templates import correlation
+    from verilearn_assets.analysis.sources.template import correlation
 
     view, frame = views["wide_continuous"]
     capped = TableView(view.columns, view.n_rows, view.path, view.cfg)

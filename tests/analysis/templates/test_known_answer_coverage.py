@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from verilearn_assets.analysis.templates import REGISTRY
+from verilearn_assets.analysis.sources.template import REGISTRY
 
 HERE = Path(__file__).parent
 RUNNERS = {"build", "verified"}

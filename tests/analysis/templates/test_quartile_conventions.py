@@ -11,11 +11,11 @@ import pytest
 from known_answer import build
 from test_template_conventions import hand
 
-from verilearn_assets.analysis.candidate import Candidate
-from verilearn_assets.analysis.conventions import BY_NAME, QUANTILE_STATED, check_conventions
-from verilearn_assets.analysis.programs.dryrun import run_in_process
-from verilearn_assets.analysis.programs.operators import OPERATORS
-from verilearn_assets.analysis.programs.wording import NOUNS
+from verilearn_assets.analysis.screen.conventions import BY_NAME, QUANTILE_STATED, check_conventions
+from verilearn_assets.analysis.sources.candidate import Candidate
+from verilearn_assets.analysis.sources.procedural.dryrun import run_in_process
+from verilearn_assets.analysis.sources.procedural.operators import OPERATORS
+from verilearn_assets.analysis.sources.procedural.wording import NOUNS
 
 QUARTILE_CONVENTIONS = ("quartiles_tukey_hinges", "quartiles_type6", "quartiles_type5")
 SEVEN = pd.DataFrame({"x": [1.0, 2, 3, 4, 5, 6, 7]})

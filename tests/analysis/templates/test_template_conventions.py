@@ -10,10 +10,11 @@ import pandas as pd
 import pytest
 from known_answer import answers, build
 
-from verilearn_assets.analysis.candidate import Candidate
-from verilearn_assets.analysis.conventions import BY_NAME, check_conventions
-from verilearn_assets.analysis.screen import ScreenConfig, screen_one
-from verilearn_assets.analysis.templates.base import NUMBER
+from verilearn_assets.analysis.screen.config import ScreenConfig
+from verilearn_assets.analysis.screen.conventions import BY_NAME, check_conventions
+from verilearn_assets.analysis.screen.run import screen_one
+from verilearn_assets.analysis.sources.candidate import Candidate
+from verilearn_assets.analysis.sources.template.base import NUMBER
 
 
 def bare(c: Candidate, question: str | None = None) -> Candidate:

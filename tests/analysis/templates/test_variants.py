@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 from question_helpers import make_table, small_cfg
 
-from verilearn_assets.analysis.templates import REGISTRY
-from verilearn_assets.analysis.templates.base import TableView
+from verilearn_assets.analysis.sources.template import REGISTRY
+from verilearn_assets.analysis.sources.template.base import TableView
 
 
 def _frame(n: int = 60) -> pd.DataFrame:

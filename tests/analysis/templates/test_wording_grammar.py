@@ -10,16 +10,16 @@ import pandas as pd
 import pytest
 from question_helpers import make_table
 
-from verilearn_assets.analysis.programs import Program, ProgramSearchConfig, Step
-from verilearn_assets.analysis.programs.operators import BY_NAME
-from verilearn_assets.analysis.programs.search import search_programs
-from verilearn_assets.analysis.programs.wording import (
+from verilearn_assets.analysis.sources.procedural import Program, ProgramSearchConfig, Step
+from verilearn_assets.analysis.sources.procedural.operators import BY_NAME
+from verilearn_assets.analysis.sources.procedural.search import search_programs
+from verilearn_assets.analysis.sources.procedural.wording import (
     decision_options,
     grammar_problems,
     natural_question,
     tidy,
 )
-from verilearn_assets.analysis.templates.base import NUMBER, ReferenceCode, candidate
+from verilearn_assets.analysis.sources.template.base import NUMBER, ReferenceCode, candidate
 
 SRC = -1
 
@@ -129,8 +129,8 @@ def test_readability_is_reported_per_template():
     question under its answer operator, so a badly read wording points at its source."""
     from test_question_floors_diagnostics import record
 
-    from verilearn_assets.analysis.question_build import readability_markdown, summarize
-    from verilearn_assets.analysis.readability import readability
+    from verilearn_assets.analysis.quality.readability import readability
+    from verilearn_assets.analysis.sources.build import readability_markdown, summarize
 
     long_q = "What is the mean of the values of the rows of the groups of the table? " * 3
     recs = [

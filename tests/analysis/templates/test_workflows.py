@@ -10,7 +10,7 @@ import pytest
 from known_answer import verified
 from scipy import stats
 
-from verilearn_assets.analysis.templates import base
+from verilearn_assets.analysis.sources.template import base
 
 
 def test_bootstrap_mean_ci_follows_the_stated_recipe(pool_runner, tmp_path):

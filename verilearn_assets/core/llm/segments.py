@@ -4,8 +4,8 @@ A prompt is a list of `BudgetMessage`s, each made of `Segment`s that know their 
 how to shrink: a segment has renderings (level 0 the original text) and says which levels
 each stage of the ladder (`STAGES`, written down in docs/context_budget.md) may move it to.
 Families build segments from their own material (the analysis family in
-`analysis/teacher/context.py`, the dafny teacher in `dafny/vllm_teacher.py`, the refactor
-actor in `refactor/teachers.py`); `fewshot_chat` segments a system + examples + task chat.
+`analysis/rollout/context.py`, the dafny teacher in `dafny/rollout/vllm_teacher.py`, the refactor
+actor in `refactor/rollout/teachers.py`); `fewshot_chat` segments a system + examples + task chat.
 Fitting them into a window is `fit.py`; what fitting cost, in the lake, `budget_records.py`.
 """
 

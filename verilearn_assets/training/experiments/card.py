@@ -41,9 +41,9 @@ GroupBy = Literal["all", "family", "source", "template"]
 # config files an arm may override (every key must exist in the file), and the loaders
 # (module:function taking a directory) that validate the overridden file as a whole
 CONFIG_LOADERS: dict[str, tuple[str, ...]] = {
-    "teacher": ("verilearn_assets.analysis.teacher.config:load_teacher_config",),
+    "teacher": ("verilearn_assets.analysis.rollout.config:load_teacher_config",),
     "teacher_prompts": (
-        "verilearn_assets.analysis.teacher.config:load_analysis_prompts",
+        "verilearn_assets.analysis.rollout.config:load_analysis_prompts",
         "verilearn_assets.refactor.rollout.prompts:load_prompts",
     ),
     "vllm": ("verilearn_assets.core.llm.config:load_vllm_config",),

@@ -1,5 +1,0 @@
-"""The teacher loop: a policy writes code cells, the sandbox runs them, traces are verified.
-
-Pure domain logic — nothing here imports Dagster. `run_episode` drives one trace;
-`triangulate` decides `llm` questions by agreement between independent traces.
-"""
