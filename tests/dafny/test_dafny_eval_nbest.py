@@ -22,8 +22,8 @@ from verilearn_assets.dafny.records import DafnyTask
 from verilearn_assets.dafny.splits import split_examples
 from verilearn_assets.dafny.tasks import NOTHING_TO_ANNOTATE, template_tasks
 from verilearn_assets.dafny.verifier import DafnyVerifier
-from verilearn_assets.training.eval_config import EvalSettings
-from verilearn_assets.training.eval_family import Completion, evaluate_family, gold_diff
+from verilearn_assets.training.eval.config import EvalSettings
+from verilearn_assets.training.eval.single_turn import Completion, evaluate_family, gold_diff
 
 SPLIT = "dev"
 

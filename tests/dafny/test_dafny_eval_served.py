@@ -25,9 +25,9 @@ from verilearn_assets.dafny.records import DafnyTask
 from verilearn_assets.dafny.splits import split_examples
 from verilearn_assets.dafny.tasks import NOTHING_TO_ANNOTATE, template_tasks
 from verilearn_assets.dafny.verifier import DafnyVerifier
-from verilearn_assets.training.eval_config import EvalSettings
-from verilearn_assets.training.eval_family import Completion
-from verilearn_assets.training.evaluate import evaluate_model
+from verilearn_assets.training.eval.config import EvalSettings
+from verilearn_assets.training.eval.evaluator import evaluate_model
+from verilearn_assets.training.eval.single_turn import Completion
 
 SPLIT = "dev"
 # Abs and Max3 need no proof hints (their gold body verifies alone); Multiply needs its

@@ -29,8 +29,8 @@ from verilearn_assets.dafny.records import DafnyTask
 from verilearn_assets.dafny.splits import split_examples
 from verilearn_assets.dafny.tasks import template_tasks
 from verilearn_assets.dafny.verifier import DafnyVerifier
-from verilearn_assets.training.eval_family import Completion, evaluate_family, family_stop
-from verilearn_assets.training.grpo_stop import text_before_stop
+from verilearn_assets.training.eval.single_turn import Completion, evaluate_family, family_stop
+from verilearn_assets.training.grpo.stop import text_before_stop
 
 REPO = Path(__file__).resolve().parents[2]
 SPLIT = "train"

@@ -16,8 +16,8 @@ from eval_support import SANDBOX, TEACHER, build_home
 from verilearn_assets.cli import main
 from verilearn_assets.core import lake
 from verilearn_assets.core.warehouse import build_all, reader, warehouse_path, writer
-from verilearn_assets.training.eval_config import EvalSettings
-from verilearn_assets.training.evaluate import EVAL_ASSET, ModelEvalRecord, evaluate_model
+from verilearn_assets.training.eval.config import EvalSettings
+from verilearn_assets.training.eval.evaluator import EVAL_ASSET, ModelEvalRecord, evaluate_model
 
 pytestmark = pytest.mark.vllm
 

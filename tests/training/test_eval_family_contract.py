@@ -15,8 +15,8 @@ from verilearn_assets.core.eval_records import EVAL_ASSET, ModelEvalRecord
 from verilearn_assets.core.family import family
 from verilearn_assets.core.warehouse import build_all, reader, warehouse_path, writer
 from verilearn_assets.training.config import load_training_config
-from verilearn_assets.training.eval_family import eval_roles, family_rows, family_stop
-from verilearn_assets.training.evaluate import evaluate_model, write_eval_records
+from verilearn_assets.training.eval.evaluator import evaluate_model, write_eval_records
+from verilearn_assets.training.eval.single_turn import eval_roles, family_rows, family_stop
 
 
 def test_roles_come_from_the_contract() -> None:

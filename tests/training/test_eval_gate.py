@@ -17,8 +17,8 @@ from dagster import materialize
 from resources.home import HomeResource
 from verilearn_assets.cli import main
 from verilearn_assets.training.config import load_training_config
-from verilearn_assets.training.eval_assets import model_eval
-from verilearn_assets.training.evaluate import (
+from verilearn_assets.training.eval.assets import model_eval
+from verilearn_assets.training.eval.evaluator import (
     NotABaseline,
     UngatedModel,
     gate_evidence,

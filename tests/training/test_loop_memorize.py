@@ -27,15 +27,15 @@ from verilearn_assets.core import lake
 from verilearn_assets.core.llm.config import LocalServerConfig, VllmConfig
 from verilearn_assets.core.llm.tiny_model import build_tiny_model
 from verilearn_assets.core.warehouse import build_all, reader, warehouse_path, writer
-from verilearn_assets.training.eval_config import EvalSettings
-from verilearn_assets.training.evaluate import (
+from verilearn_assets.training.eval.config import EvalSettings
+from verilearn_assets.training.eval.evaluator import (
     EvalResult,
     evaluate_model,
     resolve_model,
     served_logprob,
     serving,
 )
-from verilearn_assets.training.sft import train_sft
+from verilearn_assets.training.sft.trainer import train_sft
 
 pytestmark = [pytest.mark.vllm, pytest.mark.timeout(1800)]
 

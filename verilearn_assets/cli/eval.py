@@ -9,7 +9,7 @@ model whose run shows no gated training data, or whose data does not pass the ga
 home's Dagster instance now, is refused as the asset refuses it (`eval_gate_reasons`); so is
 a model outside any run that is not the base model or listed in eval.baselines.
 `--n N [--temperature T]` answers each task N times and prints pass@k and pass^k for every
-k <= N (`training/pass_at_k.py`; the counts go to the lake and `mart_model_pass_rate`).
+k <= N (`training/eval/pass_at_k.py`; the counts go to the lake and `mart_model_pass_rate`).
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     from verilearn_assets.core import lake
     from verilearn_assets.core.config import ConfigError
     from verilearn_assets.training.config import load_training_config
-    from verilearn_assets.training.evaluate import (
+    from verilearn_assets.training.eval.evaluator import (
         UngatedModel,
         evaluate_model,
         gate_evidence,
@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"refusing {mut.name}: {exc}") from exc
     if evidence is not None:
         from verilearn_assets.cli.orchestrate import instance_for_home
-        from verilearn_assets.training.eval_assets import eval_gate_reasons
+        from verilearn_assets.training.eval.assets import eval_gate_reasons
 
         home = lake.home()
         reasons = eval_gate_reasons(instance_for_home(home), home, evidence, config)
@@ -161,7 +161,7 @@ def _role(family_name: str, role: str | None) -> str:
     """The role to evaluate: analysis has only 'default'; another family its grpo roles."""
     from verilearn_assets.cli import CliError
     from verilearn_assets.core.family import families
-    from verilearn_assets.training.eval_family import eval_roles
+    from verilearn_assets.training.eval.single_turn import eval_roles
 
     known = families()
     if family_name not in known:

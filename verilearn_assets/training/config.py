@@ -16,8 +16,8 @@ from pydantic import Field, model_validator
 from verilearn_assets.core.config import StrictConfig, load_config, load_yaml_model
 from verilearn_assets.core.records import SOURCES, SPLITS
 from verilearn_assets.training.device import Device, Dtype
-from verilearn_assets.training.eval_config import EvalSettings
-from verilearn_assets.training.grpo_config import GrpoSettings
+from verilearn_assets.training.eval.config import EvalSettings
+from verilearn_assets.training.grpo.config import GrpoSettings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_BASE_MODEL = ".verilearn/models/tiny-qwen2"

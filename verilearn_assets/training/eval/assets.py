@@ -30,14 +30,14 @@ from verilearn_assets.core.deploy import op_tags_for
 from verilearn_assets.gate.adapter import all_blocking_check_keys, gate_failures
 from verilearn_assets.platform.defs import SPLIT, partition_key
 from verilearn_assets.training.config import TrainingConfig, load_training_config
-from verilearn_assets.training.evaluate import (
+from verilearn_assets.training.eval.evaluator import (
     UngatedModel,
     evaluate_model,
     gate_evidence,
     resolve_model,
 )
 from verilearn_assets.training.run_dir import GateEvidence
-from verilearn_assets.training.sft_assets import sft_gate_reasons
+from verilearn_assets.training.sft.assets import sft_gate_reasons
 
 
 def eval_gate_reasons(

@@ -22,7 +22,7 @@ class EvalSettings(StrictConfig):
     seed: int = 0
     # n-best lists: completions per task, the first at `temperature` (the record's verdict),
     # the others sampled at `n_best_temperature`; their counts give pass@k and pass^k
-    # (training/pass_at_k.py). None = the family's default (dafny: eval: in
+    # (training/eval/pass_at_k.py). None = the family's default (dafny: eval: in
     # configs/dafny.yaml), else 1. Families scored through eval_family keep every candidate.
     n_best: int | None = Field(default=None, ge=1)
     n_best_temperature: float | None = Field(default=None, ge=0.0)

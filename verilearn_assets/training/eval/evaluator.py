@@ -15,7 +15,7 @@ pass@k: with `n_best` > 1 (`eval.n_best`, `verilearn eval --n`), every family an
 task n times (the first at the evaluation's sampling: the verdict the record keeps; the
 others at `n_best_temperature`, seeds `seed + k`); the record's `extra` keeps the counts
 (`n_best`, `n_best_passed`) from which `EvalResult.pass_k` and `mart_model_pass_rate` give
-pass@k and pass^k (`training/pass_at_k.py`).
+pass@k and pass^k (`training/eval/pass_at_k.py`).
 """
 
 from __future__ import annotations
@@ -52,13 +52,13 @@ from verilearn_assets.core.llm.launcher import REPO_ROOT, free_port, server_from
 from verilearn_assets.core.records import SPLITS
 from verilearn_assets.core.sandbox.config import SandboxConfig, load_sandbox_config
 from verilearn_assets.core.sandbox.pool import SandboxPool
-from verilearn_assets.training.eval_config import EvalSettings
-from verilearn_assets.training.eval_family import (
+from verilearn_assets.training.eval.config import EvalSettings
+from verilearn_assets.training.eval.pass_at_k import aggregate, record_counts
+from verilearn_assets.training.eval.single_turn import (
     CompletionSource,
     evaluate_family,
     resolve_n_best,
 )
-from verilearn_assets.training.pass_at_k import aggregate, record_counts
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +125,7 @@ class EvalResult:
 
     def pass_k(self) -> dict[str, Any]:
         """Per-task sample counts (n-best) as mean pass@k and pass^k for k <= n
-        (`training.pass_at_k`): {"n_samples", "pass_at_k": {k: v}, "pass_hat_k": {k: v}}."""
+        (`training.eval.pass_at_k`): {"n_samples", "pass_at_k": {k: v}, "pass_hat_k": {k: v}}."""
         agg = aggregate(
             record_counts(r.extra, r.passed, f"record {r.question_id}") for r in self.records
         )
@@ -575,7 +575,7 @@ def gate_evidence(
     `UngatedModel` naming the file and field when a trained model's result.json shows no
     gated data: rows passed in by hand, another asset, nothing used, or a partition that
     is gone. A GRPO run carries the evidence of the SFT run it continued plus the task
-    partitions its prompts came from (`training/grpo.py::grpo_evidence`).
+    partitions its prompts came from (`training/grpo/trainer.py::grpo_evidence`).
     """
     if mut.run_dir is None:
         check_baseline(mut, base_model, baselines)

@@ -60,7 +60,7 @@ from verilearn_assets.core.llm.budget import FAILURE_CLASS as CONTEXT_OVERFLOW
 from verilearn_assets.core.llm.client import VllmClient, VllmContextOverflow
 from verilearn_assets.core.llm.config import VllmConfig, load_vllm_config
 from verilearn_assets.core.records import SOURCES, SPLITS, Record, content_hash
-from verilearn_assets.training.eval_config import EvalSettings
+from verilearn_assets.training.eval.config import EvalSettings
 
 log = logging.getLogger(__name__)
 
@@ -501,7 +501,7 @@ def evaluate_family(
     of `family_name`/`role` in `split` (greedy: the verdict; plus `n_best - 1` samples),
     score with the family's verifier, write one record per task to the lake and the n-best
     details file, and return the `EvalResult`."""
-    from verilearn_assets.training.evaluate import (
+    from verilearn_assets.training.eval.evaluator import (
         EvalResult,
         resolve_model,
         serving,

@@ -325,7 +325,7 @@ def load_card(card: str | Path, base: TrainingConfig | None = None) -> Experimen
 def check_evaluation(ev: EvaluationSpec, path: Path) -> None:
     """The evaluated family is registered and has the role (as `verilearn eval` checks)."""
     from verilearn_assets.core.family import families
-    from verilearn_assets.training.eval_family import eval_roles
+    from verilearn_assets.training.eval.single_turn import eval_roles
 
     known = families()
     if ev.family not in known:

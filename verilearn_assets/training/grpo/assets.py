@@ -34,9 +34,9 @@ from verilearn_assets.gate.adapter import (
 )
 from verilearn_assets.platform.defs import partition_key
 from verilearn_assets.training.config import TrainingConfig, load_training_config
-from verilearn_assets.training.grpo import resolve_family, train_grpo
+from verilearn_assets.training.grpo.trainer import resolve_family, train_grpo
 from verilearn_assets.training.run_dir import TrainRun
-from verilearn_assets.training.sft_assets import (
+from verilearn_assets.training.sft.assets import (
     gate_evidence,
     sft_gate_reasons,
     sft_model,

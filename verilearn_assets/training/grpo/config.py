@@ -2,7 +2,7 @@
 
 Its own module so the GRPO stage can grow its knobs without touching the SFT ones; the
 whole file is validated by `training.config.TrainingConfig`. Why the defaults are what
-they are is written in `training/grpo.py` and the README's `### GRPO` section.
+they are is written in `training/grpo/trainer.py` and the README's `### GRPO` section.
 """
 
 from __future__ import annotations

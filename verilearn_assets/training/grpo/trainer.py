@@ -13,11 +13,11 @@ same batch; `RewardBank` scores a batch once and hands each function its column.
 `multi_turn: true` trains the agent the family evaluates instead: the family's
 `GrpoTask.environment` (analysis: the student loop in the sandbox) answers each reply
 until the episode ends or `max_turns`, through TRL's `rollout_func` (why not TRL's tool
-loop: `training/grpo_rollout.py`); the environment's messages carry no loss, and the
+loop: `training/grpo/rollout.py`); the environment's messages carry no loss, and the
 episode's score is the reward. Every rollout lands in the run's `rollouts.jsonl`.
 
 Single-turn prompts are fitted to `grpo.window - max_completion_length` by the context
-budget before training (`training/grpo_budget.py`): compressed the family's way, or
+budget before training (`training/grpo/budget.py`): compressed the family's way, or
 dropped as `context_overflow`; `result.json`'s `prompt_budget` counts both. Multi-turn
 openings come from the family's environment: one over the same room ends its episode as
 `context_overflow` without generating (`opening_overflows`), and the turns after it
@@ -61,7 +61,7 @@ are logged again), and reaches the weights an uninterrupted run reaches (test).
 
 Stop sequences: the family's `GrpoTask.stop()` (dafny: configs/dafny_prompts.yaml's, the
 ones evaluation sends) end every sampled completion, in the loss mask and in what the
-scorer sees (`training/grpo_stop.py`).
+scorer sees (`training/grpo/stop.py`).
 
 Device and precision come from training.yaml `device`/`dtype`/`device_map`
 (`training/device.py`): on this CPU `bf16=False, use_cpu=True` (TRL turns bf16 on by
@@ -88,11 +88,11 @@ from verilearn_assets.core.llm.tokens import HfChatCounter
 from verilearn_assets.core.records import SOURCES, Record
 from verilearn_assets.training.config import TrainingConfig, load_training_config
 from verilearn_assets.training.device import Placement, placement, trainer_placement
-from verilearn_assets.training.eval_family import family_stop
-from verilearn_assets.training.grpo_budget import PromptBudgetReport, fit_prompts
-from verilearn_assets.training.grpo_config import GrpoSettings
-from verilearn_assets.training.grpo_rollout import MultiTurnRollout, TurnGenerator, unique_prompts
-from verilearn_assets.training.grpo_stop import stopping_trainer, text_before_stop
+from verilearn_assets.training.eval.single_turn import family_stop
+from verilearn_assets.training.grpo.budget import PromptBudgetReport, fit_prompts
+from verilearn_assets.training.grpo.config import GrpoSettings
+from verilearn_assets.training.grpo.rollout import MultiTurnRollout, TurnGenerator, unique_prompts
+from verilearn_assets.training.grpo.stop import stopping_trainer, text_before_stop
 from verilearn_assets.training.run_dir import (
     GateEvidence,
     RunDir,
@@ -583,7 +583,7 @@ def _trainer(
     from transformers import PrinterCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    from verilearn_assets.training.trainability import lora_config
+    from verilearn_assets.training.sft.trainability import lora_config
 
     g = config.grpo
     torch.manual_seed(g.seed)

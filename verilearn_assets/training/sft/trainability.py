@@ -33,7 +33,7 @@ from pydantic import BaseModel, Field
 from verilearn_assets.core.family import SftRow
 from verilearn_assets.core.llm.budget import ContextBudget
 from verilearn_assets.training.config import SftSettings, TrainingConfig
-from verilearn_assets.training.sft_data import chat_messages
+from verilearn_assets.training.sft.data import chat_messages
 
 _LISTED = 20  # ids listed per category in the report
 

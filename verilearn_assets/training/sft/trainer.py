@@ -29,14 +29,14 @@ from verilearn_assets.training.run_dir import (
     TrainRun,
     metrics_callback,
 )
-from verilearn_assets.training.sft_data import (
+from verilearn_assets.training.sft.data import (
     apply_weights,
     load_sft_rows,
     select_mixture,
     sft_partition_dir,
     to_dataset,
 )
-from verilearn_assets.training.trainability import (
+from verilearn_assets.training.sft.trainability import (
     apply_cpu_threads,
     has_generation_markers,
     load_tokenizer,
