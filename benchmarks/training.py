@@ -157,7 +157,9 @@ def grpo_speed(home: Path, base: Path, steps: int) -> None:
 def loop_rates(home: Path, base: Path, work: Path, steps: int, lr: float, ids: list[str]) -> None:
     from verilearn_assets.core.llm.config import LocalServerConfig, VllmConfig
     from verilearn_assets.training.eval.config import EvalSettings
-    from verilearn_assets.training.eval.evaluator import evaluate_model, resolve_model, serving
+    from verilearn_assets.training.eval.evaluator import evaluate_model
+    from verilearn_assets.training.eval.request import EvalRequest
+    from verilearn_assets.training.eval.serving import resolve_model, serving
     from verilearn_assets.training.sft.trainer import train_sft
 
     rows = FAMILY.sft_rows([e for e in episodes(home) if e.verified and e.question_id in ids])
@@ -173,14 +175,18 @@ def loop_rates(home: Path, base: Path, work: Path, steps: int, lr: float, ids: l
     for model_dir in (base, run.model_dir):
         with serving(resolve_model(model_dir), vllm_cfg) as cfg:
             result = evaluate_model(
-                model_dir,
-                "train",
-                home,
-                question_ids=ids,
-                settings=EvalSettings(max_tokens=n_reply + 64),
-                teacher=TEACHER.model_copy(update={"teacher": "vllm"}),
-                sandbox=SANDBOX,
-                served=cfg,
+                EvalRequest(
+                    model=model_dir,
+                    split="train",
+                    home=home,
+                    task_ids=ids,
+                    settings=EvalSettings(max_tokens=n_reply + 64),
+                    options={
+                        "teacher": TEACHER.model_copy(update={"teacher": "vllm"}),
+                        "sandbox": SANDBOX,
+                    },
+                    served=cfg,
+                )
             )
         print(
             f"  {result.model:24s}: pass rate {result.pass_rate:.0%} "

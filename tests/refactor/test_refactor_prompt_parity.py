@@ -23,6 +23,7 @@ from verilearn_assets.refactor.prompts import STEP_END
 from verilearn_assets.refactor.records import TrajectoryStep
 from verilearn_assets.refactor.teachers import ProgramTeacher
 from verilearn_assets.training.config import DEFAULT_BASE_MODEL, REPO_ROOT, TrainingConfig
+from verilearn_assets.training.eval.request import EvalRequest
 from verilearn_assets.training.eval.single_turn import Completion, evaluate_family, family_stop
 from verilearn_assets.training.grpo.config import GrpoSettings
 from verilearn_assets.training.grpo.stop import stopping_trainer, text_before_stop
@@ -92,7 +93,14 @@ def test_sft_step_one_prompt_is_the_evaluation_and_grpo_prompt(taught, monkeypat
     assert stop == [STEP_END]
     source = Memorized(taught["rows"], stop)
     result = evaluate_family(
-        "memorized", single.split, home, "refactor", task_ids=[single.id], source=source
+        EvalRequest(
+            model="memorized",
+            split=single.split,
+            home=home,
+            family="refactor",
+            task_ids=[single.id],
+            source=source,
+        )
     )
     assert source.asked and all(k in source.said for k in source.asked)
     (rec,) = result.records

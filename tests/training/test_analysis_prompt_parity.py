@@ -20,6 +20,7 @@ import pytest
 import yaml
 from grpo_support import bwrap_config_dir, verified_question, write_question, write_table
 
+from verilearn_assets.analysis.evaluation import student_config
 from verilearn_assets.analysis.family import FAMILY
 from verilearn_assets.analysis.grpo import AnalysisEnvironment, question_shots
 from verilearn_assets.analysis.records import Episode, Message, QuestionRecord
@@ -33,7 +34,6 @@ from verilearn_assets.core.family import GrpoEnvOptions, SftRow
 from verilearn_assets.core.sandbox.config import load_sandbox_config
 from verilearn_assets.core.sandbox.pool import SandboxPool
 from verilearn_assets.training.eval.config import EvalSettings
-from verilearn_assets.training.eval.evaluator import student_config
 from verilearn_assets.training.eval.single_turn import family_stop
 
 

@@ -15,7 +15,9 @@ from verilearn_assets.core.eval_records import EVAL_ASSET, ModelEvalRecord
 from verilearn_assets.core.family import family
 from verilearn_assets.core.warehouse import build_all, reader, warehouse_path, writer
 from verilearn_assets.training.config import load_training_config
-from verilearn_assets.training.eval.evaluator import evaluate_model, write_eval_records
+from verilearn_assets.training.eval.evaluator import evaluate_model
+from verilearn_assets.training.eval.request import EvalRequest
+from verilearn_assets.training.eval.result import write_eval_records
 from verilearn_assets.training.eval.single_turn import eval_roles, family_rows, family_stop
 
 
@@ -47,7 +49,7 @@ def test_refusals_name_what_is_missing(home: Path, capsys: pytest.CaptureFixture
     with pytest.raises(ValueError, match="no accepted dafny tasks under .*dafny/tasks"):
         family_rows(home, family("dafny"), "dev", "writer")
     with pytest.raises(ValueError, match="one role, 'default'"):
-        evaluate_model("m", "dev", home, role="writer")
+        evaluate_model(EvalRequest(model="m", split="dev", home=home, role="writer"))
 
     base = str(load_training_config().base_model_dir())
     cases = [

@@ -29,7 +29,8 @@ from verilearn_assets.core.sandbox.config import load_sandbox_config
 from verilearn_assets.core.sandbox.pool import SandboxPool
 from verilearn_assets.training.config import load_training_config
 from verilearn_assets.training.eval.assets import eval_gate_reasons
-from verilearn_assets.training.eval.evaluator import gate_evidence, resolve_model
+from verilearn_assets.training.eval.evidence import gate_evidence
+from verilearn_assets.training.eval.serving import resolve_model
 from verilearn_assets.training.grpo.trainer import StartModel, grpo_evidence
 from verilearn_assets.training.run_dir import GateEvidence, RunResult
 

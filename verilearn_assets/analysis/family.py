@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import cast
 
 from verilearn_assets.analysis import episode_rules, question_rules
+from verilearn_assets.analysis.evaluation import evaluate_student
 from verilearn_assets.analysis.generation_stats import LAKE as GENERATION_STATS
 from verilearn_assets.analysis.generation_stats import SearchRejectionRecord
 from verilearn_assets.analysis.grpo import (
@@ -233,4 +234,8 @@ FAMILY = Family(
         pass_rates=grpo_pass_rates,
         environment=grpo_environment,
     ),
+    # evaluation: the student loop in the sandbox (evaluation.py), not one completion
+    evaluation=evaluate_student,
+    eval_roles=("default",),
+    eval_group_label="template family",
 )

@@ -204,8 +204,7 @@ def eval_settings(card: ExperimentCard, base: EvalSettings, limit: int | None) -
 
 
 def eval_role(family: str, role: str | None) -> str:
-    if family == "analysis":
-        return role or "default"
+    """The role an arm is evaluated in: the card's, else the family's first evaluation role."""
     if role is not None:
         return role
     from verilearn_assets.core.family import families
@@ -227,7 +226,9 @@ def evaluate_arm(
 ) -> None:
     """Serve the arm's model once and evaluate it on every split not yet recorded."""
     from verilearn_assets.core.llm.config import load_vllm_config
-    from verilearn_assets.training.eval.evaluator import evaluate_model, resolve_model, serving
+    from verilearn_assets.training.eval.evaluator import evaluate_model
+    from verilearn_assets.training.eval.request import EvalRequest
+    from verilearn_assets.training.eval.serving import resolve_model, serving
 
     todo = [s for s in splits if s not in state.evaluated]
     if not todo:
@@ -238,13 +239,15 @@ def evaluate_arm(
             if progress is not None:
                 progress(arm, f"evaluating {model} on {card.evaluation.family}/{role} [{split}]")
             result = evaluate_model(
-                model,
-                split,
-                home,
-                settings=settings,
-                family=card.evaluation.family,
-                role=role,
-                served=served,
+                EvalRequest(
+                    model=model,
+                    split=split,
+                    home=home,
+                    settings=settings,
+                    family=card.evaluation.family,
+                    role=role,
+                    served=served,
+                )
             )
             if result.errors:
                 raise RuntimeError(

@@ -13,11 +13,13 @@ from pydantic import Field, model_validator
 
 from verilearn_assets.core.config import StrictConfig
 from verilearn_assets.core.records import SOURCES
+from verilearn_assets.training.families import default_family
 
 
 class GrpoSettings(StrictConfig):
     # what is trained on
-    family: str = "analysis"  # a registered family whose contract has `grpo`
+    # a registered family whose contract has `grpo`; default: the registry's first (analysis)
+    family: str = Field(default_factory=default_family)
     role: str | None = None  # None: the family's first GRPO role (dafny: writer)
     sources: list[str] | None = None  # task sources that enter (None = all)
     max_tasks: int | None = Field(default=None, ge=1)  # first N prompts after the curriculum

@@ -100,6 +100,7 @@ from verilearn_assets.training.run_dir import (
     TrainRun,
     metrics_callback,
     read_metrics,
+    tool_versions,
 )
 
 Progress = Callable[[int, int, dict[str, Any]], None]
@@ -436,7 +437,7 @@ def train_grpo(
         run = RunDir.create(config, home, run_kind)
         run.write_config(config)
         run.write_seeds(seed=g.seed, data_seed=g.seed, sampling_seed=g.seed)
-        run.write_system(dafny=fam.name == "dafny")
+        run.write_system(tool_versions([fam]))
     steps = max_steps if max_steps is not None else g.max_steps
 
     rollout: MultiTurnRollout | None = None

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from verilearn_assets.core import lake
-from verilearn_assets.core.family import SftRow
+from verilearn_assets.core.family import SftRow, families
 from verilearn_assets.training.config import TrainingConfig
 from verilearn_assets.training.device import placement, trainer_placement
 from verilearn_assets.training.run_dir import (
@@ -28,6 +28,7 @@ from verilearn_assets.training.run_dir import (
     RunResult,
     TrainRun,
     metrics_callback,
+    tool_versions,
 )
 from verilearn_assets.training.sft.data import (
     apply_weights,
@@ -107,7 +108,10 @@ def train_sft(
     run.write_config(config)
     seeds = {"lora_init_seed": sft.seed} if sft.method == "lora" else {}
     run.write_seeds(seed=sft.seed, data_seed=sft.seed, **seeds)
-    run.write_system(dafny="dafny" in {r.family for r in rows})
+    known = families()
+    run.write_system(
+        tool_versions(known[n] for n in sorted({r.family for r in rows}) if n in known)
+    )
 
     steps = max_steps if max_steps is not None else sft.max_steps
     trainer = _trainer(config, tokenizer, to_dataset(prep.conversations), run, steps, progress)
