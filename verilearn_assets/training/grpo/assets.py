@@ -77,12 +77,12 @@ def grpo_metadata(run: TrainRun) -> dict[str, object]:
             meta[key] = extra[key]
     meta["reward_weights"] = MetadataValue.json(extra.get("reward_weights", {}))
     meta["multi_turn"] = bool(extra.get("multi_turn", False))
-    if extra.get("prompt_budget"):  # single-turn prompts fitted to the window (grpo_budget.py)
+    if extra.get("prompt_budget"):  # single-turn prompts fitted to the window (grpo/budget.py)
         budget = extra["prompt_budget"]
         meta["prompts_compressed"] = budget["compressed"]
         meta["prompts_dropped_context_overflow"] = budget["dropped_context_overflow"]
         meta["prompt_budget"] = MetadataValue.json(budget)
-    if extra.get("rollouts_file"):  # multi-turn: every episode, readable (grpo_rollout.py)
+    if extra.get("rollouts_file"):  # multi-turn: every episode, readable (grpo/rollout.py)
         meta["rollouts"] = MetadataValue.path(str(extra["rollouts_file"]))
         meta["max_turns"] = extra.get("max_turns")
         meta["opening_overflows"] = extra.get("opening_overflows", 0)
