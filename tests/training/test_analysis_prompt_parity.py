@@ -3,7 +3,7 @@ prompts (teacher_prompts.yaml `analysis:` with `hints: off` and `few_shot: 1`).
 
 The SFT row comes from the teacher's partition run (program teacher, real bubblewrap
 sandbox) through the family contract. Evaluation is the student loop as
-`training.eval.evaluator` configures it (`student_config`, the examples of `question_shots`);
+`analysis.evaluation` configures it (`student_config`, the examples of `question_shots`);
 a scripted policy that memorized the row stands in for the served model (what a model
 says): asked exactly the row's conversation it gives the row's next reply, so the episode
 verifies only if every prompt and tool output matches (run times in ms aside). GRPO's

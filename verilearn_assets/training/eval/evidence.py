@@ -7,10 +7,10 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from verilearn_assets.core.llm.launcher import REPO_ROOT
 from verilearn_assets.training.eval.serving import RESULT_FILE, ModelUnderTest
+from verilearn_assets.training.run_dir import GateEvidence, RunResult
 
 
 class UngatedModel(ValueError):
@@ -55,7 +55,7 @@ def check_baseline(mut: ModelUnderTest, base_model: Path | str, baselines: Seque
 
 def gate_evidence(
     mut: ModelUnderTest, *, base_model: Path | str, baselines: Sequence[str] = ()
-) -> Any | None:
+) -> GateEvidence | None:
     """The run's `GateEvidence`, or None for a baseline (the base model, or a model listed in
     `eval.baselines`).
 
@@ -68,8 +68,6 @@ def gate_evidence(
     if mut.run_dir is None:
         check_baseline(mut, base_model, baselines)
         return None
-    from verilearn_assets.training.run_dir import RunResult  # the training side's own schema
-
     path = mut.run_dir / RESULT_FILE
     try:
         result = RunResult.model_validate_json(path.read_text())
