@@ -112,3 +112,20 @@ def test_roles_sit_side_by_side_and_old_records_read_as_default(home: Path) -> N
         ("m", "dafny", "writer", 1, 0),
         ("old", "dafny", "default", 1, 1),
     ]
+
+
+def test_the_request_is_validated_and_the_hooks_come_from_the_family(home: Path) -> None:
+    """`EvalRequest` refuses an unknown key; the family contract, not a family name, says
+    which families run their own evaluation and which roles they offer."""
+    from pydantic import ValidationError
+
+    from verilearn_assets.training.families import default_family
+
+    assert default_family() == "analysis"
+    assert family("analysis").evaluation is not None
+    assert eval_roles(family("analysis")) == ("default",)
+    assert family("dafny").evaluation is None and family("refactor").evaluation is None
+    with pytest.raises(ValidationError, match="question_ids"):
+        EvalRequest(model="m", split="dev", home=home, question_ids=["q"])  # type: ignore[call-arg]
+    with pytest.raises(ValueError, match=r"unknown option\(s\) \['teachr'\]"):
+        evaluate_model(EvalRequest(model="m", split="dev", home=home, options={"teachr": 1}))
