@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 
 from verilearn_assets.training.config import DEFAULT_BASE_MODEL, REPO_ROOT, TrainingConfig
-from verilearn_assets.training.grpo import RewardBank, StartModel, _cpu_threads, _trainer
-from verilearn_assets.training.grpo_config import GrpoSettings
+from verilearn_assets.training.grpo.config import GrpoSettings
+from verilearn_assets.training.grpo.trainer import RewardBank, StartModel, _cpu_threads, _trainer
 from verilearn_assets.training.run_dir import RunDir
 
 PROMPT = "Question: how many rows have a value of 'a' above its mean?\n\nSubmit an integer."

@@ -42,7 +42,7 @@ MEMORIZE_LR = 5e-3
 def _trl_sft(base: Path, rows: list[Any], home: Path, steps: int, batch: int) -> tuple:
     """The product's path: `train_sft` (TRL SFTTrainer, `sft.method: full`, its metrics
     callback logging every step); a step ends when its log line is written."""
-    from verilearn_assets.training.sft import train_sft
+    from verilearn_assets.training.sft.trainer import train_sft
 
     stamps: list[float] = []
     tokens: list[int] = []
@@ -60,8 +60,8 @@ def _trl_sft(base: Path, rows: list[Any], home: Path, steps: int, batch: int) ->
 
 def _tokenized(base: Path, rows: list[Any]) -> tuple[list[dict[str, list[int]]], int]:
     """Every row as TRL tokenizes it: input ids and the assistant-only mask of the template."""
-    from verilearn_assets.training.sft_data import chat_messages
-    from verilearn_assets.training.trainability import load_tokenizer
+    from verilearn_assets.training.sft.data import chat_messages
+    from verilearn_assets.training.sft.trainability import load_tokenizer
 
     tok = load_tokenizer(base)
     out = []
@@ -126,7 +126,7 @@ def sft_speed(model_dir: Path, rows: list[Any], work: Path, steps: int, batch: i
 
 def grpo_speed(home: Path, base: Path, steps: int) -> None:
     from verilearn_assets.training.config import load_training_config
-    from verilearn_assets.training.grpo import train_grpo
+    from verilearn_assets.training.grpo.trainer import train_grpo
     from verilearn_assets.training.run_dir import read_metrics
 
     config = load_training_config()
@@ -156,9 +156,11 @@ def grpo_speed(home: Path, base: Path, steps: int) -> None:
 
 def loop_rates(home: Path, base: Path, work: Path, steps: int, lr: float, ids: list[str]) -> None:
     from verilearn_assets.core.llm.config import LocalServerConfig, VllmConfig
-    from verilearn_assets.training.eval_config import EvalSettings
-    from verilearn_assets.training.evaluate import evaluate_model, resolve_model, serving
-    from verilearn_assets.training.sft import train_sft
+    from verilearn_assets.training.eval.config import EvalSettings
+    from verilearn_assets.training.eval.evaluator import evaluate_model
+    from verilearn_assets.training.eval.request import EvalRequest
+    from verilearn_assets.training.eval.serving import resolve_model, serving
+    from verilearn_assets.training.sft.trainer import train_sft
 
     rows = FAMILY.sft_rows([e for e in episodes(home) if e.verified and e.question_id in ids])
     config = memorize_config(base, len(rows), steps=steps, lr=lr)
@@ -173,14 +175,18 @@ def loop_rates(home: Path, base: Path, work: Path, steps: int, lr: float, ids: l
     for model_dir in (base, run.model_dir):
         with serving(resolve_model(model_dir), vllm_cfg) as cfg:
             result = evaluate_model(
-                model_dir,
-                "train",
-                home,
-                question_ids=ids,
-                settings=EvalSettings(max_tokens=n_reply + 64),
-                teacher=TEACHER.model_copy(update={"teacher": "vllm"}),
-                sandbox=SANDBOX,
-                served=cfg,
+                EvalRequest(
+                    model=model_dir,
+                    split="train",
+                    home=home,
+                    task_ids=ids,
+                    settings=EvalSettings(max_tokens=n_reply + 64),
+                    options={
+                        "teacher": TEACHER.model_copy(update={"teacher": "vllm"}),
+                        "sandbox": SANDBOX,
+                    },
+                    served=cfg,
+                )
             )
         print(
             f"  {result.model:24s}: pass rate {result.pass_rate:.0%} "

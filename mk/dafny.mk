@@ -13,7 +13,7 @@ DAFNY_APT_PACKAGES := dafny z3 mono-runtime  # bubblewrap comes with APT_PACKAGE
 
 dafny-deps: install system-deps
 	@$(call apt_install,$(DAFNY_APT_PACKAGES))
-	$(VPY) -c 'from verilearn_assets.dafny.toolchain import detect; print("dafny toolchain:", detect().versions)'
+	$(VPY) -c 'from verilearn_assets.dafny.verify.toolchain import detect; print("dafny toolchain:", detect().versions)'
 
 # `make demo` and `make bench` depend on the families' TEST_DEPS too: a clean machine's
 # demo installs Dafny.

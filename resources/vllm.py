@@ -1,4 +1,4 @@
-"""Dagster resource for the vLLM servers: thin wiring over `verilearn_assets.llm`.
+"""Dagster resource for the vLLM servers: thin wiring over `verilearn_assets.core.llm`.
 
 Reads `configs/vllm.yaml` (or `config_dir`). With `launch: true` it starts and owns a local
 server for the run (setup) and stops it afterwards (teardown); assets get a fresh

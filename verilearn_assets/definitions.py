@@ -26,10 +26,10 @@ from resources.warehouse import WarehouseResource
 from verilearn_assets.core.family import family_modules
 from verilearn_assets.ingest.defs import defs as ingest_defs
 from verilearn_assets.reports.assets import REPORT_ASSETS
-from verilearn_assets.training.assets import TRAINING_ASSETS, TRAINING_CHECKS
-from verilearn_assets.training.eval_assets import EVAL_ASSETS, EVAL_CHECKS, EVAL_JOBS
-from verilearn_assets.training.grpo_assets import GRPO_ASSETS, GRPO_CHECKS, GRPO_JOBS
-from verilearn_assets.training.sft_assets import SFT_ASSETS, SFT_CHECKS, SFT_JOBS
+from verilearn_assets.training.eval.assets import EVAL_ASSETS, EVAL_CHECKS, EVAL_JOBS
+from verilearn_assets.training.grpo.assets import GRPO_ASSETS, GRPO_CHECKS, GRPO_JOBS
+from verilearn_assets.training.sft.assets import SFT_ASSETS, SFT_CHECKS, SFT_JOBS
+from verilearn_assets.training.sft.dataset_assets import TRAINING_ASSETS, TRAINING_CHECKS
 
 HOME = HomeResource()
 RESOURCES = {

@@ -22,8 +22,9 @@ from verilearn_assets.dafny.corpus.splits import split_examples
 from verilearn_assets.dafny.records import DafnyTask
 from verilearn_assets.dafny.sources.template import NOTHING_TO_ANNOTATE, template_tasks
 from verilearn_assets.dafny.verify.verifier import DafnyVerifier
-from verilearn_assets.training.eval_config import EvalSettings
-from verilearn_assets.training.eval_family import Completion, evaluate_family, gold_diff
+from verilearn_assets.training.eval.config import EvalSettings
+from verilearn_assets.training.eval.request import EvalRequest
+from verilearn_assets.training.eval.single_turn import Completion, evaluate_family, gold_diff
 
 SPLIT = "dev"
 
@@ -75,15 +76,17 @@ def test_n_best_keeps_greedy_verdict_diffs_and_logs(home: Path, tasks) -> None:
         ]
     )
     result = evaluate_family(
-        "scripted-nbest",
-        SPLIT,
-        home,
-        "dafny",
-        "annotator",
-        task_ids=[mult.id],
-        source=source,
-        n_best=3,
-        n_best_temperature=0.7,
+        EvalRequest(
+            model="scripted-nbest",
+            split=SPLIT,
+            home=home,
+            family="dafny",
+            role="annotator",
+            task_ids=[mult.id],
+            source=source,
+            n_best=3,
+            n_best_temperature=0.7,
+        )
     )
     (rec,) = result.records
     assert not rec.passed and rec.failure_class == "verification_error"  # pass@1: greedy
@@ -105,7 +108,15 @@ def test_n_best_keeps_greedy_verdict_diffs_and_logs(home: Path, tasks) -> None:
 
     # a re-run rewrites the file, it does not append
     evaluate_family(
-        "scripted-nbest", SPLIT, home, "dafny", "annotator", task_ids=[mult.id], source=source
+        EvalRequest(
+            model="scripted-nbest",
+            split=SPLIT,
+            home=home,
+            family="dafny",
+            role="annotator",
+            task_ids=[mult.id],
+            source=source,
+        )
     )
     again = _details(home, rec.extra["details_file"])[mult.id]
     assert again["n_best"] == 1 and len(again["candidates"]) == 1  # configs/dafny.yaml eval
@@ -116,15 +127,17 @@ def test_tiny_model_n_best_through_vllm(home: Path, tasks, vllm_server: Any) -> 
     ann = _store(home, tasks)
     ids = sorted(t.id for t in ann.values())
     result = evaluate_family(
-        vllm_server.model,
-        SPLIT,
-        home,
-        "dafny",
-        "annotator",
-        task_ids=ids,
-        settings=EvalSettings(max_tokens=24),
-        served=vllm_server.config(max_concurrency=1),
-        n_best=2,
+        EvalRequest(
+            model=vllm_server.model,
+            split=SPLIT,
+            home=home,
+            family="dafny",
+            role="annotator",
+            task_ids=ids,
+            settings=EvalSettings(max_tokens=24),
+            served=vllm_server.config(max_concurrency=1),
+            n_best=2,
+        )
     )
     assert result.n == len(ids) and result.n_passed == 0
     details = _details(home, result.records[0].extra["details_file"])

@@ -25,9 +25,10 @@ from verilearn_assets.dafny.corpus.splits import split_examples
 from verilearn_assets.dafny.records import DafnyTask
 from verilearn_assets.dafny.sources.template import NOTHING_TO_ANNOTATE, template_tasks
 from verilearn_assets.dafny.verify.verifier import DafnyVerifier
-from verilearn_assets.training.eval_config import EvalSettings
-from verilearn_assets.training.eval_family import Completion
-from verilearn_assets.training.evaluate import evaluate_model
+from verilearn_assets.training.eval.config import EvalSettings
+from verilearn_assets.training.eval.evaluator import evaluate_model
+from verilearn_assets.training.eval.request import EvalRequest
+from verilearn_assets.training.eval.single_turn import Completion
 
 SPLIT = "dev"
 # Abs and Max3 need no proof hints (their gold body verifies alone); Multiply needs its
@@ -72,14 +73,16 @@ def test_tiny_model_scores_zero_on_writer_tasks(
     writers = _write_tasks(home, writer_tasks, NAMES)
     seen: list[tuple[int, int]] = []
     result = evaluate_model(
-        vllm_server.model,
-        SPLIT,
-        home,
-        family="dafny",
-        role="writer",
-        settings=EvalSettings(max_tokens=32),
-        served=vllm_server.config(max_concurrency=1),
-        progress=lambda done, total: seen.append((done, total)),
+        EvalRequest(
+            model=vllm_server.model,
+            split=SPLIT,
+            home=home,
+            family="dafny",
+            role="writer",
+            settings=EvalSettings(max_tokens=32),
+            served=vllm_server.config(max_concurrency=1),
+            progress=lambda done, total: seen.append((done, total)),
+        )
     )
     assert seen[-1] == (len(writers), len(writers))
     assert result.n == len(writers) and result.n_passed == 0 and result.pass_rate == 0.0
@@ -123,7 +126,15 @@ def test_gold_bodies_pass_and_a_wrong_body_fails_with_its_status(
 
     def run(model: str, source: Scripted, ids: list[str] | None = None) -> Any:
         return evaluate_model(
-            model, SPLIT, home, family="dafny", role="writer", source=source, question_ids=ids
+            EvalRequest(
+                model=model,
+                split=SPLIT,
+                home=home,
+                family="dafny",
+                role="writer",
+                source=source,
+                task_ids=ids,
+            )
         )
 
     result = run("scripted-gold", gold)
@@ -195,13 +206,15 @@ def test_cascade_writer_then_annotator(home: Path, writer_tasks: list[DafnyTask]
         annotator={mult.id: prompts.fenced(mult.annotated_body), absw.id: "{ }"},
     )
     result = evaluate_model(
-        "scripted-cascade",
-        SPLIT,
-        home,
-        family="dafny",
-        role="cascade",
-        source=source,
-        question_ids=[mult.id, absw.id],
+        EvalRequest(
+            model="scripted-cascade",
+            split=SPLIT,
+            home=home,
+            family="dafny",
+            role="cascade",
+            source=source,
+            task_ids=[mult.id, absw.id],
+        )
     )
     assert source.asked == ["writer", "writer", "annotator", "annotator"]
     by_task = {r.question_id: r for r in result.records}

@@ -35,8 +35,8 @@ from verilearn_assets.dafny.rewards import WRITER_ONLY_CREDIT
 from verilearn_assets.dafny.sources.template import NOTHING_TO_ANNOTATE, template_tasks
 from verilearn_assets.dafny.verify.verifier import DafnyVerifier
 from verilearn_assets.training.config import DEFAULT_BASE_MODEL, REPO_ROOT, TrainingConfig
-from verilearn_assets.training.grpo import train_grpo
-from verilearn_assets.training.grpo_config import GrpoSettings
+from verilearn_assets.training.grpo.config import GrpoSettings
+from verilearn_assets.training.grpo.trainer import train_grpo
 
 LOOP = "p := p + a;\n    i := i + 1;"
 SWAPPED = "i := i + 1;\n    p := p + a;"  # same result, other code: p == a * i still holds

@@ -29,8 +29,9 @@ from verilearn_assets.dafny.records import DafnyTask
 from verilearn_assets.dafny.rollout.cascade import ProgramTeacher, cascade_sample, trajectory
 from verilearn_assets.dafny.sources.template import template_tasks
 from verilearn_assets.dafny.verify.verifier import DafnyVerifier
-from verilearn_assets.training.eval_family import Completion, evaluate_family, family_stop
-from verilearn_assets.training.grpo_stop import text_before_stop
+from verilearn_assets.training.eval.request import EvalRequest
+from verilearn_assets.training.eval.single_turn import Completion, evaluate_family, family_stop
+from verilearn_assets.training.grpo.stop import text_before_stop
 
 REPO = Path(__file__).resolve().parents[2]
 SPLIT = "train"
@@ -106,7 +107,11 @@ def test_sft_prompts_are_the_evaluation_prompts_of_every_role(parity_home) -> No
 
     for role in ("writer", "annotator", "cascade"):
         source = Memorized(rows, stop)
-        result = evaluate_family("memorized", SPLIT, home, "dafny", role, source=source)
+        result = evaluate_family(
+            EvalRequest(
+                model="memorized", split=SPLIT, home=home, family="dafny", role=role, source=source
+            )
+        )
         assert result.n > 0 and source.asked
         assert all(_key(p) in source.said for p in source.asked), role  # every prompt taught
         assert result.n_passed == result.n, (role, [r.failure_class for r in result.records])

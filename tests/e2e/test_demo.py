@@ -50,7 +50,7 @@ def test_demo_materializes_tables_questions_episodes(demo: DemoHome) -> None:
 
 def test_every_blocking_check_passed(demo: DemoHome) -> None:
     from verilearn_assets.gate.adapter import all_blocking_check_keys
-    from verilearn_assets.training.assets import smoke_suite_passes
+    from verilearn_assets.training.sft.dataset_assets import smoke_suite_passes
 
     with demo.environ():
         instance = DagsterInstance.get()

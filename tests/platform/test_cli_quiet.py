@@ -43,7 +43,7 @@ def test_commands_print_no_library_warning_and_no_leak(tmp_path: Path) -> None:
     for home in homes:  # one each: two commands creating one Dagster instance at once race
         (home / "dagster").mkdir(parents=True)
     # the control: the same imports outside the CLI do warn, so the check below can fail
-    bare = _start(homes[0], sys.executable, "-c", "import verilearn_assets.training.sft_assets")
+    bare = _start(homes[0], sys.executable, "-c", "import verilearn_assets.training.sft.assets")
     runs = {argv: _start(home, *cli, *argv) for argv, home in zip(COMMANDS, homes[1:], strict=True)}
     _, bare_err = bare.communicate(timeout=300)
     assert bare.returncode == 0, bare_err

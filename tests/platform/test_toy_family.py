@@ -17,7 +17,7 @@ from dagster import DagsterInstance, materialize
 from verilearn_assets.cli.orchestrate import instance_for_home, run_job
 from verilearn_assets.core import lake
 from verilearn_assets.definitions import RESOURCES
-from verilearn_assets.training.assets import smoke_suite, smoke_suite_passes
+from verilearn_assets.training.sft.dataset_assets import smoke_suite, smoke_suite_passes
 
 instance = instance_for_home(lake.home())
 for split in ("train", "dev"):

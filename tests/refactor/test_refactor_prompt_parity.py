@@ -23,9 +23,10 @@ from verilearn_assets.refactor.records import TrajectoryStep
 from verilearn_assets.refactor.rollout.prompts import STEP_END
 from verilearn_assets.refactor.rollout.teachers import ProgramTeacher
 from verilearn_assets.training.config import DEFAULT_BASE_MODEL, REPO_ROOT, TrainingConfig
-from verilearn_assets.training.eval_family import Completion, evaluate_family, family_stop
-from verilearn_assets.training.grpo_config import GrpoSettings
-from verilearn_assets.training.grpo_stop import stopping_trainer, text_before_stop
+from verilearn_assets.training.eval.request import EvalRequest
+from verilearn_assets.training.eval.single_turn import Completion, evaluate_family, family_stop
+from verilearn_assets.training.grpo.config import GrpoSettings
+from verilearn_assets.training.grpo.stop import stopping_trainer, text_before_stop
 
 TINY = REPO_ROOT / DEFAULT_BASE_MODEL
 PAST_STOP = "\n<think>and one more step nobody asked for</think>\n<action>"
@@ -92,7 +93,14 @@ def test_sft_step_one_prompt_is_the_evaluation_and_grpo_prompt(taught, monkeypat
     assert stop == [STEP_END]
     source = Memorized(taught["rows"], stop)
     result = evaluate_family(
-        "memorized", single.split, home, "refactor", task_ids=[single.id], source=source
+        EvalRequest(
+            model="memorized",
+            split=single.split,
+            home=home,
+            family="refactor",
+            task_ids=[single.id],
+            source=source,
+        )
     )
     assert source.asked and all(k in source.said for k in source.asked)
     (rec,) = result.records
@@ -127,7 +135,7 @@ def test_multi_turn_turns_end_at_the_stop_and_the_episode_goes_on(taught) -> Non
     where a reply without EOS would have ended the episode as a spent budget."""
     from transformers import AutoTokenizer
 
-    from verilearn_assets.training.grpo import train_grpo
+    from verilearn_assets.training.grpo.trainer import train_grpo
 
     home, single = taught["home"], taught["single"]
     (row,) = [r for r in taught["rows"] if r.task_id == single.id]

@@ -15,7 +15,7 @@ from verilearn_assets.core import lake
 from verilearn_assets.core.family import SftRow
 from verilearn_assets.core.partitions import partition_key
 from verilearn_assets.gate.adapter import all_blocking_check_keys, record_evaluation
-from verilearn_assets.training.sft_assets import sft_dataset_trainable, trainable_result
+from verilearn_assets.training.sft.assets import sft_dataset_trainable, trainable_result
 
 
 def tiny_config_dir(target: Path, base_model: Path | str, **sections: dict[str, Any]) -> Path:

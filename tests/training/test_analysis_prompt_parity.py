@@ -3,7 +3,7 @@ prompts (teacher_prompts.yaml `analysis:` with `hints: off` and `few_shot: 1`).
 
 The SFT row comes from the teacher's partition run (program teacher, real bubblewrap
 sandbox) through the family contract. Evaluation is the student loop as
-`training.evaluate` configures it (`student_config`, the examples of `question_shots`);
+`analysis.evaluation` configures it (`student_config`, the examples of `question_shots`);
 a scripted policy that memorized the row stands in for the served model (what a model
 says): asked exactly the row's conversation it gives the row's next reply, so the episode
 verifies only if every prompt and tool output matches (run times in ms aside). GRPO's
@@ -20,6 +20,7 @@ import pytest
 import yaml
 from grpo_support import bwrap_config_dir, verified_question, write_question, write_table
 
+from verilearn_assets.analysis.evaluation import student_config
 from verilearn_assets.analysis.family import FAMILY
 from verilearn_assets.analysis.grpo import AnalysisEnvironment, question_shots
 from verilearn_assets.analysis.records import Episode, Message, QuestionRecord
@@ -32,9 +33,8 @@ from verilearn_assets.core import lake
 from verilearn_assets.core.family import GrpoEnvOptions, SftRow
 from verilearn_assets.core.sandbox.config import load_sandbox_config
 from verilearn_assets.core.sandbox.pool import SandboxPool
-from verilearn_assets.training.eval_config import EvalSettings
-from verilearn_assets.training.eval_family import family_stop
-from verilearn_assets.training.evaluate import student_config
+from verilearn_assets.training.eval.config import EvalSettings
+from verilearn_assets.training.eval.single_turn import family_stop
 
 
 @pytest.fixture(scope="module")

@@ -14,8 +14,8 @@ from verilearn_assets.core.config import ConfigError
 from verilearn_assets.core.family import SftRow
 from verilearn_assets.training.config import TrainingConfig, load_training_config
 from verilearn_assets.training.device import Placement, placement, resolve
-from verilearn_assets.training.grpo import StartModel, load_policy
-from verilearn_assets.training.sft import train_sft
+from verilearn_assets.training.grpo.trainer import StartModel, load_policy
+from verilearn_assets.training.sft.trainer import train_sft
 
 NO_GPU = {"cuda": False, "bf16_supported": False}
 AMPERE = {"cuda": True, "bf16_supported": True}

@@ -15,9 +15,11 @@ from eval_support import SANDBOX, TEACHER, build_home
 
 from verilearn_assets.cli import main
 from verilearn_assets.core import lake
+from verilearn_assets.core.eval_records import EVAL_ASSET, ModelEvalRecord
 from verilearn_assets.core.warehouse import build_all, reader, warehouse_path, writer
-from verilearn_assets.training.eval_config import EvalSettings
-from verilearn_assets.training.evaluate import EVAL_ASSET, ModelEvalRecord, evaluate_model
+from verilearn_assets.training.eval.config import EvalSettings
+from verilearn_assets.training.eval.evaluator import evaluate_model
+from verilearn_assets.training.eval.request import EvalRequest
 
 pytestmark = pytest.mark.vllm
 
@@ -31,14 +33,15 @@ def test_base_model_fails_every_question_and_the_mart_shows_it(
     assert len(questions) == len(TEMPLATES)
     seen: list[tuple[int, int]] = []
     result = evaluate_model(
-        vllm_server.model,  # a served name: the session's server
-        "dev",
-        home,
-        settings=EvalSettings(max_tokens=48),
-        vllm_cfg=vllm_server.config(max_concurrency=1),
-        teacher=TEACHER.model_copy(update={"teacher": "vllm"}),
-        sandbox=SANDBOX,
-        progress=lambda done, total: seen.append((done, total)),
+        EvalRequest(
+            model=vllm_server.model,  # a served name: the session's server
+            split="dev",
+            home=home,
+            settings=EvalSettings(max_tokens=48),
+            vllm_cfg=vllm_server.config(max_concurrency=1),
+            options={"teacher": TEACHER.model_copy(update={"teacher": "vllm"}), "sandbox": SANDBOX},
+            progress=lambda done, total: seen.append((done, total)),
+        )
     )
     assert seen[-1] == (2, 2)
     assert result.n == 2 and result.n_passed == 0 and result.pass_rate == 0.0

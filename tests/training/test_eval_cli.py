@@ -23,8 +23,8 @@ from resources.home import HomeResource
 from verilearn_assets.analysis.records import QuestionRecord
 from verilearn_assets.cli import main
 from verilearn_assets.core import lake
-from verilearn_assets.training.eval_assets import model_eval
-from verilearn_assets.training.evaluate import EVAL_ASSET, ModelEvalRecord
+from verilearn_assets.core.eval_records import EVAL_ASSET, ModelEvalRecord
+from verilearn_assets.training.eval.assets import model_eval
 
 pytestmark = pytest.mark.vllm
 

@@ -15,8 +15,10 @@ from verilearn_assets.core.eval_records import EVAL_ASSET, ModelEvalRecord
 from verilearn_assets.core.family import family
 from verilearn_assets.core.warehouse import build_all, reader, warehouse_path, writer
 from verilearn_assets.training.config import load_training_config
-from verilearn_assets.training.eval_family import eval_roles, family_rows, family_stop
-from verilearn_assets.training.evaluate import evaluate_model, write_eval_records
+from verilearn_assets.training.eval.evaluator import evaluate_model
+from verilearn_assets.training.eval.request import EvalRequest
+from verilearn_assets.training.eval.result import write_eval_records
+from verilearn_assets.training.eval.single_turn import eval_roles, family_rows, family_stop
 
 
 def test_roles_come_from_the_contract() -> None:
@@ -47,7 +49,7 @@ def test_refusals_name_what_is_missing(home: Path, capsys: pytest.CaptureFixture
     with pytest.raises(ValueError, match="no accepted dafny tasks under .*dafny/tasks"):
         family_rows(home, family("dafny"), "dev", "writer")
     with pytest.raises(ValueError, match="one role, 'default'"):
-        evaluate_model("m", "dev", home, role="writer")
+        evaluate_model(EvalRequest(model="m", split="dev", home=home, role="writer"))
 
     base = str(load_training_config().base_model_dir())
     cases = [
@@ -110,3 +112,20 @@ def test_roles_sit_side_by_side_and_old_records_read_as_default(home: Path) -> N
         ("m", "dafny", "writer", 1, 0),
         ("old", "dafny", "default", 1, 1),
     ]
+
+
+def test_the_request_is_validated_and_the_hooks_come_from_the_family(home: Path) -> None:
+    """`EvalRequest` refuses an unknown key; the family contract, not a family name, says
+    which families run their own evaluation and which roles they offer."""
+    from pydantic import ValidationError
+
+    from verilearn_assets.training.families import default_family
+
+    assert default_family() == "analysis"
+    assert family("analysis").evaluation is not None
+    assert eval_roles(family("analysis")) == ("default",)
+    assert family("dafny").evaluation is None and family("refactor").evaluation is None
+    with pytest.raises(ValidationError, match="question_ids"):
+        EvalRequest(model="m", split="dev", home=home, question_ids=["q"])  # type: ignore[call-arg]
+    with pytest.raises(ValueError, match=r"unknown option\(s\) \['teachr'\]"):
+        evaluate_model(EvalRequest(model="m", split="dev", home=home, options={"teachr": 1}))

@@ -17,13 +17,9 @@ from dagster import materialize
 from resources.home import HomeResource
 from verilearn_assets.cli import main
 from verilearn_assets.training.config import load_training_config
-from verilearn_assets.training.eval_assets import model_eval
-from verilearn_assets.training.evaluate import (
-    NotABaseline,
-    UngatedModel,
-    gate_evidence,
-    resolve_model,
-)
+from verilearn_assets.training.eval.assets import model_eval
+from verilearn_assets.training.eval.evidence import NotABaseline, UngatedModel, gate_evidence
+from verilearn_assets.training.eval.serving import resolve_model
 from verilearn_assets.training.run_dir import GateEvidence, RunResult
 
 

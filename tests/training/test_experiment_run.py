@@ -29,7 +29,7 @@ from verilearn_assets.analysis.family import FAMILY
 from verilearn_assets.cli import main
 from verilearn_assets.core import lake
 from verilearn_assets.core.eval_records import EVAL_ASSET, ModelEvalRecord
-from verilearn_assets.training.pass_at_k import pass_at_k
+from verilearn_assets.training.eval.pass_at_k import pass_at_k
 
 pytestmark = [pytest.mark.vllm, pytest.mark.timeout(900)]
 

@@ -8,7 +8,7 @@ from dagster import DagsterInstance, materialize
 
 from resources.home import HomeResource
 from verilearn_assets.training.config import load_training_config
-from verilearn_assets.training.grpo_assets import grpo_gate_reasons, grpo_job, grpo_model
+from verilearn_assets.training.grpo.assets import grpo_gate_reasons, grpo_job, grpo_model
 
 
 def test_grpo_model_refuses_ungated_data(home: Path) -> None:
@@ -35,7 +35,7 @@ def test_gate_opens_only_when_every_blocking_check_passed(home: Path) -> None:
 
     from verilearn_assets.core.partitions import partition_key
     from verilearn_assets.gate.adapter import all_blocking_check_keys, record_evaluation
-    from verilearn_assets.training.sft_assets import sft_dataset_trainable
+    from verilearn_assets.training.sft.assets import sft_dataset_trainable
 
     instance = DagsterInstance.ephemeral()
     config = load_training_config()

@@ -19,7 +19,7 @@ from verilearn_assets.core.ingest.tables import ASSET as TABLES
 from verilearn_assets.core.llm.fit import ContextBudget
 from verilearn_assets.core.llm.tokens import HfChatCounter
 from verilearn_assets.core.records import TableRecord
-from verilearn_assets.training.grpo_budget import fit_prompts
+from verilearn_assets.training.grpo.budget import fit_prompts
 
 WINDOW, COMPLETION = 2048, 256
 

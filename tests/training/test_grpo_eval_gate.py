@@ -28,9 +28,10 @@ from verilearn_assets.core.family import SftRow
 from verilearn_assets.core.sandbox.config import load_sandbox_config
 from verilearn_assets.core.sandbox.pool import SandboxPool
 from verilearn_assets.training.config import load_training_config
-from verilearn_assets.training.eval_assets import eval_gate_reasons
-from verilearn_assets.training.evaluate import gate_evidence, resolve_model
-from verilearn_assets.training.grpo import StartModel, grpo_evidence
+from verilearn_assets.training.eval.assets import eval_gate_reasons
+from verilearn_assets.training.eval.evidence import gate_evidence
+from verilearn_assets.training.eval.serving import resolve_model
+from verilearn_assets.training.grpo.trainer import StartModel, grpo_evidence
 from verilearn_assets.training.run_dir import GateEvidence, RunResult
 
 GRPO = {

@@ -33,10 +33,10 @@ from verilearn_assets.core.family import GrpoEnvOptions, GrpoTask
 from verilearn_assets.core.sandbox.config import load_sandbox_config
 from verilearn_assets.core.sandbox.pool import SandboxPool
 from verilearn_assets.training.config import DEFAULT_BASE_MODEL, REPO_ROOT, TrainingConfig
-from verilearn_assets.training.grpo import train_grpo
-from verilearn_assets.training.grpo_assets import grpo_metadata
-from verilearn_assets.training.grpo_config import GrpoSettings
-from verilearn_assets.training.grpo_rollout import trainer_generate
+from verilearn_assets.training.grpo.assets import grpo_metadata
+from verilearn_assets.training.grpo.config import GrpoSettings
+from verilearn_assets.training.grpo.rollout import trainer_generate
+from verilearn_assets.training.grpo.trainer import train_grpo
 
 TINY = REPO_ROOT / DEFAULT_BASE_MODEL
 LOOK = 'm = df["a"].mean()\nprint(m)'  # turn 1: compute and look at an intermediate
@@ -254,7 +254,7 @@ def test_feedback_tokens_and_prompt_identity() -> None:
     previous reply's EOS to the next generation prompt; one prompt maps to one task."""
     from transformers import AutoTokenizer
 
-    from verilearn_assets.training.grpo_rollout import (
+    from verilearn_assets.training.grpo.rollout import (
         MultiTurnRollout,
         feedback_ids,
         unique_prompts,

@@ -25,15 +25,15 @@ from verilearn_assets.core.llm.tokens import HfChatCounter
 from verilearn_assets.core.sandbox.config import load_sandbox_config
 from verilearn_assets.core.sandbox.pool import SandboxPool
 from verilearn_assets.training.config import DEFAULT_BASE_MODEL, REPO_ROOT, TrainingConfig
-from verilearn_assets.training.grpo import (
+from verilearn_assets.training.grpo.assets import grpo_metadata
+from verilearn_assets.training.grpo.config import GrpoSettings
+from verilearn_assets.training.grpo.trainer import (
     NoGrpoTasks,
     NoStartModel,
     order_rows,
     resolve_start,
     train_grpo,
 )
-from verilearn_assets.training.grpo_assets import grpo_metadata
-from verilearn_assets.training.grpo_config import GrpoSettings
 
 TINY = REPO_ROOT / DEFAULT_BASE_MODEL
 
@@ -73,7 +73,7 @@ def grpo_home(tmp_path_factory: pytest.TempPathFactory):
 def orm_prm(grpo_home: Path) -> dict:
     """The ORM-vs-PRM experiment, 2 steps per arm on the real sandbox rewards (one run
     serves both the run-directory tests and the experiment's)."""
-    from verilearn_assets.training.grpo_experiment import load_experiment, run_experiment
+    from verilearn_assets.training.grpo.experiment import load_experiment, run_experiment
 
     return run_experiment(load_experiment(), grpo_home, base=tiny_config(), max_steps=2)
 
@@ -157,7 +157,7 @@ def test_a_prompt_over_the_window_is_compressed_or_the_run_refused(grpo_home: Pa
     probe = dataclasses.replace(
         FAMILY, grpo=dataclasses.replace(FAMILY.grpo, scorer=FirstOfGroupScorer)
     )
-    from verilearn_assets.training.grpo import load_tasks
+    from verilearn_assets.training.grpo.trainer import load_tasks
 
     tasks = load_tasks(FAMILY, grpo_home, "train", None)
     (row,) = FAMILY.grpo.prompts(grpo_home, tasks, "default")
@@ -219,7 +219,7 @@ def test_settings_refuse_partial_groups() -> None:
 
 
 def test_orm_vs_prm_experiment_writes_both_curves(orm_prm: dict) -> None:
-    from verilearn_assets.training.grpo_experiment import load_experiment
+    from verilearn_assets.training.grpo.experiment import load_experiment
 
     summary = orm_prm
     assert set(summary["arms"]) == {"orm", "prm"}
@@ -307,7 +307,7 @@ class _RecordingScorer(FirstOfGroupScorer):
 def test_stop_cut_keeps_the_stop_tokens_and_nothing_after() -> None:
     from transformers import AutoTokenizer
 
-    from verilearn_assets.training.grpo_stop import cut_ids_at_stop, text_before_stop
+    from verilearn_assets.training.grpo.stop import cut_ids_at_stop, text_before_stop
 
     tok = AutoTokenizer.from_pretrained(str(TINY))
     text = "x := 1;\n```\nmethod Extra() {}"
@@ -338,7 +338,7 @@ def test_family_stop_sequences_end_rollouts_in_loss_and_reward(grpo_home: Path) 
         runs[name] = (list(_RecordingScorer.seen), step["completions/mean_length"])
     (free, free_len), (stopped, stopped_len) = runs["free"], runs["stopped"]
     assert len(free) == len(stopped) == 4
-    from verilearn_assets.training.grpo_stop import text_before_stop
+    from verilearn_assets.training.grpo.stop import text_before_stop
 
     assert stopped == [text_before_stop(t, stop) for t in free]
     assert any(s != f for s, f in zip(stopped, free, strict=True))  # a stop was hit

@@ -27,15 +27,12 @@ from verilearn_assets.core import lake
 from verilearn_assets.core.llm.config import LocalServerConfig, VllmConfig
 from verilearn_assets.core.llm.tiny_model import build_tiny_model
 from verilearn_assets.core.warehouse import build_all, reader, warehouse_path, writer
-from verilearn_assets.training.eval_config import EvalSettings
-from verilearn_assets.training.evaluate import (
-    EvalResult,
-    evaluate_model,
-    resolve_model,
-    served_logprob,
-    serving,
-)
-from verilearn_assets.training.sft import train_sft
+from verilearn_assets.training.eval.config import EvalSettings
+from verilearn_assets.training.eval.evaluator import evaluate_model
+from verilearn_assets.training.eval.request import EvalRequest
+from verilearn_assets.training.eval.result import EvalResult
+from verilearn_assets.training.eval.serving import resolve_model, served_logprob, serving
+from verilearn_assets.training.sft.trainer import train_sft
 
 pytestmark = [pytest.mark.vllm, pytest.mark.timeout(1800)]
 
@@ -71,14 +68,18 @@ def _serve_and_evaluate(model_dir: Path, loop_home: Path, ids: list[str], ex: Ex
     n_reply = len(ex.reply_ids)
     with serving(resolve_model(model_dir), vllm_cfg) as client_cfg:
         result = evaluate_model(
-            model_dir,
-            "train",
-            loop_home,
-            question_ids=ids,
-            settings=EvalSettings(max_tokens=n_reply + 64),
-            teacher=TEACHER.model_copy(update={"teacher": "vllm"}),
-            sandbox=SANDBOX,
-            served=client_cfg,
+            EvalRequest(
+                model=model_dir,
+                split="train",
+                home=loop_home,
+                task_ids=ids,
+                settings=EvalSettings(max_tokens=n_reply + 64),
+                options={
+                    "teacher": TEACHER.model_copy(update={"teacher": "vllm"}),
+                    "sandbox": SANDBOX,
+                },
+                served=client_cfg,
+            )
         )
         logprob = served_logprob(client_cfg, ex.prompt, ex.reply, n_reply)
     return Served(result, logprob)

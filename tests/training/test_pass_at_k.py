@@ -11,8 +11,8 @@ import pytest
 from verilearn_assets.core import lake
 from verilearn_assets.core.eval_records import ModelEvalRecord
 from verilearn_assets.core.warehouse import build_all, reader, warehouse_path, writer
-from verilearn_assets.training.evaluate import EvalResult, write_eval_records
-from verilearn_assets.training.pass_at_k import aggregate, pass_at_k, pass_hat_k, record_counts
+from verilearn_assets.training.eval.pass_at_k import aggregate, pass_at_k, pass_hat_k, record_counts
+from verilearn_assets.training.eval.result import EvalResult, write_eval_records
 
 
 def _enumerated(n: int, c: int, k: int) -> tuple[float, float]:

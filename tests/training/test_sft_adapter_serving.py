@@ -17,8 +17,8 @@ from loop_support import examples
 from verilearn_assets.core.family import SftRow
 from verilearn_assets.core.llm.config import LocalServerConfig, VllmConfig
 from verilearn_assets.training.config import TrainingConfig
-from verilearn_assets.training.evaluate import resolve_model, served_logprob, serving
-from verilearn_assets.training.sft import train_sft
+from verilearn_assets.training.eval.serving import resolve_model, served_logprob, serving
+from verilearn_assets.training.sft.trainer import train_sft
 
 pytestmark = [pytest.mark.vllm, pytest.mark.timeout(900)]
 

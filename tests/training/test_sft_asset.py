@@ -17,7 +17,7 @@ from verilearn_assets.core import lake
 from verilearn_assets.core.family import SftRow
 from verilearn_assets.gate.adapter import record_evaluation
 from verilearn_assets.training.config import load_training_config
-from verilearn_assets.training.sft_assets import sft_dataset_trainable, sft_model, trainable_result
+from verilearn_assets.training.sft.assets import sft_dataset_trainable, sft_model, trainable_result
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -11,7 +11,7 @@ from verilearn_assets.core import lake
 from verilearn_assets.core.config import ConfigError, load_yaml_model
 from verilearn_assets.core.family import SftRow
 from verilearn_assets.training.config import TrainingConfig, load_training_config
-from verilearn_assets.training.sft_data import (
+from verilearn_assets.training.sft.data import (
     SftDataMissing,
     apply_weights,
     load_sft_rows,

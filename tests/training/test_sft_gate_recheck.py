@@ -16,7 +16,7 @@ from verilearn_assets.cli import main
 from verilearn_assets.core.family import SftRow
 from verilearn_assets.gate.adapter import latest_check_evaluation
 from verilearn_assets.training.config import load_training_config
-from verilearn_assets.training.sft_assets import BASE_MODEL_MISSING, sft_dataset_trainable
+from verilearn_assets.training.sft.assets import BASE_MODEL_MISSING, sft_dataset_trainable
 
 
 def _set_base_model(cfg_dir: Path, base: Path) -> None:

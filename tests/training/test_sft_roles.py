@@ -18,7 +18,7 @@ from verilearn_assets.cli import main
 from verilearn_assets.core.config import ConfigError, load_yaml_model
 from verilearn_assets.core.family import SftRow
 from verilearn_assets.training.config import TrainingConfig
-from verilearn_assets.training.sft_data import UnknownRole, select_mixture, select_roles
+from verilearn_assets.training.sft.data import UnknownRole, select_mixture, select_roles
 
 ROLES = ("writer", "annotator")
 

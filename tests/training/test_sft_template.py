@@ -11,8 +11,8 @@ from trl.chat_template_utils import (
 )
 
 from verilearn_assets.core.family import SftRow
-from verilearn_assets.training.sft_data import chat_messages
-from verilearn_assets.training.trainability import has_generation_markers
+from verilearn_assets.training.sft.data import chat_messages
+from verilearn_assets.training.sft.trainability import has_generation_markers
 
 
 def _spans(mask: list[int]) -> list[tuple[int, int]]:

@@ -14,7 +14,7 @@ from transformers import AutoModelForCausalLM
 
 from verilearn_assets.core.family import SftRow
 from verilearn_assets.training.config import TrainingConfig
-from verilearn_assets.training.sft import train_sft
+from verilearn_assets.training.sft.trainer import train_sft
 
 
 def _config(model: Path, **sft: object) -> TrainingConfig:

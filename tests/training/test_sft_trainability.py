@@ -12,8 +12,8 @@ import pytest
 from verilearn_assets.core.family import SftRow
 from verilearn_assets.core.llm.tiny_model import CHAT_TEMPLATE
 from verilearn_assets.training.config import TrainingConfig
-from verilearn_assets.training.sft_data import chat_messages
-from verilearn_assets.training.trainability import (
+from verilearn_assets.training.sft.data import chat_messages
+from verilearn_assets.training.sft.trainability import (
     check_trainability,
     load_tokenizer,
     prepare_rows,

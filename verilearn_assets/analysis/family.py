@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import cast
 
 from verilearn_assets.analysis.config import load_questions_config
+from verilearn_assets.analysis.evaluation import evaluate_student
 from verilearn_assets.analysis.grpo import (
     grpo_environment,
     grpo_pass_rates,
@@ -239,4 +240,8 @@ FAMILY = Family(
         pass_rates=_pass_rates,
         environment=grpo_environment,
     ),
+    # evaluation: the student loop in the sandbox (evaluation.py), not one completion
+    evaluation=evaluate_student,
+    eval_roles=("default",),
+    eval_group_label="template family",
 )

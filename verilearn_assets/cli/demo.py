@@ -21,7 +21,6 @@ from verilearn_assets.cli.progress import progress_bar
 from verilearn_assets.core.records import SPLITS
 
 DEFAULT_SOURCES = ("template", "procedural")  # `llm` needs a vLLM server
-FIRST_FAMILY = "analysis"
 STAGES = ("ingest", "tasks", "training", "reports")
 EXAMPLES = {"demo": "verilearn demo --families analysis --sources template --splits dev"}
 
@@ -85,11 +84,12 @@ def plan(
     """The runs of a demo, in order, and the family jobs skipped because they do not exist.
 
     Every dataset partition of `platform_job` (one run each, so one bad dataset fails
-    alone), the smoke suite, each family's job per source × split (analysis first), the
-    training job per split, then the reports.
+    alone), the smoke suite, each family's job per source × split (the registry's first
+    family, analysis, first), the training job per split, then the reports.
     """
     from verilearn_assets.core.family import families
     from verilearn_assets.core.partitions import DATASET, partition_key
+    from verilearn_assets.training.families import default_family
 
     last = STAGES.index(stop_after)
     steps = [Step("platform_job", key) for key in DATASET.get_partition_keys()]
@@ -101,7 +101,8 @@ def plan(
     unknown = [n for n in only or [] if n not in known]
     if unknown:
         raise ValueError(f"unknown family {unknown[0]!r} (known: {', '.join(known)})")
-    names = [FIRST_FAMILY] + sorted(n for n in known if n != FIRST_FAMILY)
+    first = default_family()  # the registry's first (analysis) runs first
+    names = [first] + sorted(n for n in known if n != first)
     names = [n for n in names if only is None or n in only]
     skipped = []
     for name in names:

@@ -1,15 +1,16 @@
 """`verilearn eval`: a model on a split's tasks of one family and role (the `model_eval` code).
 
 Serves the model (a model or adapter directory is launched on vLLM; a name is looked up on
-the servers of configs/vllm.yaml). Analysis (the default) runs the teacher loop on each
-question in the sandbox; any other family gets one greedy completion per task, judged by
-its verifier (`--family dafny --role writer|annotator`, `--family refactor`). Writes the
-records to the lake and prints the pass rate and the per-template (group) table. A trained
+the servers of configs/vllm.yaml). A family with its own evaluation (analysis, the default:
+the teacher loop on each question in the sandbox) runs it; any other family gets one greedy
+completion per task, judged by its verifier (`--family dafny --role writer|annotator`,
+`--family refactor`). Writes the records to the lake and prints the pass rate and the
+per-template (group) table. A trained
 model whose run shows no gated training data, or whose data does not pass the gate in this
 home's Dagster instance now, is refused as the asset refuses it (`eval_gate_reasons`); so is
 a model outside any run that is not the base model or listed in eval.baselines.
 `--n N [--temperature T]` answers each task N times and prints pass@k and pass^k for every
-k <= N (`training/pass_at_k.py`; the counts go to the lake and `mart_model_pass_rate`).
+k <= N (`training/eval/pass_at_k.py`; the counts go to the lake and `mart_model_pass_rate`).
 """
 
 from __future__ import annotations
@@ -33,7 +34,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model", required=True, help="model or LoRA adapter dir, or a served name")
     p.add_argument("--split", required=True, choices=list(SPLITS), help="split to evaluate on")
     p.add_argument(
-        "--family", default="analysis", help="task family to evaluate on (default: analysis)"
+        "--family",
+        default=None,
+        help="task family to evaluate on (default: the first registered family, analysis)",
     )
     p.add_argument(
         "--role",
@@ -72,12 +75,10 @@ def run(args: argparse.Namespace) -> int:
     from verilearn_assets.core import lake
     from verilearn_assets.core.config import ConfigError
     from verilearn_assets.training.config import load_training_config
-    from verilearn_assets.training.evaluate import (
-        UngatedModel,
-        evaluate_model,
-        gate_evidence,
-        resolve_model,
-    )
+    from verilearn_assets.training.eval.evaluator import evaluate_model
+    from verilearn_assets.training.eval.evidence import UngatedModel, gate_evidence
+    from verilearn_assets.training.eval.request import EvalRequest
+    from verilearn_assets.training.eval.serving import resolve_model
 
     if args.limit is not None and args.limit < 1:
         raise CliError(f"--limit must be >= 1, got {args.limit}")
@@ -92,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
         config = load_training_config(args.config)
     except ConfigError as exc:
         raise CliError(str(exc)) from exc
-    role = _role(args.family, args.role)
+    family_name, role = _family_role(args.family, args.role)
     try:
         mut = resolve_model(args.model)
     except ValueError as exc:
@@ -105,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"refusing {mut.name}: {exc}") from exc
     if evidence is not None:
         from verilearn_assets.cli.orchestrate import instance_for_home
-        from verilearn_assets.training.eval_assets import eval_gate_reasons
+        from verilearn_assets.training.eval.assets import eval_gate_reasons
 
         home = lake.home()
         reasons = eval_gate_reasons(instance_for_home(home), home, evidence, config)
@@ -122,23 +123,25 @@ def run(args: argparse.Namespace) -> int:
         settings = settings.model_copy(update={"n_best": args.n})
     console = Console()
     kind = "baseline (no training run)" if evidence is None else f"trained (run {mut.name})"
-    what = args.family if role == "default" else f"{args.family}/{role}"
+    what = family_name if role == "default" else f"{family_name}/{role}"
     console.print(f"evaluating {mut.name} — {kind} — on {what} [{args.split}]", markup=False)
     bar = progress_bar(console)
     with bar:
         task = bar.add_task(f"eval {what} [{args.split}] (serving {mut.name})", total=None)
         result = evaluate_model(
-            args.model,
-            args.split,
-            lake.home(),
-            limit=args.limit,
-            question_ids=ids,
-            settings=settings,
-            progress=lambda done, total: bar.update(
-                task, completed=done, total=total, description=f"eval {what} [{args.split}]"
-            ),
-            family=args.family,
-            role=role,
+            EvalRequest(
+                model=args.model,
+                split=args.split,
+                home=lake.home(),
+                limit=args.limit,
+                task_ids=ids,
+                settings=settings,
+                progress=lambda done, total: bar.update(
+                    task, completed=done, total=total, description=f"eval {what} [{args.split}]"
+                ),
+                family=family_name,
+                role=role,
+            )
         )
     s = result.summary()
     scores = ", ".join(f"{k} {v}" for k, v in result.extra_means().items())
@@ -157,21 +160,24 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _role(family_name: str, role: str | None) -> str:
-    """The role to evaluate: analysis has only 'default'; another family its grpo roles."""
+def _family_role(family_name: str | None, role: str | None) -> tuple[str, str]:
+    """The family (default: the first registered) and role to evaluate (default: the
+    family's first evaluation role, `Family.eval_roles` or its grpo roles)."""
     from verilearn_assets.cli import CliError
     from verilearn_assets.core.family import families
-    from verilearn_assets.training.eval_family import eval_roles
+    from verilearn_assets.training.eval.single_turn import eval_roles
+    from verilearn_assets.training.families import default_family
 
     known = families()
+    family_name = family_name or default_family()
     if family_name not in known:
         raise CliError(f"--family {family_name!r} unknown (known: {', '.join(known)})")
-    grpo = known[family_name].grpo
-    roles = ("default",) if family_name == "analysis" else eval_roles(known[family_name])
-    if family_name != "analysis" and grpo is None:
+    fam = known[family_name]
+    if fam.evaluation is None and fam.grpo is None:
         raise CliError(f"--family {family_name}: no grpo hook (prompts and scorer) to evaluate")
+    roles = eval_roles(fam)
     if role is None:
-        return roles[0]
+        return family_name, roles[0]
     if role not in roles:
         raise CliError(f"--role {role!r}: family {family_name} has roles {', '.join(roles)}")
-    return role
+    return family_name, role

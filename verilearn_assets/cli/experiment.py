@@ -115,8 +115,8 @@ def _gate(home: Path) -> Any:
     """The gate question `verilearn train sft|grpo` asks, per arm stage; refuses by raising."""
     from verilearn_assets.cli import CliError
     from verilearn_assets.cli.orchestrate import instance_for_home
-    from verilearn_assets.training.grpo_assets import grpo_gate_reasons
-    from verilearn_assets.training.sft_assets import gate_evidence, sft_gate_reasons
+    from verilearn_assets.training.grpo.assets import grpo_gate_reasons
+    from verilearn_assets.training.sft.assets import gate_evidence, sft_gate_reasons
 
     instance = instance_for_home(home)
 

@@ -133,8 +133,8 @@ def _with_roles(config: Any, roles: str) -> Any:
 def _sft(config: Any, home: Path, args: argparse.Namespace, console: Any) -> Any:
     from verilearn_assets.cli import CliError
     from verilearn_assets.cli.orchestrate import instance_for_home
-    from verilearn_assets.training.sft import train_sft
-    from verilearn_assets.training.sft_assets import gate_evidence, sft_gate_reasons
+    from verilearn_assets.training.sft.assets import gate_evidence, sft_gate_reasons
+    from verilearn_assets.training.sft.trainer import train_sft
 
     instance = instance_for_home(home)
     reasons = sft_gate_reasons(instance, home, config.split, config)
@@ -153,9 +153,9 @@ def _sft(config: Any, home: Path, args: argparse.Namespace, console: Any) -> Any
 def _grpo(config: Any, home: Path, args: argparse.Namespace, console: Any) -> Any:
     from verilearn_assets.cli import CliError
     from verilearn_assets.cli.orchestrate import instance_for_home
-    from verilearn_assets.training.grpo import train_grpo
-    from verilearn_assets.training.grpo_assets import grpo_gate_reasons
-    from verilearn_assets.training.sft_assets import gate_evidence
+    from verilearn_assets.training.grpo.assets import grpo_gate_reasons
+    from verilearn_assets.training.grpo.trainer import train_grpo
+    from verilearn_assets.training.sft.assets import gate_evidence
 
     instance = instance_for_home(home)
     reasons = grpo_gate_reasons(instance, home, config, args.family)

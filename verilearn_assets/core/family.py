@@ -38,6 +38,7 @@ from verilearn_assets.core.sandbox.pool import SandboxPool
 from verilearn_assets.gate.outcome import RuleOutcome
 
 if TYPE_CHECKING:
+    from verilearn_assets.core.evaluation import EvalHook
     from verilearn_assets.core.llm.segments import BudgetMessage
 
 PLATFORM_PACKAGES = frozenset({"core", "gate", "ingest", "scale", "reports", "training", "cli"})
@@ -255,6 +256,19 @@ class Family:
     rollout_columns: tuple[str, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
     grpo: GrpoTask | None = None  # GRPO prompts and verifier rewards; None: not RL-trainable
+    # evaluation (`verilearn eval`, `model_eval`; `core/evaluation.py`): the family's own
+    # multi-turn evaluation (analysis: the student loop in the sandbox); None: one
+    # completion per task through `grpo`, scored by its scorer
+    evaluation: EvalHook | None = None
+    # the roles `verilearn eval --role` accepts; None: the grpo roles, then its eval chains
+    eval_roles: tuple[str, ...] | None = None
+    # pass@k default when neither the caller nor training.yaml's eval: says: () -> (n,
+    # temperature of the samples); None: one answer per task
+    eval_n_best: Callable[[], tuple[int, float]] | None = None
+    eval_group_label: str = "group"  # what the per-group table of an evaluation calls a group
+    # the tools a training run on this family's rows records in its system.json, by name
+    # (dafny: the verifier's version); None: none beyond the Python stack
+    tool_versions: Callable[[], dict[str, str | None]] | None = None
 
     def __post_init__(self) -> None:
         for model, needed in (

@@ -67,7 +67,7 @@ class DafnyConfig(StrictConfig):
 
 
 def eval_n_best() -> tuple[int, float]:
-    """The family's n-best default for evaluation (`Family.extra["eval_n_best"]`)."""
+    """The family's n-best default for evaluation (`Family.eval_n_best`)."""
     cfg = load_dafny_config().eval
     return cfg.n_best, cfg.temperature
 

@@ -11,6 +11,7 @@ from verilearn_assets.dafny.corpus.coverage import LAKE as COVERAGE_LAKE
 from verilearn_assets.dafny.corpus.coverage import DafnyCoverageRow
 from verilearn_assets.dafny.grpo import grpo_pass_rates, grpo_task
 from verilearn_assets.dafny.records import DafnyTask, DafnyTrajectory
+from verilearn_assets.dafny.run_info import tool_versions
 from verilearn_assets.dafny.sft import sft_rows
 
 
@@ -67,9 +68,10 @@ FAMILY = Family(
     task_columns=("role", "name", "status", "input_status", "mutation"),
     rollout_columns=("role", "status", "failure_bucket", "reward", "latency_ms"),
     extra={
-        "eval_n_best": eval_n_best,  # configs/dafny.yaml eval: n_best, temperature
-        "lake_models": {COVERAGE_LAKE: DafnyCoverageRow},  # corpus coverage (corpus/coverage.py)
+        "lake_models": {COVERAGE_LAKE: DafnyCoverageRow},  # corpus coverage (coverage.py)
     },
     # writer, annotator, writer_cascade, annotator_frozen_writer (+ eval role cascade)
     grpo=grpo_task(pass_rates=pass_rates),
+    eval_n_best=eval_n_best,  # configs/dafny.yaml eval: n_best, temperature
+    tool_versions=tool_versions,  # a run on Dafny rows records the verifier's version
 )

@@ -21,8 +21,8 @@ import os
 import platform
 import re
 import secrets
-import subprocess
 import sys
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
@@ -32,6 +32,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, Field
 
+from verilearn_assets.core.family import Family
 from verilearn_assets.training.config import REPO_ROOT, TrainingConfig
 
 _RUN_ID = re.compile(r"[A-Za-z0-9_\-]+")
@@ -113,19 +114,9 @@ def vllm_version(repo: Path = REPO_ROOT) -> str | None:
     return _version("vllm")
 
 
-def dafny_version() -> str | None:
-    try:
-        out = subprocess.run(
-            ["dafny", "/version"], capture_output=True, text=True, timeout=30, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    m = re.search(r"Dafny\s+([0-9][0-9.]*)", out.stdout + out.stderr)
-    return m.group(1) if m else None
-
-
-def system_info(*, dafny: bool = False) -> dict[str, Any]:
-    """Software and hardware a run used; torch is imported only if already installed."""
+def system_info(tools: Mapping[str, str | None] | None = None) -> dict[str, Any]:
+    """Software and hardware a run used; torch is imported only if already installed.
+    `tools`: the versions of the tools the run's families use (`tool_versions`)."""
     info: dict[str, Any] = {
         "python": sys.version.split()[0],
         "platform": platform.platform(),
@@ -149,9 +140,17 @@ def system_info(*, dafny: bool = False) -> dict[str, Any]:
         info["torch_threads"] = torch.get_num_threads()
     except ImportError:
         info["device"] = "unknown"
-    if dafny:
-        info["dafny"] = dafny_version()
+    info.update(tools or {})
     return info
+
+
+def tool_versions(fams: Iterable[Family]) -> dict[str, str | None]:
+    """The tools the families of a run record in system.json (`Family.tool_versions`)."""
+    out: dict[str, str | None] = {}
+    for fam in fams:
+        if fam.tool_versions is not None:
+            out.update(fam.tool_versions())
+    return out
 
 
 class MetricsWriter:
@@ -266,9 +265,9 @@ class RunDir:
         p.write_text(json.dumps(seeds, indent=2, sort_keys=True) + "\n")
         return p
 
-    def write_system(self, *, dafny: bool = False) -> Path:
+    def write_system(self, tools: Mapping[str, str | None] | None = None) -> Path:
         p = self.path / "system.json"
-        p.write_text(json.dumps(system_info(dafny=dafny), indent=2, sort_keys=True) + "\n")
+        p.write_text(json.dumps(system_info(tools), indent=2, sort_keys=True) + "\n")
         return p
 
     def write_result(self, result: RunResult) -> Path:

@@ -33,6 +33,7 @@ from verilearn_assets.core.config import (
 )
 from verilearn_assets.core.records import SOURCES, SPLITS
 from verilearn_assets.training.config import REPO_ROOT, TrainingConfig, load_training_config
+from verilearn_assets.training.families import default_family
 
 CARDS_DIR = REPO_ROOT / "configs" / "experiments"
 METRIC = re.compile(r"^pass([@^])([1-9][0-9]*)$")  # pass@k (any of k passes), pass^k (all k)
@@ -118,8 +119,8 @@ class EvaluationSpec(StrictConfig):
     """How every arm is evaluated: the same tasks, sampling and bounds for all."""
 
     splits: list[str] = Field(default_factory=lambda: ["test"], min_length=1)
-    family: str = "analysis"
-    role: str | None = None  # None: the family's first role ('default' for analysis)
+    family: str = Field(default_factory=default_family)  # the registry's first: analysis
+    role: str | None = None  # None: the family's first evaluation role ('default' for analysis)
     n: int = Field(default=1, ge=1)  # completions per task (pass@k for k <= n)
     # sampling temperature of all n completions (i.i.d. for pass@k); None: eval.temperature
     # for the verdict, eval.n_best_temperature for the others
@@ -325,14 +326,14 @@ def load_card(card: str | Path, base: TrainingConfig | None = None) -> Experimen
 def check_evaluation(ev: EvaluationSpec, path: Path) -> None:
     """The evaluated family is registered and has the role (as `verilearn eval` checks)."""
     from verilearn_assets.core.family import families
-    from verilearn_assets.training.eval_family import eval_roles
+    from verilearn_assets.training.eval.single_turn import eval_roles
 
     known = families()
     if ev.family not in known:
         raise ConfigError(
             f"{path}: field 'evaluation.family': {ev.family!r} unknown (known: {sorted(known)})"
         )
-    roles = ("default",) if ev.family == "analysis" else eval_roles(known[ev.family])
+    roles = eval_roles(known[ev.family])
     if ev.role is not None and ev.role not in roles:
         raise ConfigError(
             f"{path}: field 'evaluation.role': {ev.family} has roles {list(roles)}, not {ev.role!r}"

@@ -36,7 +36,7 @@ from pydantic import BaseModel, Field
 from verilearn_assets.core import lake
 from verilearn_assets.core.eval_records import ModelEvalRecord
 from verilearn_assets.training.config import TrainingConfig
-from verilearn_assets.training.eval_config import EvalSettings
+from verilearn_assets.training.eval.config import EvalSettings
 from verilearn_assets.training.experiments.card import (
     ArmSpec,
     ExperimentCard,
@@ -176,10 +176,10 @@ def train_stage(
             progress(arm, f"{stage} step {step}/{total} loss {logs['loss']:.4f}")
 
     if stage == "sft":
-        from verilearn_assets.training.sft import train_sft
+        from verilearn_assets.training.sft.trainer import train_sft
 
         return train_sft(config, home, max_steps=max_steps, progress=report, evidence=evidence)
-    from verilearn_assets.training.grpo import train_grpo
+    from verilearn_assets.training.grpo.trainer import train_grpo
 
     return train_grpo(
         config,
@@ -204,12 +204,11 @@ def eval_settings(card: ExperimentCard, base: EvalSettings, limit: int | None) -
 
 
 def eval_role(family: str, role: str | None) -> str:
-    if family == "analysis":
-        return role or "default"
+    """The role an arm is evaluated in: the card's, else the family's first evaluation role."""
     if role is not None:
         return role
     from verilearn_assets.core.family import families
-    from verilearn_assets.training.eval_family import eval_roles
+    from verilearn_assets.training.eval.single_turn import eval_roles
 
     return eval_roles(families()[family])[0]
 
@@ -227,7 +226,9 @@ def evaluate_arm(
 ) -> None:
     """Serve the arm's model once and evaluate it on every split not yet recorded."""
     from verilearn_assets.core.llm.config import load_vllm_config
-    from verilearn_assets.training.evaluate import evaluate_model, resolve_model, serving
+    from verilearn_assets.training.eval.evaluator import evaluate_model
+    from verilearn_assets.training.eval.request import EvalRequest
+    from verilearn_assets.training.eval.serving import resolve_model, serving
 
     todo = [s for s in splits if s not in state.evaluated]
     if not todo:
@@ -238,13 +239,15 @@ def evaluate_arm(
             if progress is not None:
                 progress(arm, f"evaluating {model} on {card.evaluation.family}/{role} [{split}]")
             result = evaluate_model(
-                model,
-                split,
-                home,
-                settings=settings,
-                family=card.evaluation.family,
-                role=role,
-                served=served,
+                EvalRequest(
+                    model=model,
+                    split=split,
+                    home=home,
+                    settings=settings,
+                    family=card.evaluation.family,
+                    role=role,
+                    served=served,
+                )
             )
             if result.errors:
                 raise RuntimeError(

@@ -20,13 +20,13 @@ from typing import Any
 import numpy as np
 
 from verilearn_assets.core.eval_records import ModelEvalRecord
+from verilearn_assets.training.eval.pass_at_k import pass_at_k, pass_hat_k, record_counts
 from verilearn_assets.training.experiments.card import (
     Cell,
     ExperimentCard,
     SuccessCriterion,
     parse_metric,
 )
-from verilearn_assets.training.pass_at_k import pass_at_k, pass_hat_k, record_counts
 
 GROUPINGS = ("all", "family", "source", "template")
 

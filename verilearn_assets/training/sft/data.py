@@ -28,7 +28,7 @@ from typing import Any
 
 from verilearn_assets.core import lake
 from verilearn_assets.core.family import SftRow
-from verilearn_assets.training.config import MixtureSettings, SftSettings
+from verilearn_assets.training.sft.config import MixtureSettings, SftSettings
 
 SFT_ASSET = "sft_dataset"
 

@@ -34,9 +34,9 @@ from verilearn_assets.gate.adapter import (
     gate_failures,
 )
 from verilearn_assets.training.config import TrainingConfig, load_training_config
-from verilearn_assets.training.grpo import resolve_family, train_grpo
+from verilearn_assets.training.grpo.trainer import resolve_family, train_grpo
 from verilearn_assets.training.run_dir import TrainRun
-from verilearn_assets.training.sft_assets import (
+from verilearn_assets.training.sft.assets import (
     gate_evidence,
     sft_gate_reasons,
     sft_model,
@@ -77,12 +77,12 @@ def grpo_metadata(run: TrainRun) -> dict[str, object]:
             meta[key] = extra[key]
     meta["reward_weights"] = MetadataValue.json(extra.get("reward_weights", {}))
     meta["multi_turn"] = bool(extra.get("multi_turn", False))
-    if extra.get("prompt_budget"):  # single-turn prompts fitted to the window (grpo_budget.py)
+    if extra.get("prompt_budget"):  # single-turn prompts fitted to the window (grpo/budget.py)
         budget = extra["prompt_budget"]
         meta["prompts_compressed"] = budget["compressed"]
         meta["prompts_dropped_context_overflow"] = budget["dropped_context_overflow"]
         meta["prompt_budget"] = MetadataValue.json(budget)
-    if extra.get("rollouts_file"):  # multi-turn: every episode, readable (grpo_rollout.py)
+    if extra.get("rollouts_file"):  # multi-turn: every episode, readable (grpo/rollout.py)
         meta["rollouts"] = MetadataValue.path(str(extra["rollouts_file"]))
         meta["max_turns"] = extra.get("max_turns")
         meta["opening_overflows"] = extra.get("opening_overflows", 0)

@@ -50,12 +50,12 @@ from verilearn_assets.gate.adapter import (
     new_gate_run_id,
     record_evaluation,
 )
-from verilearn_assets.training.assets import sft_dataset
 from verilearn_assets.training.config import TrainingConfig, load_training_config
 from verilearn_assets.training.run_dir import GateEvidence, TrainRun
-from verilearn_assets.training.sft import train_sft
-from verilearn_assets.training.sft_data import SftDataMissing, load_sft_rows, sft_partition_dir
-from verilearn_assets.training.trainability import check_trainability
+from verilearn_assets.training.sft.data import SftDataMissing, load_sft_rows, sft_partition_dir
+from verilearn_assets.training.sft.dataset_assets import sft_dataset
+from verilearn_assets.training.sft.trainability import check_trainability
+from verilearn_assets.training.sft.trainer import train_sft
 
 
 @asset_check(

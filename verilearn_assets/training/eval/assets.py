@@ -1,7 +1,8 @@
 """Dagster wiring of evaluation: `model_eval`, partitioned by split, and `eval_job`.
 
 Thin: `evaluate_model` does the work (the CLI calls it too), for the configured family and
-role (analysis by default; any family with a GRPO hook). The asset refuses a trained model
+role (the first registered family by default; its contract says how it is run). The asset
+refuses a trained model
 whose run shows no gated training data, or whose `sft_dataset` partition (and, for a GRPO
 run, the family task partitions its prompts came from) does not pass the gate in this
 instance now (`eval_gate_reasons`, which `verilearn eval` asks too); a model outside any
@@ -30,14 +31,12 @@ from verilearn_assets.core.deploy import op_tags_for
 from verilearn_assets.core.partitions import SPLIT, partition_key
 from verilearn_assets.gate.adapter import all_blocking_check_keys, gate_failures
 from verilearn_assets.training.config import TrainingConfig, load_training_config
-from verilearn_assets.training.evaluate import (
-    UngatedModel,
-    evaluate_model,
-    gate_evidence,
-    resolve_model,
-)
+from verilearn_assets.training.eval.evaluator import evaluate_model
+from verilearn_assets.training.eval.evidence import UngatedModel, gate_evidence
+from verilearn_assets.training.eval.request import EvalRequest
+from verilearn_assets.training.eval.serving import resolve_model
 from verilearn_assets.training.run_dir import GateEvidence
-from verilearn_assets.training.sft_assets import sft_gate_reasons
+from verilearn_assets.training.sft.assets import sft_gate_reasons
 
 
 def eval_gate_reasons(
@@ -67,7 +66,7 @@ class ModelEvalConfig(Config):
     model: str | None = None  # model dir or served name; default: training.yaml's base_model
     limit: int | None = None  # overrides eval.limit
     question_ids: list[str] | None = None  # only these questions (tasks) of the split
-    family: str = "analysis"  # any registered family with a grpo hook
+    family: str | None = None  # a registered family; None: the first (analysis)
     role: str = "default"  # dafny: writer or annotator
     config_path: str | None = None  # a training.yaml; default configs/training.yaml
 
@@ -103,23 +102,25 @@ def model_eval(
                 "does not pass the gate: " + "; ".join(reasons)
             )
     result = evaluate_model(
-        model,
-        split,
-        home.dir(),
-        limit=config.limit,
-        question_ids=config.question_ids,
-        settings=training.eval,
-        progress=lambda done, total: context.log.info(f"{done}/{total} tasks"),
-        family=config.family,
-        role=config.role,
+        EvalRequest(
+            model=model,
+            split=split,
+            home=home.dir(),
+            limit=config.limit,
+            task_ids=config.question_ids,
+            settings=training.eval,
+            progress=lambda done, total: context.log.info(f"{done}/{total} tasks"),
+            family=config.family,
+            role=config.role,
+        )
     )
     summary = result.summary()
-    context.log.info(f"{mut.name} on {config.family}/{config.role} [{split}]: {summary}")
+    context.log.info(f"{mut.name} on {result.family}/{result.role} [{split}]: {summary}")
     return MaterializeResult(
         metadata={
             "model": mut.name,
-            "family": config.family,
-            "role": config.role,
+            "family": result.family,
+            "role": result.role,
             "baseline": evidence is None,
             "questions": result.n,
             "passed": result.n_passed,

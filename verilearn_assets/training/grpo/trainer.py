@@ -13,38 +13,17 @@ same batch; `RewardBank` scores a batch once and hands each function its column.
 `multi_turn: true` trains the agent the family evaluates instead: the family's
 `GrpoTask.environment` (analysis: the student loop in the sandbox) answers each reply
 until the episode ends or `max_turns`, through TRL's `rollout_func` (why not TRL's tool
-loop: `training/grpo_rollout.py`); the environment's messages carry no loss, and the
+loop: `training/grpo/rollout.py`); the environment's messages carry no loss, and the
 episode's score is the reward. Every rollout lands in the run's `rollouts.jsonl`.
 
 Single-turn prompts are fitted to `grpo.window - max_completion_length` by the context
-budget before training (`training/grpo_budget.py`): compressed the family's way, or
+budget before training (`training/grpo/budget.py`): compressed the family's way, or
 dropped as `context_overflow`; `result.json`'s `prompt_budget` counts both. Multi-turn
 openings come from the family's environment: one over the same room ends its episode as
 `context_overflow` without generating (`opening_overflows`), and the turns after it
-share one `max_completion_length` (`grpo_rollout.py`).
+share one `max_completion_length` (`grpo/rollout.py`).
 
-Defaults (`grpo:` in configs/training.yaml) and why:
-- `num_generations: 4` — the group the advantage is normalised over. Four is the smallest
-  group where one success among failures gives a clear signal, and it keeps a CPU step
-  affordable; raise to 8–16 on a GPU.
-- `beta: 0.04` — a KL pull toward the SFT model (the reference). The SFT model is what
-  writes well-formed cells; without the pull a policy chasing a sparse binary reward
-  drifts from that format first. TRL's own default is 0; we keep the KL on (and logged).
-- `loss_type: dapo` with `scale_rewards: group` — token-level normalisation over the
-  batch's active tokens, without the length bias of the original per-sequence GRPO mean.
-- `partial_credit: true` — train on the capped partial reward (never more than a correct
-  answer); the binary outcome is logged beside it with weight 0, so the pass-rate curve
-  is always there. `process_reward: false`: the ORM-vs-PRM experiment turns it on.
-- `temperature: 1.0`, `top_p: 1.0` — sample from the policy as it is: group variance is
-  what GRPO learns from, and truncating the distribution shrinks it.
-- `learning_rate: 1e-5`, full weights — RL updates are small corrections of the SFT model.
-  `lora: true` trains a LoRA adapter instead (the `sft:` rank/alpha/targets) for models
-  too large to copy: the reference is then the policy with the adapter switched off.
-- `curriculum: none` — shuffled prompts; `easy_to_hard` orders by the family's difficulty,
-  `pass_rate` by the stored pass rate per template (highest first); both turn shuffling
-  off so the order is kept.
-- `start_from: sft` — the latest successful SFT run (`runs/sft-*/result.json`); without one
-  it refuses unless `allow_base_fallback` (tests and smoke runs on the tiny model).
+Defaults and the reason for each: `grpo/config.py` (`GrpoSettings`).
 
 Gate evidence (`result.json`'s `evidence`, which `model_eval` requires): a GRPO model holds
 the SFT run's rows and then what RL learned from the family's tasks. So it inherits the
@@ -61,7 +40,7 @@ are logged again), and reaches the weights an uninterrupted run reaches (test).
 
 Stop sequences: the family's `GrpoTask.stop()` (dafny: configs/dafny_prompts.yaml's, the
 ones evaluation sends) end every sampled completion, in the loss mask and in what the
-scorer sees (`training/grpo_stop.py`).
+scorer sees (`training/grpo/stop.py`).
 
 Device and precision come from training.yaml `device`/`dtype`/`device_map`
 (`training/device.py`): on this CPU `bf16=False, use_cpu=True` (TRL turns bf16 on by
@@ -81,18 +60,18 @@ from pathlib import Path
 from typing import Any
 
 from verilearn_assets.core import lake
-from verilearn_assets.core.family import Family, GrpoEnvOptions, GrpoScorer
+from verilearn_assets.core.family import Family, GrpoEnvOptions, GrpoScorer, GrpoTask
 from verilearn_assets.core.family import family as family_by_name
 from verilearn_assets.core.llm.fit import ContextBudget
 from verilearn_assets.core.llm.tokens import HfChatCounter
 from verilearn_assets.core.records import SOURCES, Record
 from verilearn_assets.training.config import TrainingConfig, load_training_config
 from verilearn_assets.training.device import Placement, placement, trainer_placement
-from verilearn_assets.training.eval_family import family_stop
-from verilearn_assets.training.grpo_budget import PromptBudgetReport, fit_prompts
-from verilearn_assets.training.grpo_config import GrpoSettings
-from verilearn_assets.training.grpo_rollout import MultiTurnRollout, TurnGenerator, unique_prompts
-from verilearn_assets.training.grpo_stop import stopping_trainer, text_before_stop
+from verilearn_assets.training.eval.single_turn import family_stop
+from verilearn_assets.training.grpo.budget import PromptBudgetReport, fit_prompts
+from verilearn_assets.training.grpo.config import GrpoSettings
+from verilearn_assets.training.grpo.rollout import MultiTurnRollout, TurnGenerator, unique_prompts
+from verilearn_assets.training.grpo.stop import stopping_trainer, text_before_stop
 from verilearn_assets.training.run_dir import (
     GateEvidence,
     RunDir,
@@ -100,6 +79,7 @@ from verilearn_assets.training.run_dir import (
     TrainRun,
     metrics_callback,
     read_metrics,
+    tool_versions,
 )
 
 Progress = Callable[[int, int, dict[str, Any]], None]
@@ -330,34 +310,42 @@ def resumable_run(
     return run, checkpoint
 
 
-def train_grpo(
-    config: TrainingConfig,
-    home: Path | str | None = None,
-    *,
-    family: Family | str | None = None,
-    role: str | None = None,
-    max_steps: int | None = None,
-    progress: Progress | None = None,
-    run_kind: str = "grpo",
-    turn_generator: TurnGenerator | None = None,
-    evidence: GateEvidence | None = None,
-    resume: str | Path | None = None,
-) -> TrainRun:
-    """One GRPO run on `config.split`'s accepted tasks of one family and role (module doc).
+@dataclasses.dataclass
+class GrpoData:
+    """What one GRPO run trains on: the family's hook, the role, the reward weights, the
+    split's tasks and their prompt rows (ordered by the curriculum, fitted to the window)."""
 
-    `family`/`role` override `grpo.family`/`grpo.role`; `max_steps` overrides
-    `grpo.max_steps` (the CLI's `--max-steps`). Writes a RunDir with metrics.jsonl (loss,
-    reward mean/std, per-reward mean/std, KL, ...), reward/loss/KL plots and result.json
-    (multi-turn: also rollouts.jsonl). `turn_generator` writes the assistant turns of
-    multi-turn rollouts instead of the policy (tests script what a model says).
-    `evidence` is the `sft_dataset` gate evidence the caller checked (asset, CLI); it is
-    used only when training starts from the base model (`grpo_evidence`).
-    """
-    home = Path(home) if home is not None else lake.home()
-    resumed: tuple[RunDir, Path] | None = None
-    if resume is not None:
-        resumed = resumable_run(config, home, resume, run_kind)
-        config = load_training_config(resumed[0].path / "config.yaml")
+    fam: Family
+    grpo: GrpoTask
+    role: str
+    weights: dict[str, float]
+    tasks: list[Record]
+    rows: list[dict[str, Any]]
+    window: int = 0
+    duplicates: int = 0  # multi-turn: prompts dropped as repeats of an earlier one
+    prompt_budget: PromptBudgetReport | None = None  # single-turn: compressed / dropped
+
+
+@dataclasses.dataclass
+class Rewards:
+    """The reward functions TRL calls and what they hold open (closed after training)."""
+
+    funcs: list[Callable[..., list[float]]]
+    closer: Any  # the scorer or the environment
+    bank: RewardBank | None = None  # single-turn
+    rollout: MultiTurnRollout | None = None  # multi-turn
+    max_turns: int | None = None
+
+    @property
+    def batches(self) -> int:
+        return self.bank.batches if self.bank else self.rollout.batches if self.rollout else 0
+
+
+def family_and_rewards(
+    config: TrainingConfig, family: Family | str | None, role: str | None
+) -> tuple[Family, GrpoTask, str, dict[str, float]]:
+    """Step 1: the family (`family`, else `grpo.family`), its role (`role`, else
+    `grpo.role`, else its first) and the reward weights, each checked against its hook."""
     g = config.grpo
     fam = resolve_family(family, g)
     grpo = fam.grpo
@@ -372,7 +360,20 @@ def train_grpo(
             f"grpo: family {fam.name!r} provides rewards {list(grpo.rewards)}, not {missing} "
             "(process_reward needs a family with a `process` reward)"
         )
+    return fam, grpo, role, weights
 
+
+def prompt_data(
+    config: TrainingConfig,
+    home: Path,
+    fam: Family,
+    grpo: GrpoTask,
+    role: str,
+    weights: dict[str, float],
+) -> GrpoData:
+    """Step 2: the split's accepted tasks and their prompt rows in curriculum order
+    (multi-turn: unique prompts, the first `max_tasks`); raises `NoGrpoTasks` when none."""
+    g = config.grpo
     tasks = load_tasks(fam, home, config.split, g.sources)
     rows = grpo.prompts(home, tasks, role)
     rates = (
@@ -391,37 +392,56 @@ def train_grpo(
                 "(GrpoTask.environment is None); set grpo.multi_turn: false"
             )
         rows, duplicates = unique_prompts(rows[: g.max_tasks])
-    where = f"grpo: family {fam.name!r} role {role!r} split {config.split!r}"
     if not rows:
         raise NoGrpoTasks(
-            f"{where}: no accepted task "
+            f"{_where(config, fam, role)}: no accepted task "
             f"({len(tasks)} task records in sources {g.sources or list(SOURCES)})"
         )
+    return GrpoData(fam, grpo, role, weights, tasks, rows, duplicates=duplicates)
 
-    start = resolve_start(config, home)
+
+def _where(config: TrainingConfig, fam: Family, role: str) -> str:
+    return f"grpo: family {fam.name!r} role {role!r} split {config.split!r}"
+
+
+def fit_to_window(config: TrainingConfig, home: Path, start: StartModel, data: GrpoData) -> None:
+    """Step 4: the window (`grpo.window`, else `sft.max_seq_length`); single-turn prompts
+    fitted to it by the context budget (compressed the family's way, or dropped and
+    counted), then the first `max_tasks`. Multi-turn openings are the environment's."""
+    g = config.grpo
     window = g.window or config.sft.max_seq_length
     if window <= g.max_completion_length:
         raise ValueError(
             f"grpo.window {window} leaves no room for a prompt beside "
             f"max_completion_length {g.max_completion_length}"
         )
-    prompt_budget: PromptBudgetReport | None = None
-    if not g.multi_turn:  # multi-turn openings are the environment's (grpo_rollout.py)
-        budget = ContextBudget(
-            window, g.max_completion_length, HfChatCounter(start.path), window_source="grpo"
+    data.window = window
+    if g.multi_turn:  # multi-turn openings are the environment's (grpo/rollout.py)
+        return
+    budget = ContextBudget(
+        window, g.max_completion_length, HfChatCounter(start.path), window_source="grpo"
+    )
+    segments = data.grpo.prompt_segments
+    segmenter = functools.partial(segments, home, data.tasks) if segments else None
+    rows, data.prompt_budget = fit_prompts(data.rows, budget, segmenter)
+    if not rows:
+        raise NoGrpoTasks(
+            f"{_where(config, data.fam, data.role)}: every prompt overflows the window even "
+            f"compressed ({len(data.prompt_budget.overflow_ids)} dropped as context_overflow; "
+            f"window {window} minus max_completion_length {g.max_completion_length})"
         )
-        segmenter = (
-            functools.partial(grpo.prompt_segments, home, tasks) if grpo.prompt_segments else None
-        )
-        rows, prompt_budget = fit_prompts(rows, budget, segmenter)
-        if not rows:
-            raise NoGrpoTasks(
-                f"{where}: every prompt overflows the window even compressed "
-                f"({len(prompt_budget.overflow_ids)} dropped as context_overflow; "
-                f"window {window} minus max_completion_length {g.max_completion_length})"
-            )
-        rows = rows[: g.max_tasks]
-    checkpoint: Path | None = None
+    data.rows = rows[: g.max_tasks]
+
+
+def open_run(
+    config: TrainingConfig,
+    home: Path,
+    run_kind: str,
+    fam: Family,
+    resumed: tuple[RunDir, Path] | None,
+) -> tuple[RunDir, Path | None]:
+    """Step 5: a new run directory (config, seeds, system), or the resumed one with its
+    metrics cut back to the checkpoint's step (they are logged again)."""
     if resumed is not None:
         run, checkpoint = resumed
         step = int(checkpoint.name.rsplit("-", 1)[1])
@@ -432,60 +452,61 @@ def train_grpo(
             checkpoint,
             dropped,
         )
-    else:
-        run = RunDir.create(config, home, run_kind)
-        run.write_config(config)
-        run.write_seeds(seed=g.seed, data_seed=g.seed, sampling_seed=g.seed)
-        run.write_system(dafny=fam.name == "dafny")
-    steps = max_steps if max_steps is not None else g.max_steps
+        return run, checkpoint
+    g = config.grpo
+    run = RunDir.create(config, home, run_kind)
+    run.write_config(config)
+    run.write_seeds(seed=g.seed, data_seed=g.seed, sampling_seed=g.seed)
+    run.write_system(tool_versions([fam]))
+    return run, None
 
-    rollout: MultiTurnRollout | None = None
-    bank: RewardBank | None = None
-    max_turns: int | None = None
-    if g.multi_turn:
-        assert grpo.environment is not None
-        # a generation batch is per_device_train_batch_size × steps_per_generation (TRL's
-        # default: gradient_accumulation_steps), and all its episodes are open at once
-        open_episodes = g.per_device_train_batch_size * g.gradient_accumulation_steps
-        max_turns = g.max_turns if g.max_turns is not None else config.eval.max_turns
-        env = grpo.environment(home, tasks, role, GrpoEnvOptions(max_turns, open_episodes))
-        rollout = MultiTurnRollout(
-            env,
-            rows,
-            g.max_completion_length,
-            run.path / "rollouts.jsonl",
-            turn_generator,
-            window=window,
-        )
-        funcs = [rollout.reward_function(n, first=i == 0) for i, n in enumerate(weights)]
-        closer: Any = env
-    else:
-        scorer = grpo.scorer(home, tasks, role)
-        bank = RewardBank(scorer, list(weights), family_stop(fam))
-        funcs = [bank.function(n) for n in weights]
-        closer = scorer
-    with _cpu_threads(g.cpu_threads):
-        try:
-            trainer = _trainer(
-                config, start, rows, funcs, weights, run, steps, progress, rollout, family_stop(fam)
-            )
-            placed = trainer_placement(trainer)
-            started = time.monotonic()
-            out = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
-            seconds = time.monotonic() - started
-        finally:
-            closer.close()
 
-    model_dir = run.model_dir
+def reward_functions(
+    config: TrainingConfig,
+    home: Path,
+    data: GrpoData,
+    run: RunDir,
+    turn_generator: TurnGenerator | None,
+) -> Rewards:
+    """Step 6: one reward function per weighted reward. Single-turn: the family's scorer
+    behind a `RewardBank` (one scoring per batch); multi-turn: the family's environment
+    behind TRL's `rollout_func` (`MultiTurnRollout`), the episode's score the reward."""
+    g = config.grpo
+    grpo = data.grpo
+    if not g.multi_turn:
+        scorer = grpo.scorer(home, data.tasks, data.role)
+        bank = RewardBank(scorer, list(data.weights), family_stop(data.fam))
+        return Rewards([bank.function(n) for n in data.weights], scorer, bank=bank)
+    assert grpo.environment is not None
+    # a generation batch is per_device_train_batch_size × steps_per_generation (TRL's
+    # default: gradient_accumulation_steps), and all its episodes are open at once
+    open_episodes = g.per_device_train_batch_size * g.gradient_accumulation_steps
+    max_turns = g.max_turns if g.max_turns is not None else config.eval.max_turns
+    env = grpo.environment(home, data.tasks, data.role, GrpoEnvOptions(max_turns, open_episodes))
+    rollout = MultiTurnRollout(
+        env,
+        data.rows,
+        g.max_completion_length,
+        run.path / "rollouts.jsonl",
+        turn_generator,
+        window=data.window,
+    )
+    funcs = [rollout.reward_function(n, first=i == 0) for i, n in enumerate(data.weights)]
+    return Rewards(funcs, env, rollout=rollout, max_turns=max_turns)
+
+
+def save_policy(config: TrainingConfig, trainer: Any, model_dir: Path) -> None:
+    """Step 8: the trained policy (LoRA merged in) and its tokenizer, when `save_model`."""
+    g = config.grpo
     if g.save_model:
         policy = trainer.model.merge_and_unload() if g.lora else trainer.model
         policy.save_pretrained(str(model_dir))
         trainer.processing_class.save_pretrained(str(model_dir))
-    metrics = read_metrics(run.metrics_path)
-    losses = [float(m["loss"]) for m in metrics if isinstance(m.get("loss"), int | float)]
-    final = losses[-1] if losses else _finite(out.training_loss)
+
+
+def grpo_plots(run: RunDir, weights: dict[str, float]) -> list[Path]:
     reward_keys = ["reward"] + [f"rewards/{n}/mean" for n in weights]
-    plots = [
+    return [
         p
         for p in (
             run.plot(["loss"], "loss", f"GRPO loss — {run.run_id}"),
@@ -494,53 +515,148 @@ def train_grpo(
         )
         if p is not None
     ]
-    result = RunResult(
+
+
+def grpo_result(
+    config: TrainingConfig,
+    run: RunDir,
+    run_kind: str,
+    start: StartModel,
+    data: GrpoData,
+    rewards: Rewards,
+    out: Any,
+    final: float | None,
+    seconds: float,
+    placed: dict[str, Any],
+    evidence: GateEvidence | None,
+) -> RunResult:
+    """Step 9: result.json's record of the run (what `model_eval` reads its evidence from)."""
+    g = config.grpo
+    rollout = rewards.rollout
+    return RunResult(
         run_id=run.run_id,
         kind=run_kind,
-        model_dir=str(model_dir),
+        model_dir=str(run.model_dir),
         merged=True,
         base_model=str(start.path),
         steps=int(out.global_step),
         final_loss=final,
         train_seconds=round(seconds, 3),
-        evidence=grpo_evidence(start, evidence, fam.name, config.split, tasks, rows),
+        evidence=grpo_evidence(start, evidence, data.fam.name, config.split, data.tasks, data.rows),
         extra={
-            "family": fam.name,
-            "role": role,
+            "family": data.fam.name,
+            "role": data.role,
             "start": start.kind,
             "sft_run_id": start.sft_run_id,
-            "tasks": len(rows),
-            "reward_weights": weights,
+            "tasks": len(data.rows),
+            "reward_weights": data.weights,
             "curriculum": g.curriculum,
             "lora": g.lora,
-            "scored_batches": bank.batches if bank else rollout.batches if rollout else 0,
-            "task_order": [r["task_id"] for r in rows],
+            "scored_batches": rewards.batches,
+            "task_order": [r["task_id"] for r in data.rows],
             "multi_turn": g.multi_turn,
             "placement": placed,
-            **({"prompt_budget": prompt_budget.summary()} if prompt_budget else {}),
+            **({"prompt_budget": data.prompt_budget.summary()} if data.prompt_budget else {}),
             **(
                 {
-                    "max_turns": max_turns,
+                    "max_turns": rewards.max_turns,
                     "rollouts": rollout.rollouts,
                     "opening_overflows": rollout.opening_overflows,
                     "rollouts_file": str(rollout.record_path),
-                    "duplicate_prompts_dropped": duplicates,
+                    "duplicate_prompts_dropped": data.duplicates,
                 }
                 if rollout
                 else {}
             ),
         },
     )
+
+
+def train_grpo(
+    config: TrainingConfig,
+    home: Path | str | None = None,
+    *,
+    family: Family | str | None = None,
+    role: str | None = None,
+    max_steps: int | None = None,
+    progress: Progress | None = None,
+    run_kind: str = "grpo",
+    turn_generator: TurnGenerator | None = None,
+    evidence: GateEvidence | None = None,
+    resume: str | Path | None = None,
+) -> TrainRun:
+    """One GRPO run on `config.split`'s accepted tasks of one family and role (module doc):
+
+    0. a resumed run reloads its own config.yaml (`resume`: latest or a run id);
+    1. the family, role and reward weights (`family_and_rewards`);
+    2. the tasks and their prompt rows in curriculum order (`prompt_data`);
+    3. the start model: the latest SFT run, else the base model if allowed (`resolve_start`);
+    4. the prompts fitted to the window (`fit_to_window`);
+    5. the run directory (`open_run`);
+    6. the reward functions over the family's scorer or environment (`reward_functions`);
+    7. TRL's GRPOTrainer trains (`_trainer`), the scorer or environment closed after;
+    8. the policy saved (`save_policy`);
+    9. plots and result.json with the gate evidence (`grpo_result`).
+
+    `family`/`role` override `grpo.family`/`grpo.role`; `max_steps` overrides
+    `grpo.max_steps` (the CLI's `--max-steps`). Writes a RunDir with metrics.jsonl (loss,
+    reward mean/std, per-reward mean/std, KL, ...), reward/loss/KL plots and result.json
+    (multi-turn: also rollouts.jsonl). `turn_generator` writes the assistant turns of
+    multi-turn rollouts instead of the policy (tests script what a model says).
+    `evidence` is the `sft_dataset` gate evidence the caller checked (asset, CLI); it is
+    used only when training starts from the base model (`grpo_evidence`).
+    """
+    home = Path(home) if home is not None else lake.home()
+    resumed: tuple[RunDir, Path] | None = None
+    if resume is not None:
+        resumed = resumable_run(config, home, resume, run_kind)
+        config = load_training_config(resumed[0].path / "config.yaml")
+    g = config.grpo
+    fam, grpo, role, weights = family_and_rewards(config, family, role)
+    data = prompt_data(config, home, fam, grpo, role, weights)
+    start = resolve_start(config, home)
+    fit_to_window(config, home, start, data)
+    run, checkpoint = open_run(config, home, run_kind, fam, resumed)
+    steps = max_steps if max_steps is not None else g.max_steps
+    rewards = reward_functions(config, home, data, run, turn_generator)
+    with _cpu_threads(g.cpu_threads):
+        try:
+            trainer = _trainer(
+                config,
+                start,
+                data.rows,
+                rewards.funcs,
+                data.weights,
+                run,
+                steps,
+                progress,
+                rewards.rollout,
+                family_stop(fam),
+            )
+            placed = trainer_placement(trainer)
+            started = time.monotonic()
+            out = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+            seconds = time.monotonic() - started
+        finally:
+            rewards.closer.close()
+    save_policy(config, trainer, run.model_dir)
+    metrics = read_metrics(run.metrics_path)
+    losses = [float(m["loss"]) for m in metrics if isinstance(m.get("loss"), int | float)]
+    final = losses[-1] if losses else _finite(out.training_loss)
+    plots = grpo_plots(run, data.weights)
+    result = grpo_result(
+        config, run, run_kind, start, data, rewards, out, final, seconds, placed, evidence
+    )
     run.write_result(result)
     return TrainRun(
         run_id=run.run_id,
         run_dir=run.path,
-        model_dir=model_dir,
+        model_dir=run.model_dir,
         merged=True,
         steps=int(out.global_step),
         final_loss=final,
         losses=losses,
-        rows_used=len(rows),
+        rows_used=len(data.rows),
         plots=plots,
         result=result,
     )
@@ -583,7 +699,7 @@ def _trainer(
     from transformers import PrinterCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    from verilearn_assets.training.trainability import lora_config
+    from verilearn_assets.training.sft.trainability import lora_config
 
     g = config.grpo
     torch.manual_seed(g.seed)

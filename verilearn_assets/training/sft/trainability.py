@@ -32,8 +32,9 @@ from pydantic import BaseModel, Field
 
 from verilearn_assets.core.family import SftRow
 from verilearn_assets.core.llm.fit import ContextBudget
-from verilearn_assets.training.config import SftSettings, TrainingConfig
-from verilearn_assets.training.sft_data import chat_messages
+from verilearn_assets.training.config import TrainingConfig
+from verilearn_assets.training.sft.config import SftSettings
+from verilearn_assets.training.sft.data import chat_messages
 
 _LISTED = 20  # ids listed per category in the report
 

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from verilearn_assets.core.family import GrpoEnvironment, GrpoEpisode
-from verilearn_assets.training.grpo_stop import cut_ids_at_stop, text_before_stop
+from verilearn_assets.training.grpo.stop import cut_ids_at_stop, text_before_stop
 
 
 class TurnGenerator(Protocol):

@@ -32,7 +32,7 @@ scorer gives one (`verifier_log`, `verifier_errors`), and a unified diff of what
 The record's `extra` holds the scalar score keys (logs and texts stay in the file),
 `n_best`, `n_best_passed`, `pass_at_n` and the file's path relative to the home. `n_best`
 comes from the caller, else `settings.n_best` (training.yaml `eval:`), else the family's
-default (`Family.extra["eval_n_best"]() -> (n, temperature)`, dafny: `eval:` in
+default (`Family.eval_n_best() -> (n, temperature)`, dafny: `eval:` in
 configs/dafny.yaml), else 1. A source with `sampled(k, temperature)` gives the k-th sample
 source (`VllmCompletions`: same server, sampled); one without answers again as it is.
 """
@@ -60,7 +60,10 @@ from verilearn_assets.core.llm.client import VllmClient, VllmContextOverflow
 from verilearn_assets.core.llm.config import VllmConfig, load_vllm_config
 from verilearn_assets.core.llm.fit import FAILURE_CLASS as CONTEXT_OVERFLOW
 from verilearn_assets.core.records import SOURCES, SPLITS, Record, content_hash
-from verilearn_assets.training.eval_config import EvalSettings
+from verilearn_assets.training.eval.config import EvalSettings
+from verilearn_assets.training.eval.request import EvalRequest
+from verilearn_assets.training.eval.result import EvalResult, write_eval_records
+from verilearn_assets.training.eval.serving import resolve_model, serving
 
 log = logging.getLogger(__name__)
 
@@ -187,7 +190,10 @@ def eval_chains(fam: Family) -> dict[str, EvalChain]:
 
 
 def eval_roles(fam: Family) -> tuple[str, ...]:
-    """Every role `verilearn eval --family` accepts for `fam`: its grpo roles, then chains."""
+    """Every role `verilearn eval --family` accepts for `fam`: the family's own list
+    (`Family.eval_roles`), else its grpo roles, then chains."""
+    if fam.eval_roles is not None:
+        return fam.eval_roles
     if fam.grpo is None:
         return ()
     return (*fam.grpo.roles, *(r for r in eval_chains(fam) if r not in fam.grpo.roles))
@@ -422,9 +428,8 @@ def resolve_n_best(
     """(n, sampling temperature of candidates 2..n): the caller's, else the settings', else
     the family's default, else (1, 1.0)."""
     fam_n, fam_t = 1, 1.0
-    default = fam.extra.get("eval_n_best")
-    if callable(default):
-        fam_n, fam_t = default()
+    if fam.eval_n_best is not None:
+        fam_n, fam_t = fam.eval_n_best()
     n = n_best or settings.n_best or fam_n
     t = temperature if temperature is not None else settings.n_best_temperature
     if n < 1:
@@ -480,48 +485,28 @@ def write_details(path: Path, entries: Sequence[dict[str, Any]]) -> Path:
 
 
 # --- the run ----------------------------------------------------------------------------------
-def evaluate_family(
-    model: str | Path,
-    split: str,
-    home: Path,
-    family_name: str,
-    role: str = "default",
-    *,
-    limit: int | None = None,
-    task_ids: Sequence[str] | None = None,
-    progress: Progress | None = None,
-    settings: EvalSettings | None = None,
-    vllm_cfg: VllmConfig | None = None,
-    served: VllmConfig | None = None,
-    source: CompletionSource | None = None,
-    n_best: int | None = None,
-    n_best_temperature: float | None = None,
-) -> Any:  # EvalResult (evaluate.py imports this module)
-    """Serve `model` (or use `served`, or the scripted `source`), answer every accepted task
-    of `family_name`/`role` in `split` (greedy: the verdict; plus `n_best - 1` samples),
-    score with the family's verifier, write one record per task to the lake and the n-best
-    details file, and return the `EvalResult`."""
-    from verilearn_assets.training.evaluate import (
-        EvalResult,
-        resolve_model,
-        serving,
-        write_eval_records,
-    )
-
-    home = Path(home)
-    settings = settings or EvalSettings()
-    fam = family(family_name)
-    mut = resolve_model(model)
-    n, temperature = resolve_n_best(fam, settings, n_best, n_best_temperature)
+def evaluate_family(request: EvalRequest) -> EvalResult:
+    """Serve `request.model` (or use `request.served`, or the scripted `request.source`),
+    answer every accepted task of the family/role in the split (greedy: the verdict; plus
+    `n_best - 1` samples), score with the family's verifier, write one record per task to
+    the lake and the n-best details file, and return the `EvalResult`."""
+    home = Path(request.home)
+    split, role, source = request.split, request.role, request.source
+    settings = request.settings
+    fam = family(request.family_name())
+    mut = resolve_model(request.model)
+    n, temperature = resolve_n_best(fam, settings, request.n_best, request.n_best_temperature)
     tasks, rows = family_rows(
-        home, fam, split, role, task_ids=task_ids, limit=limit or settings.limit
+        home, fam, split, role, task_ids=request.task_ids, limit=request.limit or settings.limit
     )
     candidates: list[tuple[list[Completion], list[dict[str, Any] | None]]] = []
     with contextlib.ExitStack() as stack:
         if source is None:
-            client_cfg = served or stack.enter_context(serving(mut, vllm_cfg or load_vllm_config()))
+            client_cfg = request.served or stack.enter_context(
+                serving(mut, request.vllm_cfg or load_vllm_config())
+            )
             source = VllmCompletions(client_cfg, settings, family_stop(fam))
-        candidates.append(answer_and_score(home, fam, role, tasks, rows, source, progress))
+        candidates.append(answer_and_score(home, fam, role, tasks, rows, source, request.progress))
         for k in range(1, n):
             sampled = getattr(source, "sampled", None)
             nth = sampled(k, temperature) if sampled is not None else source
@@ -558,4 +543,6 @@ def evaluate_family(
         )
     write_details(details, entries)
     path = write_eval_records(home, split, records)
-    return EvalResult(mut.name, split, records, path, family=fam.name, role=role)
+    return EvalResult(
+        mut.name, split, records, path, family=fam.name, role=role, group_label=fam.eval_group_label
+    )
