@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from verilearn_assets.core.ingest.archive import ArchiveError, directory_hash, extract_archive
-from verilearn_assets.core.ingest.catalog import ArchiveLimits
+from verilearn_assets.core.ingest.policy import ArchiveLimits
 
 LIMITS = ArchiveLimits()
 

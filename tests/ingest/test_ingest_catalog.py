@@ -171,7 +171,7 @@ def test_program_corpora_are_checked_and_carry_no_split(
 def test_program_corpora_join_from_an_untracked_local_catalog(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from verilearn_assets.core.ingest.corpora import program_corpora
+    from verilearn_assets.core.ingest.catalog import program_corpora
 
     _write(
         tmp_path,

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from ingest_servers import LoopbackServer, Route
 
-from verilearn_assets.core.ingest.catalog import DownloadPolicy
 from verilearn_assets.core.ingest.download import DownloadError, check_url, download
+from verilearn_assets.core.ingest.policy import DownloadPolicy
 
 SHA_ZERO = "0" * 64
 BODY = b"a,b\n1,2\n3,4\n"

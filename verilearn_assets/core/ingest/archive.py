@@ -20,7 +20,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from verilearn_assets.core.ingest.catalog import ArchiveLimits
+from verilearn_assets.core.ingest.policy import ArchiveLimits
 
 _RATIO_FLOOR = 1024 * 1024  # small members may compress well; only big ones can be bombs
 _CHUNK = 64 * 1024

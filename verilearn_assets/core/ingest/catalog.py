@@ -13,6 +13,7 @@ an error naming the file and the field.
 from __future__ import annotations
 
 import functools
+import os
 import re
 from pathlib import Path
 from typing import Annotated, Literal
@@ -20,13 +21,21 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator, model_validator
 
-from verilearn_assets.core.config import StrictConfig, config_dir, load_config
+from verilearn_assets.core.config import (
+    ConfigError,
+    StrictConfig,
+    config_dir,
+    load_config,
+    load_yaml_model,
+)
 from verilearn_assets.core.ingest.corpora import (
+    LOCAL_CATALOG_ENV,
     CorpusEntry,
     CorpusName,
     ProgramCorpusEntry,
     check_distinct,
 )
+from verilearn_assets.core.ingest.policy import MIB, ArchiveLimits, DownloadPolicy
 
 DatasetName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_\-]{0,63}$")]
 Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
@@ -36,8 +45,6 @@ TABLE_FORMATS = ("csv", "tsv", "txt", "csv.gz", "parquet")
 UrlFormat = Literal[
     "csv", "tsv", "txt", "csv.gz", "parquet", "zip", "tar", "tar.gz", "tar.bz2", "tar.xz"
 ]
-
-MIB = 1024 * 1024
 
 
 class SplitRatios(StrictConfig):
@@ -53,33 +60,6 @@ class SplitRatios(StrictConfig):
         if abs(total - 1.0) > 1e-6:
             raise ValueError(f"train + dev + test must add up to 1, got {total:g}")
         return self
-
-
-class DownloadPolicy(StrictConfig):
-    """What a URL source may reach. The defaults are the secure ones."""
-
-    allowed_schemes: list[Literal["https", "http"]] = Field(default_factory=lambda: ["https"])
-    # Test-only switch: lets a server on 127.0.0.0/8 or ::1 through. Never set in a catalog.
-    allow_loopback: bool = False
-    # RFC 1918 / unique-local mirrors on a private network. Link-local, multicast, reserved
-    # and unspecified addresses stay refused whatever this says.
-    allow_private: bool = False
-    max_bytes: int = Field(512 * MIB, gt=0)
-    connect_timeout_s: float = Field(10.0, gt=0)
-    read_timeout_s: float = Field(30.0, gt=0)
-    total_timeout_s: float = Field(600.0, gt=0)
-    max_redirects: int = Field(3, ge=0, le=10)
-    ca_bundle: str | None = None  # extra CA file (a corporate CA, a test server's cert)
-    user_agent: str = "verilearn-ingest/0.1"
-
-
-class ArchiveLimits(StrictConfig):
-    """Caps that stop decompression bombs before anything is written."""
-
-    max_members: int = Field(10_000, gt=0)
-    max_total_bytes: int = Field(2048 * MIB, gt=0)
-    max_member_bytes: int = Field(1024 * MIB, gt=0)
-    max_ratio: float = Field(200.0, gt=1)  # uncompressed / compressed
 
 
 class ReadOptions(StrictConfig):
@@ -269,3 +249,42 @@ def safe_table_name(raw: str) -> str:
     """A file stem turned into a table name that is safe as a path component."""
     name = re.sub(r"[^a-z0-9_\-]+", "_", raw.lower()).strip("_-")
     return name[:64] or "table"
+
+
+class LocalCatalog(StrictConfig):
+    """The untracked catalog `VERILEARN_LOCAL_CATALOG` names: program corpora only."""
+
+    programs: dict[CorpusName, ProgramCorpusEntry] = Field(default_factory=dict)
+
+
+def program_corpora(
+    family: str, directory: str | Path | None = None
+) -> dict[str, tuple[ProgramCorpusEntry, Path]]:
+    """The enabled `programs:` entries of `family`: name -> (entry, the catalog file it is
+    written in, which relative paths are read from). The tracked catalog's entries first,
+    then those of the untracked file `VERILEARN_LOCAL_CATALOG` names."""
+    catalog_file = Path(directory or config_dir()) / "datasets.yaml"
+    found = {n: (e, catalog_file) for n, e in load_datasets_config(directory).programs.items()}
+    local = os.environ.get(LOCAL_CATALOG_ENV)
+    if local:
+        local_file = Path(local).expanduser().resolve()
+        for name, entry in load_yaml_model(local_file, LocalCatalog).programs.items():
+            if name in found:
+                raise ConfigError(
+                    f"{local_file}: programs.{name}: also in {found[name][1]} "
+                    f"(one name, one corpus)"
+                )
+            found[name] = (entry, local_file)
+    mine = {n: v for n, v in found.items() if v[0].family == family and v[0].enabled}
+    seen: dict[tuple[str, ...], str] = {}
+    for name, (entry, file) in mine.items():
+        key = entry.identity()
+        if entry.path is not None:  # relative paths of two files: compare where they lead
+            key = ("path", str((file.parent / Path(entry.path).expanduser()).resolve()))
+        if key in seen:
+            raise ConfigError(
+                f"{file}: programs.{name}: the same corpus as programs.{seen[key]} "
+                f"({key[0]} {' '.join(key[1:])}): its programs would be loaded twice"
+            )
+        seen[key] = name
+    return mine

@@ -39,10 +39,12 @@ from urllib.parse import urlsplit
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from verilearn_assets.core.config import ConfigError, StrictConfig
+from verilearn_assets.core.ingest.archive import ArchiveError, extract_archive, file_sha256
+from verilearn_assets.core.ingest.download import DownloadError, download
 from verilearn_assets.core.records import Split
 
 if TYPE_CHECKING:
-    from verilearn_assets.core.ingest.catalog import ArchiveLimits, DownloadPolicy
+    from verilearn_assets.core.ingest.policy import ArchiveLimits, DownloadPolicy
 
 C = TypeVar("C", bound="CorpusOrigin")
 CorpusName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_\-]{0,63}$")]
@@ -233,7 +235,6 @@ def _extracted_once(
     `obtain()` returns (already checked against the pin; with True when that file is a
     download to delete once extracted), read as it is afterwards. An extraction failure is
     a `ConfigError` at `<where>.<field>`."""
-    from verilearn_assets.core.ingest.archive import ArchiveError, extract_archive
 
     target = cache_dir / f"{name}-{pin[:16]}"
     if target.is_dir():
@@ -253,7 +254,6 @@ def _extracted_once(
 def _check_pin(where: str, field: str, archive: Path, pin: str, described: str) -> None:
     """A `ConfigError` at `<where>.<field>.sha256` unless `archive` hashes to `pin`;
     `described` says whose bytes they are ("<path> has", "pip gave <file> with")."""
-    from verilearn_assets.core.ingest.archive import file_sha256
 
     digest = file_sha256(archive)
     if digest != pin:
@@ -272,7 +272,6 @@ def _unpacked(
     limits: ArchiveLimits,
 ) -> Path:
     def obtain() -> tuple[Path, bool]:
-        from verilearn_assets.core.ingest.download import DownloadError, download
 
         if source.url is not None:
             try:
@@ -313,7 +312,6 @@ def _package_root(
     directory, checked against the pin, then kept in that cache), extracted by the archive
     extractor. An sdist or npm tarball holds one top folder (`toolz-0.12.1/`, `package/`):
     that folder is the repository."""
-    from verilearn_assets.core.ingest.archive import file_sha256
 
     def obtain() -> tuple[Path, bool]:
         shared = package_cache() / source.sha256
@@ -400,45 +398,3 @@ def _quiet(argv: list[str], cwd: Path) -> int:
         ).returncode
     except (OSError, subprocess.TimeoutExpired):
         return 1
-
-
-class LocalCatalog(StrictConfig):
-    """The untracked catalog `VERILEARN_LOCAL_CATALOG` names: program corpora only."""
-
-    programs: dict[CorpusName, ProgramCorpusEntry] = Field(default_factory=dict)
-
-
-def program_corpora(
-    family: str, directory: str | Path | None = None
-) -> dict[str, tuple[ProgramCorpusEntry, Path]]:
-    """The enabled `programs:` entries of `family`: name -> (entry, the catalog file it is
-    written in, which relative paths are read from). The tracked catalog's entries first,
-    then those of the untracked file `VERILEARN_LOCAL_CATALOG` names."""
-    from verilearn_assets.core.config import config_dir, load_yaml_model
-    from verilearn_assets.core.ingest.catalog import load_datasets_config
-
-    catalog_file = Path(directory or config_dir()) / "datasets.yaml"
-    found = {n: (e, catalog_file) for n, e in load_datasets_config(directory).programs.items()}
-    local = os.environ.get(LOCAL_CATALOG_ENV)
-    if local:
-        local_file = Path(local).expanduser().resolve()
-        for name, entry in load_yaml_model(local_file, LocalCatalog).programs.items():
-            if name in found:
-                raise ConfigError(
-                    f"{local_file}: programs.{name}: also in {found[name][1]} "
-                    f"(one name, one corpus)"
-                )
-            found[name] = (entry, local_file)
-    mine = {n: v for n, v in found.items() if v[0].family == family and v[0].enabled}
-    seen: dict[tuple[str, ...], str] = {}
-    for name, (entry, file) in mine.items():
-        key = entry.identity()
-        if entry.path is not None:  # relative paths of two files: compare where they lead
-            key = ("path", str((file.parent / Path(entry.path).expanduser()).resolve()))
-        if key in seen:
-            raise ConfigError(
-                f"{file}: programs.{name}: the same corpus as programs.{seen[key]} "
-                f"({key[0]} {' '.join(key[1:])}): its programs would be loaded twice"
-            )
-        seen[key] = name
-    return mine

@@ -23,7 +23,7 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 import certifi
 import httpx
 
-from verilearn_assets.core.ingest.catalog import DownloadPolicy
+from verilearn_assets.core.ingest.policy import DownloadPolicy
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 _CHUNK = 64 * 1024

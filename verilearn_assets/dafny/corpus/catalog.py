@@ -21,8 +21,8 @@ from pathlib import Path
 
 from verilearn_assets.core import lake
 from verilearn_assets.core.config import ConfigError, config_dir
-from verilearn_assets.core.ingest.catalog import load_datasets_config
-from verilearn_assets.core.ingest.corpora import corpus_root, program_corpora
+from verilearn_assets.core.ingest.catalog import load_datasets_config, program_corpora
+from verilearn_assets.core.ingest.corpora import corpus_root
 from verilearn_assets.dafny.corpus.loader import DATA_DIR, LoadReport, load_dafny_bench
 from verilearn_assets.dafny.records import DafnyExample
 
