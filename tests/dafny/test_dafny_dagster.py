@@ -18,7 +18,8 @@ from resources.dafny import DafnyVerifierResource
 from resources.home import HomeResource
 from resources.vllm import VllmResource
 from verilearn_assets.core import lake
-from verilearn_assets.core.family import RuleContext, family
+from verilearn_assets.core.contract import RuleContext
+from verilearn_assets.core.family import family
 from verilearn_assets.core.warehouse import build_model, discover_sql_models, order_models
 from verilearn_assets.dafny.assets import tasks, trajectories
 from verilearn_assets.dafny.build import run_partition

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from verilearn_assets.analysis.records import Episode, QuestionRecord
-from verilearn_assets.gate.outcome import RuleOutcome
+from verilearn_assets.core.contract import RuleOutcome
 
 
 def trace_problems(ep: Episode) -> list[str]:

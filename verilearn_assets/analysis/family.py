@@ -24,14 +24,14 @@ from verilearn_assets.analysis.questions_config import load_questions_config
 from verilearn_assets.analysis.records import Episode, QuestionRecord
 from verilearn_assets.analysis.sft_rows import sft_rows
 from verilearn_assets.analysis.verify import reverify
-from verilearn_assets.core.family import Family, GateRule, GrpoTask, RuleContext
+from verilearn_assets.core.contract import GateRule, RuleContext, RuleOutcome
+from verilearn_assets.core.family import Family, GrpoTask
 from verilearn_assets.core.ingest.catalog import load_datasets_config
 from verilearn_assets.core.ingest.coverage import catalog_coverage as ingest_coverage
 from verilearn_assets.core.ingest.splits import catalog_splits
 from verilearn_assets.core.ingest.tables import load_table_records
 from verilearn_assets.core.records import SOURCES, SPLITS, Record
 from verilearn_assets.gate.config import QuestionFloors, load_gate_config
-from verilearn_assets.gate.outcome import RuleOutcome
 
 
 def _questions(ctx: RuleContext) -> list[QuestionRecord]:

@@ -8,9 +8,8 @@ from collections.abc import Iterable, Mapping
 import polars as pl
 
 from verilearn_assets.analysis.records import QuestionRecord
-from verilearn_assets.core.family import RuleContext
+from verilearn_assets.core.contract import RuleContext, RuleOutcome
 from verilearn_assets.gate.config import QuestionFloors
-from verilearn_assets.gate.outcome import RuleOutcome
 
 
 def schema_contract(frame: pl.DataFrame, source: str, split: str) -> RuleOutcome:

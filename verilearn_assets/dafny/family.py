@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from verilearn_assets.core.family import Family, GateRule
+from verilearn_assets.core.contract import GateRule
+from verilearn_assets.core.family import Family
 from verilearn_assets.dafny import rules
 from verilearn_assets.dafny.coverage import LAKE as COVERAGE_LAKE
 from verilearn_assets.dafny.coverage import DafnyCoverageRow

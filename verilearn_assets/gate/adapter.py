@@ -37,9 +37,9 @@ from dagster._core.events import DagsterEvent, DagsterEventType
 
 from resources.container_pool import ContainerPoolResource
 from resources.home import HomeResource
+from verilearn_assets.core.contract import GateRule, RuleOutcome
 from verilearn_assets.core.deploy import op_tags_for
-from verilearn_assets.core.family import Family, GateRule
-from verilearn_assets.gate.outcome import RuleOutcome
+from verilearn_assets.core.family import Family
 from verilearn_assets.gate.registry import evaluate, registered_rules
 from verilearn_assets.platform.defs import SOURCE_SPLIT, source_split
 

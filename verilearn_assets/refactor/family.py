@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import cast
 
-from verilearn_assets.core.family import Family, GateRule, GrpoTask, SftRow
+from verilearn_assets.core.contract import GateRule
+from verilearn_assets.core.family import Family, GrpoTask, SftRow
 from verilearn_assets.core.records import Record
 from verilearn_assets.refactor import gate_rules
 from verilearn_assets.refactor.grpo import (
