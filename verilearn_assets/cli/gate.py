@@ -3,7 +3,8 @@
 The evaluations are the asset checks' own code (`gate.registry.evaluate`), and each one is
 recorded in the Dagster instance on its partition under one run id per invocation, so the
 UI and the training gate see exactly what this command saw, and the command can be run
-any number of times.
+any number of times. It ends by asking the training gate (`gate.training_gate`) what
+training would now see on each split it evaluated.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
         record_evaluation,
     )
     from verilearn_assets.gate.registry import evaluate, partition_present
+    from verilearn_assets.gate.training_gate import training_gate
     from verilearn_assets.platform.defs import partition_key
 
     known = families()
@@ -55,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
     run_id = new_gate_run_id()
     ran = 0
     failures: list[str] = []
+    gated: dict[str, list[str]] = {}  # split -> the families evaluated on it
     for name, fam in known.items():
         if args.family and name not in args.family:
             continue
@@ -67,6 +70,9 @@ def run(args: argparse.Namespace) -> int:
                 if not present["tasks"]:
                     continue
                 ran += 1
+                gated.setdefault(split, [])
+                if name not in gated[split]:
+                    gated[split].append(name)
                 key = str(partition_key(source, split))
                 print(f"gate {name} [{key}]:")
                 for rule in fam.rules:
@@ -92,6 +98,11 @@ def run(args: argparse.Namespace) -> int:
             f"no task partition of any family under {lake.lake_root(home)}: run "
             "`verilearn demo` (or materialize a family's tasks) first"
         )
+    # what training now sees: the training gate reads back the verdicts just recorded
+    for split, names in gated.items():
+        reasons = training_gate(instance, split, names, args.sources)
+        verdict = "open" if not reasons else f"closed ({len(reasons)} reason(s))"
+        print(f"training gate [{split}] for {', '.join(names)}: {verdict}")
     if failures:
         print(f"\n{len(failures)} failing check(s):")
         for f in failures:
