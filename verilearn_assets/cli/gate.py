@@ -10,6 +10,8 @@ training would now see on each split it evaluated.
 from __future__ import annotations
 
 import argparse
+import json
+from pathlib import Path
 
 from verilearn_assets.core.records import SOURCES, SPLITS
 
@@ -28,6 +30,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--family", nargs="+", default=None, help="only these families")
     p.add_argument("--sources", nargs="+", default=list(SOURCES), choices=list(SOURCES))
     p.add_argument("--splits", nargs="+", default=list(SPLITS), choices=list(SPLITS))
+    p.add_argument(
+        "--evidence",
+        default=None,
+        metavar="FILE",
+        help="write the training gate's evidence record of each split evaluated (which "
+        "checks, partitions and evaluations it read) to FILE as JSON",
+    )
     p.set_defaults(handler=run)
 
 
@@ -44,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         record_evaluation,
     )
     from verilearn_assets.gate.registry import evaluate, partition_present
-    from verilearn_assets.gate.training_gate import training_gate
+    from verilearn_assets.gate.training_gate import training_gate_evidence
     from verilearn_assets.platform.defs import partition_key
 
     known = families()
@@ -99,10 +108,14 @@ def run(args: argparse.Namespace) -> int:
             "`verilearn demo` (or materialize a family's tasks) first"
         )
     # what training now sees: the training gate reads back the verdicts just recorded
+    records = []
     for split, names in gated.items():
-        reasons = training_gate(instance, split, names, args.sources)
-        verdict = "open" if not reasons else f"closed ({len(reasons)} reason(s))"
+        record = training_gate_evidence(instance, split, names, args.sources)
+        records.append(record.model_dump(mode="json"))
+        verdict = "open" if record.open else f"closed ({len(record.reasons)} reason(s))"
         print(f"training gate [{split}] for {', '.join(names)}: {verdict}")
+    if args.evidence:
+        Path(args.evidence).write_text(json.dumps(records, indent=2) + "\n")
     if failures:
         print(f"\n{len(failures)} failing check(s):")
         for f in failures:
