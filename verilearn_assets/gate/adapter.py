@@ -3,6 +3,7 @@
 - `blocking_checks(family)`: each of a family's `GateRule`s as a blocking asset check,
   partitioned `source × split`, running `gate.registry.evaluate` — the same call
   `verilearn gate` makes.
+- `drift_checks(family, rules)`: a family's drift rules (`gate/drift.py`) as warning checks.
 - `record_evaluation`: how `verilearn gate` stores a verdict so the UI and the training
   gate see it (one synthetic run id per gate invocation, so any number of runs record).
 - `latest_materialization` / `latest_check_run`: what the training gate
@@ -21,6 +22,7 @@ from dagster import (
     AssetCheckKey,
     AssetCheckResult,
     AssetChecksDefinition,
+    AssetCheckSeverity,
     AssetKey,
     AssetRecordsFilter,
     DagsterInstance,
@@ -33,9 +35,10 @@ from dagster._core.events import DagsterEvent, DagsterEventType
 
 from resources.container_pool import ContainerPoolResource
 from resources.home import HomeResource
-from verilearn_assets.core.contract import GateRule, RuleOutcome
+from verilearn_assets.core.contract import GateRule, RuleContext, RuleOutcome
 from verilearn_assets.core.deploy import op_tags_for
 from verilearn_assets.core.family import Family
+from verilearn_assets.gate.drift import DriftRule, drift_verdict
 from verilearn_assets.gate.registry import evaluate, registered_rules
 from verilearn_assets.platform.defs import SOURCE_SPLIT, source_split
 
@@ -106,6 +109,59 @@ def _rule_check(family: Family, rule: GateRule) -> AssetChecksDefinition:
 def blocking_checks(family: Family) -> list[AssetChecksDefinition]:
     """Every blocking rule of `family` as a Dagster asset check."""
     return [_rule_check(family, rule) for rule in family.rules]
+
+
+def previous_metadata(
+    instance: DagsterInstance, key: AssetKey, partition: str, name: str
+) -> float | None:
+    """Metadata `name` of the materialization before the latest one of this partition."""
+    recs = instance.fetch_materializations(
+        AssetRecordsFilter(asset_key=key, asset_partitions=[partition]), limit=2, ascending=False
+    ).records
+    if len(recs) < 2 or recs[1].asset_materialization is None:
+        return None
+    value = recs[1].asset_materialization.metadata.get(name)
+    return None if value is None else float(value.value)
+
+
+def _drift_check(family: Family, rule: DriftRule) -> AssetChecksDefinition:
+    key = asset_key(family, rule.on)
+
+    @asset_check(
+        asset=key,
+        name=rule.name,
+        blocking=False,
+        partitions_def=SOURCE_SPLIT,
+        description=rule.description,
+    )
+    def drift(context: AssetCheckExecutionContext, home: HomeResource) -> AssetCheckResult:
+        source, split = source_split(context.partition_key)
+        ctx = RuleContext(family=family, source=source, split=split, home=home.dir())
+        before = previous_metadata(context.instance, key, context.partition_key, rule.metadata_key)
+        verdict = drift_verdict(
+            rule.what,
+            rule.measure(ctx),
+            before,
+            rule.limit(),
+            worse_when_higher=rule.worse_when_higher,
+        )
+        return AssetCheckResult(
+            passed=verdict.passed,
+            severity=AssetCheckSeverity.WARN,
+            description=verdict.description,
+            metadata={
+                "rate": verdict.rate,
+                "previous": -1.0 if verdict.previous is None else verdict.previous,
+            },
+        )
+
+    return drift
+
+
+def drift_checks(family: Family, rules: tuple[DriftRule, ...]) -> list[AssetChecksDefinition]:
+    """A family's drift rules as non-blocking (WARN) asset checks, partitioned like its
+    assets."""
+    return [_drift_check(family, rule) for rule in rules]
 
 
 def new_gate_run_id() -> str:
