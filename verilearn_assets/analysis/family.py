@@ -20,7 +20,7 @@ from verilearn_assets.analysis.grpo import (
     grpo_prompts,
     grpo_scorer,
 )
-from verilearn_assets.analysis.questions_config import load_questions_config
+from verilearn_assets.analysis.questions_config import QuestionFloors, load_questions_config
 from verilearn_assets.analysis.records import Episode, QuestionRecord
 from verilearn_assets.analysis.sft_rows import sft_rows
 from verilearn_assets.analysis.verify import reverify
@@ -31,7 +31,7 @@ from verilearn_assets.core.ingest.coverage import catalog_coverage as ingest_cov
 from verilearn_assets.core.ingest.splits import catalog_splits
 from verilearn_assets.core.ingest.tables import load_table_records
 from verilearn_assets.core.records import SOURCES, SPLITS, Record
-from verilearn_assets.gate.config import QuestionFloors, load_gate_config
+from verilearn_assets.gate.config import load_gate_config
 
 
 def _questions(ctx: RuleContext) -> list[QuestionRecord]:
@@ -96,7 +96,7 @@ def floors(ctx: RuleContext) -> RuleOutcome:
             checked=0,
             failures=[f"no tables in split {ctx.split!r}: ingestion produced nothing for it"],
         )
-    cfg = load_gate_config().floors.get(ctx.source) or QuestionFloors()
+    cfg = load_questions_config().floors.get(ctx.source) or QuestionFloors()
     outcome = question_rules.floors_for(qs, cfg, {t.dataset for t in tables})
     n_tables = len(tables)
     outcome.stats["tables"] = n_tables
@@ -167,7 +167,7 @@ RULES = (
         "tasks",
         floors,
         "The split has tables, at least one question is accepted, and accepted questions "
-        "reach the floors of configs/gate.yaml (total, per template, per operator family).",
+        "reach the floors of configs/questions.yaml (total, per template, per operator family).",
     ),
     GateRule(
         "questions_conventions_stated",

@@ -7,9 +7,9 @@ from collections.abc import Iterable, Mapping
 
 import polars as pl
 
+from verilearn_assets.analysis.questions_config import QuestionFloors
 from verilearn_assets.analysis.records import QuestionRecord
 from verilearn_assets.core.contract import RuleContext, RuleOutcome
-from verilearn_assets.gate.config import QuestionFloors
 
 
 def schema_contract(frame: pl.DataFrame, source: str, split: str) -> RuleOutcome:
@@ -129,7 +129,7 @@ def floors(
 def floors_for(
     questions: Iterable[QuestionRecord], cfg: QuestionFloors, datasets: Iterable[str] | None
 ) -> RuleOutcome:
-    """`floors` with every floor of one source's `configs/gate.yaml` entry."""
+    """`floors` with every floor of one source's `configs/questions.yaml` entry."""
     return floors(
         questions,
         cfg.per_template,
