@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from pathlib import Path
 
 import pandas as pd
+import pytest
 
+from verilearn_assets.analysis.config import QuestionFloors, load_questions_config
 from verilearn_assets.analysis.records import Alternative, QuestionRecord
 from verilearn_assets.analysis.rules.questions import conventions_stated, floors, floors_for
 from verilearn_assets.analysis.sources.build import readability_markdown, summarize
@@ -19,8 +22,8 @@ from verilearn_assets.analysis.sources.generation_stats import (
 from verilearn_assets.analysis.sources.template.base import NUMBER
 from verilearn_assets.core import lake
 from verilearn_assets.core.answers import answer_hash
+from verilearn_assets.core.config import ConfigError
 from verilearn_assets.core.warehouse import build_all, reader, warehouse_path, writer
-from verilearn_assets.gate.config import QuestionFloors
 
 MODE_MEAN = (
     "m = df['g'].mode().iloc[0]\n"
@@ -241,3 +244,15 @@ def test_questions_metadata_readability_distribution():
     md = readability_markdown(summary)
     assert "| 2.00 | 1 |" in md and "| 5.00 | 2 |" in md and "median 5.0" in md
     assert readability_markdown(summarize([])) == "_no scored question_"
+
+
+def test_floors_live_in_the_analysis_config_and_a_typo_names_file_and_field(
+    repo_root: Path, tmp_path: Path
+) -> None:
+    shipped = load_questions_config(repo_root / "configs").floors
+    assert {"template", "procedural"} <= set(shipped) and shipped["template"].total > 0
+    (tmp_path / "questions.yaml").write_text("floors:\n  template:\n    totl: 3\n")
+    with pytest.raises(ConfigError) as err:
+        load_questions_config(tmp_path)
+    assert str(tmp_path / "questions.yaml") in str(err.value)
+    assert "field 'floors.template.totl'" in str(err.value) and "Extra inputs" in str(err.value)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import polars as pl
 
-from verilearn_assets.analysis.checks import _drift
 from verilearn_assets.analysis.records import CellRun, Episode, Message, QuestionRecord
 from verilearn_assets.analysis.rules import episodes as episode_rules
 from verilearn_assets.analysis.rules import questions as question_rules
 from verilearn_assets.core.records import AnswerSchema, HookRecord
+from verilearn_assets.gate.drift import drift_verdict
 
 
 def _episode(**over) -> Episode:
@@ -133,7 +133,7 @@ def test_question_rules() -> None:
 
 
 def test_drift_warns_only_past_the_limit() -> None:
-    assert _drift("pass rate", 0.80, None, 0.05, worse_when_higher=False).passed
-    assert _drift("pass rate", 0.80, 0.84, 0.05, worse_when_higher=False).passed
-    assert not _drift("pass rate", 0.70, 0.80, 0.05, worse_when_higher=False).passed
-    assert not _drift("alt", 0.40, 0.20, 0.10, worse_when_higher=True).passed
+    assert drift_verdict("pass rate", 0.80, None, 0.05, worse_when_higher=False).passed
+    assert drift_verdict("pass rate", 0.80, 0.84, 0.05, worse_when_higher=False).passed
+    assert not drift_verdict("pass rate", 0.70, 0.80, 0.05, worse_when_higher=False).passed
+    assert not drift_verdict("alt", 0.40, 0.20, 0.10, worse_when_higher=True).passed

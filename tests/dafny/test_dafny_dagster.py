@@ -17,7 +17,8 @@ from dagster import MultiPartitionKey, materialize
 from resources.home import HomeResource
 from resources.vllm import VllmResource
 from verilearn_assets.core import lake
-from verilearn_assets.core.family import RuleContext, family
+from verilearn_assets.core.contract import RuleContext
+from verilearn_assets.core.family import family
 from verilearn_assets.core.warehouse import build_model, discover_sql_models, order_models
 from verilearn_assets.dafny.assets import tasks, trajectories
 from verilearn_assets.dafny.checks import CHECKS

@@ -12,7 +12,7 @@ from dagster import (
     materialize,
 )
 
-from verilearn_assets.gate.adapter import gate_failures
+from verilearn_assets.gate.training_gate import check_evidence
 
 PARTS = StaticPartitionsDefinition(["p"])
 
@@ -37,10 +37,12 @@ def test_a_crashed_check_blocks_and_a_passing_rerun_opens() -> None:
         run = materialize([thing, crashes], partition_key="p", instance=instance,
                           raise_on_error=False)  # fmt: skip
         assert not run.success
-        reasons, considered = gate_failures(instance, [crashes.check_key], ["p"])
+        found, considered = check_evidence(instance, [crashes.check_key], ["p"])
         assert considered == ["p"]
-        assert reasons == [
+        assert [e.reason() for e in found] == [
             "check sound on thing [p]: never evaluated (or its latest run did not finish it)"
         ]
         assert materialize([thing, passes], partition_key="p", instance=instance).success
-        assert gate_failures(instance, [passes.check_key], ["p"]) == ([], ["p"])
+        found, considered = check_evidence(instance, [passes.check_key], ["p"])
+        assert considered == ["p"] and [e.status for e in found] == ["passed"]
+        assert found[0].reason() is None and found[0].evaluation_run_id is not None

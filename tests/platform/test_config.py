@@ -19,7 +19,7 @@ def test_every_shipped_config_loads(repo_root: Path) -> None:
     [
         ("reproduce_limt: 3\n", "reproduce_limt", "Extra inputs are not permitted"),
         ("drift:\n  max_pass_rate_drop: lots\n", "drift.max_pass_rate_drop", "valid number"),
-        ("floors:\n  template:\n    totl: 3\n", "floors.template.totl", "Extra inputs"),
+        ("drift:\n  max_pas_rate_drop: 0.1\n", "drift.max_pas_rate_drop", "Extra inputs"),
     ],
 )
 def test_bad_key_or_type_names_file_and_field(

@@ -12,7 +12,8 @@ from dagster import DagsterInstance, materialize
 
 from resources.home import HomeResource
 from verilearn_assets.core import lake
-from verilearn_assets.core.family import RuleContext, SftRow
+from verilearn_assets.core.contract import RuleContext
+from verilearn_assets.core.family import SftRow
 from verilearn_assets.core.partitions import partition_key
 from verilearn_assets.refactor.assets import tasks, trajectories
 from verilearn_assets.refactor.checks import CHECKS

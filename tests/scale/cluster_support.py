@@ -57,7 +57,7 @@ def narrowed_configs(conf: Path) -> Path:
     edit("sandbox.yaml", lambda d: d.update(backend="bwrap", slots=2))
     edit("questions.yaml", lambda d: d["procedural"].update(max_programs=6))
     # The floors judge a real catalog; three small tables are about equality, not volume.
-    edit("gate.yaml", lambda d: [_small_floors(f) for f in d["floors"].values()])
+    edit("questions.yaml", lambda d: [_small_floors(f) for f in d["floors"].values()])
     return conf
 
 

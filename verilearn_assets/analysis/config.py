@@ -1,4 +1,5 @@
-"""`configs/questions.yaml`: how many questions a table yields and which templates run."""
+"""`configs/questions.yaml`: how many questions a table yields, which templates run, and the
+floors (accepted questions per partition) the `questions_floors` gate rule holds them to."""
 
 from __future__ import annotations
 
@@ -37,6 +38,23 @@ class VerifyConfig(StrictConfig):
     timeout_s: float | None = Field(None, gt=0)
 
 
+class QuestionFloors(StrictConfig):
+    """Minimum accepted questions per partition: in total, per template, per template
+    family, per operator family, and per dataset of the split (each dataset below it is
+    named). Floors apply only to partitions whose source produces that key (template and
+    template-family floors to `template`, operator-family floors to `procedural`), and
+    only when the split has tables.
+    """
+
+    total: int = Field(1, ge=0)
+    per_template: dict[str, int] = Field(default_factory=dict)
+    per_template_family: dict[str, int] = Field(default_factory=dict)
+    per_operator_family: dict[str, int] = Field(default_factory=dict)
+    per_dataset: int = Field(0, ge=0)
+    # datasets the per-dataset floor does not apply to, each with why (e.g. too few rows)
+    per_dataset_exempt: dict[str, str] = Field(default_factory=dict)
+
+
 class QuestionsConfig(StrictConfig):
     eligibility: EligibilityConfig = Field(default_factory=EligibilityConfig)
     template: TemplateSourceConfig = Field(default_factory=TemplateSourceConfig)
@@ -47,6 +65,8 @@ class QuestionsConfig(StrictConfig):
     screen: ScreenConfig = Field(default_factory=ScreenConfig)
     # questions each table should yield (the procedural search goes on until then)
     generation: GenerationConfig = Field(default_factory=GenerationConfig)
+    # accepted questions each partition must hold, by source (the `questions_floors` rule)
+    floors: dict[str, QuestionFloors] = Field(default_factory=dict)
 
 
 def load_questions_config(directory: str | Path | None = None) -> QuestionsConfig:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import cast
 
-from verilearn_assets.analysis.config import load_questions_config
+from verilearn_assets.analysis.config import QuestionFloors, load_questions_config
 from verilearn_assets.analysis.evaluation import evaluate_student
 from verilearn_assets.analysis.grpo import (
     grpo_environment,
@@ -27,14 +27,14 @@ from verilearn_assets.analysis.sft import sft_rows
 from verilearn_assets.analysis.sources.generation_stats import LAKE as GENERATION_STATS
 from verilearn_assets.analysis.sources.generation_stats import SearchRejectionRecord
 from verilearn_assets.analysis.verify.verifier import reverify
-from verilearn_assets.core.family import Family, GateRule, GrpoTask, RuleContext
+from verilearn_assets.core.contract import GateRule, RuleContext, RuleOutcome
+from verilearn_assets.core.family import Family, GrpoTask
 from verilearn_assets.core.ingest.catalog import load_datasets_config
 from verilearn_assets.core.ingest.coverage import catalog_coverage as ingest_coverage
 from verilearn_assets.core.ingest.splits import catalog_splits
 from verilearn_assets.core.ingest.tables import load_table_records
 from verilearn_assets.core.records import SOURCES, SPLITS, Record
-from verilearn_assets.gate.config import QuestionFloors, load_gate_config
-from verilearn_assets.gate.outcome import RuleOutcome
+from verilearn_assets.gate.config import load_gate_config
 
 
 def _questions(ctx: RuleContext) -> list[QuestionRecord]:
@@ -99,7 +99,7 @@ def floors(ctx: RuleContext) -> RuleOutcome:
             checked=0,
             failures=[f"no tables in split {ctx.split!r}: ingestion produced nothing for it"],
         )
-    cfg = load_gate_config().floors.get(ctx.source) or QuestionFloors()
+    cfg = load_questions_config().floors.get(ctx.source) or QuestionFloors()
     outcome = question_rules.floors_for(qs, cfg, {t.dataset for t in tables})
     n_tables = len(tables)
     outcome.stats["tables"] = n_tables
@@ -170,7 +170,7 @@ RULES = (
         "tasks",
         floors,
         "The split has tables, at least one question is accepted, and accepted questions "
-        "reach the floors of configs/gate.yaml (total, per template, per operator family).",
+        "reach the floors of configs/questions.yaml (total, per template, per operator family).",
     ),
     GateRule(
         "questions_conventions_stated",

@@ -3,12 +3,15 @@
 The evaluations are the asset checks' own code (`gate.registry.evaluate`), and each one is
 recorded in the Dagster instance on its partition under one run id per invocation, so the
 UI and the training gate see exactly what this command saw, and the command can be run
-any number of times.
+any number of times. It ends by asking the training gate (`gate.training_gate`) what
+training would now see on each split it evaluated.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+from pathlib import Path
 
 from verilearn_assets.core.records import SOURCES, SPLITS
 
@@ -27,6 +30,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--family", nargs="+", default=None, help="only these families")
     p.add_argument("--sources", nargs="+", default=list(SOURCES), choices=list(SOURCES))
     p.add_argument("--splits", nargs="+", default=list(SPLITS), choices=list(SPLITS))
+    p.add_argument(
+        "--evidence",
+        default=None,
+        metavar="FILE",
+        help="write the training gate's evidence record of each split evaluated (which "
+        "checks, partitions and evaluations it read) to FILE as JSON",
+    )
     p.set_defaults(handler=run)
 
 
@@ -44,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
         record_evaluation,
     )
     from verilearn_assets.gate.registry import evaluate, partition_present
+    from verilearn_assets.gate.training_gate import training_gate_evidence
 
     known = families()
     unknown = [f for f in args.family or [] if f not in known]
@@ -55,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
     run_id = new_gate_run_id()
     ran = 0
     failures: list[str] = []
+    gated: dict[str, list[str]] = {}  # split -> the families evaluated on it
     for name, fam in known.items():
         if args.family and name not in args.family:
             continue
@@ -67,6 +79,9 @@ def run(args: argparse.Namespace) -> int:
                 if not present["tasks"]:
                     continue
                 ran += 1
+                gated.setdefault(split, [])
+                if name not in gated[split]:
+                    gated[split].append(name)
                 key = str(partition_key(source, split))
                 print(f"gate {name} [{key}]:")
                 for rule in fam.rules:
@@ -92,6 +107,15 @@ def run(args: argparse.Namespace) -> int:
             f"no task partition of any family under {lake.lake_root(home)}: run "
             "`verilearn demo` (or materialize a family's tasks) first"
         )
+    # what training now sees: the training gate reads back the verdicts just recorded
+    records = []
+    for split, names in gated.items():
+        record = training_gate_evidence(instance, split, names, args.sources)
+        records.append(record.model_dump(mode="json"))
+        verdict = "open" if record.open else f"closed ({len(record.reasons)} reason(s))"
+        print(f"training gate [{split}] for {', '.join(names)}: {verdict}")
+    if args.evidence:
+        Path(args.evidence).write_text(json.dumps(records, indent=2) + "\n")
     if failures:
         print(f"\n{len(failures)} failing check(s):")
         for f in failures:

@@ -29,13 +29,11 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-import polars as pl
 from pydantic import Field
 
 from verilearn_assets.core import lake
+from verilearn_assets.core.contract import GateRule
 from verilearn_assets.core.records import Record, Source, Split, content_hash
-from verilearn_assets.core.sandbox.pool import SandboxPool
-from verilearn_assets.gate.outcome import RuleOutcome
 
 if TYPE_CHECKING:
     from verilearn_assets.core.evaluation import EvalHook
@@ -46,13 +44,6 @@ PLATFORM_PACKAGES = frozenset({"core", "gate", "ingest", "scale", "reports", "tr
 
 EXTRA_FAMILIES_ENV = "VERILEARN_FAMILIES"
 """Comma-separated module paths of families outside `verilearn_assets` (plugins, tests)."""
-
-
-class PoolProvider(Protocol):
-    """What a rule needing the sandbox gets: the container pool resource (or any object
-    whose `get_pool()` gives a not-yet-started pool to use as `async with`)."""
-
-    def get_pool(self) -> SandboxPool: ...
 
 
 class SftRow(Record):
@@ -74,45 +65,6 @@ class SftRow(Record):
     @staticmethod
     def make_id(family: str, rollout_id: str, role: str = "default") -> str:
         return content_hash("sft", family, rollout_id, role)
-
-
-@dataclass(frozen=True)
-class RuleContext:
-    """Where a rule looks: one family's partition under one home, and the pool if needed."""
-
-    family: Family
-    source: str
-    split: str
-    home: Path
-    pool: PoolProvider | None = None
-
-    @property
-    def lake_root(self) -> Path:
-        return lake.lake_root(self.home)
-
-    def task_frame(self) -> pl.DataFrame:
-        return lake.read_partition(
-            self.family.task_lake, self.lake_root, source=self.source, split=self.split
-        )
-
-    def tasks(self) -> list[Record]:
-        return self.family.read_tasks(self.home, self.source, self.split)
-
-    def rollouts(self) -> list[Record]:
-        return self.family.read_rollouts(self.home, self.source, self.split)
-
-
-@dataclass(frozen=True)
-class GateRule:
-    """A blocking check: its name (unique in the code location), the asset it guards and
-    the pure evaluation that both the Dagster check and `verilearn gate` run."""
-
-    name: str
-    on: Literal["tasks", "rollouts"]
-    evaluate: Callable[[RuleContext], RuleOutcome]
-    description: str
-    needs_pool: bool = False  # evaluated with the container pool (passed in)
-    needs_jail: bool = False  # opens a jail of its own (Dafny, ast-grep): a sandbox worker runs it
 
 
 class GrpoScorer(Protocol):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from verilearn_assets.core.family import Family, GateRule
+from verilearn_assets.core.contract import GateRule
+from verilearn_assets.core.family import Family
 from verilearn_assets.dafny import rules
 from verilearn_assets.dafny.config import eval_n_best
 from verilearn_assets.dafny.corpus.coverage import LAKE as COVERAGE_LAKE

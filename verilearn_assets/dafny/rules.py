@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from verilearn_assets.core.family import RuleContext
+from verilearn_assets.core.contract import RuleContext, RuleOutcome
 from verilearn_assets.core.records import SOURCES, SPLITS
 from verilearn_assets.dafny.config import cache_dir, load_dafny_config
 from verilearn_assets.dafny.records import DafnyTask, DafnyTrajectory
@@ -17,7 +17,6 @@ from verilearn_assets.dafny.rewards import PARTIAL_CAP
 from verilearn_assets.dafny.verify.anticheat import forbidden_constructs
 from verilearn_assets.dafny.verify.cache import VerdictCache
 from verilearn_assets.dafny.verify.verifier import DafnyVerifier, VerifierConfig
-from verilearn_assets.gate.outcome import RuleOutcome
 
 
 def _accepted(ctx: RuleContext) -> list[DafnyTask]:

@@ -3,12 +3,11 @@
 - `blocking_checks(family)`: each of a family's `GateRule`s as a blocking asset check,
   partitioned `source × split`, running `gate.registry.evaluate` — the same call
   `verilearn gate` makes.
+- `drift_checks(family, rules)`: a family's drift rules (`gate/drift.py`) as warning checks.
 - `record_evaluation`: how `verilearn gate` stores a verdict so the UI and the training
   gate see it (one synthetic run id per gate invocation, so any number of runs record).
-- `gate_failures`: the training gate, which reads the latest evaluations for every upstream
-  partition. Blocking checks stop downstream steps inside one run; this closes the other
-  door, a later run that asks for training data while an upstream partition's latest
-  evaluation failed, is missing, or predates the partition's latest materialization.
+- `latest_materialization` / `latest_check_run`: what the training gate
+  (`gate/training_gate.py`) reads for every upstream partition.
 
 Dagster has no public API for a check's latest evaluation *per partition* nor for storing
 an evaluation under a run id of our choosing; those two uses of `dagster._core` live here
@@ -16,7 +15,6 @@ and nowhere else.
 """
 
 import uuid
-from collections.abc import Iterable
 
 from dagster import (
     AssetCheckEvaluation,
@@ -24,11 +22,11 @@ from dagster import (
     AssetCheckKey,
     AssetCheckResult,
     AssetChecksDefinition,
+    AssetCheckSeverity,
     AssetKey,
     AssetRecordsFilter,
     DagsterInstance,
     EventLogRecord,
-    Failure,
     MetadataValue,
     asset_check,
 )
@@ -37,10 +35,11 @@ from dagster._core.events import DagsterEvent, DagsterEventType
 
 from resources.container_pool import ContainerPoolResource
 from resources.home import HomeResource
+from verilearn_assets.core.contract import GateRule, RuleContext, RuleOutcome
 from verilearn_assets.core.deploy import op_tags_for
-from verilearn_assets.core.family import Family, GateRule
+from verilearn_assets.core.family import Family
 from verilearn_assets.core.partitions import SOURCE_SPLIT, source_split
-from verilearn_assets.gate.outcome import RuleOutcome
+from verilearn_assets.gate.drift import DriftRule, drift_verdict
 from verilearn_assets.gate.registry import evaluate, registered_rules
 
 MAX_FAILING_LISTED = 50
@@ -112,13 +111,57 @@ def blocking_checks(family: Family) -> list[AssetChecksDefinition]:
     return [_rule_check(family, rule) for rule in family.rules]
 
 
-def gate_closed(description: str, reasons: list[str]) -> Failure:
-    """The failure an asset behind the gate raises: `description` + every reason on one
-    line (the console shows it), and the reasons as a list in the UI's metadata."""
-    return Failure(
-        description=description + " | ".join(reasons),
-        metadata={"blocked_by": MetadataValue.md("\n".join(f"- {r}" for r in reasons))},
+def previous_metadata(
+    instance: DagsterInstance, key: AssetKey, partition: str, name: str
+) -> float | None:
+    """Metadata `name` of the materialization before the latest one of this partition."""
+    recs = instance.fetch_materializations(
+        AssetRecordsFilter(asset_key=key, asset_partitions=[partition]), limit=2, ascending=False
+    ).records
+    if len(recs) < 2 or recs[1].asset_materialization is None:
+        return None
+    value = recs[1].asset_materialization.metadata.get(name)
+    return None if value is None else float(value.value)
+
+
+def _drift_check(family: Family, rule: DriftRule) -> AssetChecksDefinition:
+    key = asset_key(family, rule.on)
+
+    @asset_check(
+        asset=key,
+        name=rule.name,
+        blocking=False,
+        partitions_def=SOURCE_SPLIT,
+        description=rule.description,
     )
+    def drift(context: AssetCheckExecutionContext, home: HomeResource) -> AssetCheckResult:
+        source, split = source_split(context.partition_key)
+        ctx = RuleContext(family=family, source=source, split=split, home=home.dir())
+        before = previous_metadata(context.instance, key, context.partition_key, rule.metadata_key)
+        verdict = drift_verdict(
+            rule.what,
+            rule.measure(ctx),
+            before,
+            rule.limit(),
+            worse_when_higher=rule.worse_when_higher,
+        )
+        return AssetCheckResult(
+            passed=verdict.passed,
+            severity=AssetCheckSeverity.WARN,
+            description=verdict.description,
+            metadata={
+                "rate": verdict.rate,
+                "previous": -1.0 if verdict.previous is None else verdict.previous,
+            },
+        )
+
+    return drift
+
+
+def drift_checks(family: Family, rules: tuple[DriftRule, ...]) -> list[AssetChecksDefinition]:
+    """A family's drift rules as non-blocking (WARN) asset checks, partitioned like its
+    assets."""
+    return [_drift_check(family, rule) for rule in rules]
 
 
 def new_gate_run_id() -> str:
@@ -181,17 +224,11 @@ def latest_materialization(
     return result.records[0] if result.records else None
 
 
-def _latest_materialization_time(
-    instance: DagsterInstance, key: AssetKey, partition: str
-) -> float | None:
-    record = latest_materialization(instance, key, partition)
-    return record.timestamp if record else None
-
-
-def latest_check_evaluation(
+def latest_check_run(
     instance: DagsterInstance, key: AssetCheckKey, partition: str
-) -> tuple[AssetCheckEvaluation, float] | None:
-    """(the latest evaluation of check `key` on `partition`, its timestamp), or None."""
+) -> tuple[AssetCheckEvaluation, float, str] | None:
+    """(the latest evaluation of check `key` on `partition`, its timestamp, its run id), or
+    None when it was never evaluated (or its latest execution was planned and never ran)."""
     latest = instance.event_log_storage.get_latest_asset_check_execution_by_key(
         [key], partition_filter=PartitionKeyFilter(key=partition)
     ).get(key)
@@ -200,47 +237,12 @@ def latest_check_evaluation(
     evaluation = latest.event.dagster_event.event_specific_data
     if not isinstance(evaluation, AssetCheckEvaluation):  # planned, never evaluated
         return None
-    return evaluation, latest.event.timestamp
+    return evaluation, latest.event.timestamp, latest.run_id
 
 
-def gate_failures(
-    instance: DagsterInstance, checks: Iterable[AssetCheckKey], partitions: Iterable[str]
-) -> tuple[list[str], list[str]]:
-    """(blocking reasons, partitions considered) for the given checks × partitions.
-
-    A partition that was never materialized is not considered (an unconfigured `llm`
-    source must not block training on the other sources); one that was must have a
-    passing evaluation of every blocking check, newer than its latest materialization.
-    """
-    reasons: list[str] = []
-    considered: list[str] = []
-    checks = list(checks)
-    for partition in partitions:
-        by_asset: dict[AssetKey, float | None] = {}
-        for ck in checks:
-            if ck.asset_key not in by_asset:
-                by_asset[ck.asset_key] = _latest_materialization_time(
-                    instance, ck.asset_key, partition
-                )
-        if all(v is None for v in by_asset.values()):
-            continue
-        considered.append(partition)
-        for ck in checks:
-            mat_time = by_asset[ck.asset_key]
-            if mat_time is None:
-                reasons.append(
-                    f"{ck.asset_key.to_user_string()} [{partition}]: "
-                    f"not materialized, so check {ck.name} never ran"
-                )
-                continue
-            where = f"check {ck.name} on {ck.asset_key.to_user_string()} [{partition}]"
-            found = latest_check_evaluation(instance, ck, partition)
-            if found is None:  # no execution, or the latest was planned and never finished
-                reasons.append(f"{where}: never evaluated (or its latest run did not finish it)")
-                continue
-            evaluation, evaluated_at = found
-            if evaluated_at < mat_time:
-                reasons.append(f"{where}: last evaluated before the latest materialization")
-            elif not evaluation.passed:
-                reasons.append(f"{where}: FAILED — {evaluation.description or 'failed'}")
-    return reasons, considered
+def latest_check_evaluation(
+    instance: DagsterInstance, key: AssetCheckKey, partition: str
+) -> tuple[AssetCheckEvaluation, float] | None:
+    """(the latest evaluation of check `key` on `partition`, its timestamp), or None."""
+    found = latest_check_run(instance, key, partition)
+    return None if found is None else found[:2]

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from verilearn_assets.core import lake
-from verilearn_assets.core.family import Family, GateRule, PoolProvider, RuleContext, families
-from verilearn_assets.gate.outcome import RuleOutcome
+from verilearn_assets.core.contract import GateRule, PoolProvider, RuleContext, RuleOutcome
+from verilearn_assets.core.family import Family, families
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from verilearn_assets.core.family import Family, GateRule, GrpoTask
+from verilearn_assets.core.contract import GateRule
+from verilearn_assets.core.family import Family, GrpoTask
 from verilearn_assets.refactor.grpo import (
     RefactorScorer,
     grpo_environment,

@@ -14,9 +14,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import cast
 
-from verilearn_assets.core.family import RuleContext
+from verilearn_assets.core.contract import RuleContext, RuleOutcome
 from verilearn_assets.core.records import SOURCES, SPLITS, content_hash
-from verilearn_assets.gate.outcome import RuleOutcome
 from verilearn_assets.refactor.config import load_refactor_config
 from verilearn_assets.refactor.records import RefactorTask, TrajectoryStep
 from verilearn_assets.refactor.rewards import recompute

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from verilearn_assets.core.family import Family, GateRule, RuleContext, SftRow
+from verilearn_assets.core.contract import GateRule, RuleContext, RuleOutcome
+from verilearn_assets.core.family import Family, SftRow
 from verilearn_assets.core.records import Record, Source, Split, content_hash
-from verilearn_assets.gate.outcome import RuleOutcome
 
 
 class ToyTask(Record):

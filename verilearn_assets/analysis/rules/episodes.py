@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from verilearn_assets.analysis.records import Episode, QuestionRecord
 from verilearn_assets.analysis.rollout.grounding import ground_hooks
 from verilearn_assets.analysis.rollout.loop import judge
-from verilearn_assets.gate.outcome import RuleOutcome
+from verilearn_assets.core.contract import RuleOutcome
 
 
 def trace_problems(ep: Episode) -> list[str]:

@@ -7,15 +7,15 @@ from collections.abc import Iterable, Mapping
 
 import polars as pl
 
+from verilearn_assets.analysis.config import QuestionFloors
 from verilearn_assets.analysis.records import QuestionRecord
 from verilearn_assets.analysis.screen.conventions import check_conventions
 from verilearn_assets.analysis.sources.candidate import AlternativeCode, Candidate
 from verilearn_assets.analysis.sources.procedural.dryrun import load_table
 from verilearn_assets.core.answers import answer_hash, parse_answer
-from verilearn_assets.core.family import RuleContext
+from verilearn_assets.core.contract import RuleContext, RuleOutcome
 from verilearn_assets.core.ingest.tables import load_table_records
-from verilearn_assets.gate.config import QuestionFloors, load_gate_config
-from verilearn_assets.gate.outcome import RuleOutcome
+from verilearn_assets.gate.config import load_gate_config
 
 
 def schema_contract(frame: pl.DataFrame, source: str, split: str) -> RuleOutcome:
@@ -133,7 +133,7 @@ def floors(
 def floors_for(
     questions: Iterable[QuestionRecord], cfg: QuestionFloors, datasets: Iterable[str] | None
 ) -> RuleOutcome:
-    """`floors` with every floor of one source's `configs/gate.yaml` entry."""
+    """`floors` with every floor of one source's `configs/questions.yaml` entry."""
     return floors(
         questions,
         cfg.per_template,

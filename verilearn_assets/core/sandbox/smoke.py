@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from verilearn_assets.core.contract import RuleOutcome
 from verilearn_assets.core.records import canonical_json
-from verilearn_assets.gate.outcome import RuleOutcome
 
 SMOKE_TABLE = pd.DataFrame(
     {

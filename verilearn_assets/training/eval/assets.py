@@ -5,7 +5,7 @@ role (the first registered family by default; its contract says how it is run). 
 refuses a trained model
 whose run shows no gated training data, or whose `sft_dataset` partition (and, for a GRPO
 run, the family task partitions its prompts came from) does not pass the gate in this
-instance now (`eval_gate_reasons`, which `verilearn eval` asks too); a model outside any
+instance now (`eval_gate`, the training gate; `verilearn eval` asks it too); a model outside any
 training run is allowed only as a baseline (training.yaml's base_model, or listed in
 eval.baselines).
 """
@@ -28,38 +28,45 @@ from dagster import (
 
 from resources.home import HomeResource
 from verilearn_assets.core.deploy import op_tags_for
-from verilearn_assets.core.partitions import SPLIT, partition_key
-from verilearn_assets.gate.adapter import all_blocking_check_keys, gate_failures
+from verilearn_assets.core.partitions import SPLIT
+from verilearn_assets.gate.training_gate import (
+    GateOptions,
+    TrainingGateEvidence,
+    gate_closed,
+    training_gate_evidence,
+)
 from verilearn_assets.training.config import TrainingConfig, load_training_config
 from verilearn_assets.training.eval.evaluator import evaluate_model
 from verilearn_assets.training.eval.evidence import UngatedModel, gate_evidence
 from verilearn_assets.training.eval.request import EvalRequest
 from verilearn_assets.training.eval.serving import resolve_model
 from verilearn_assets.training.run_dir import GateEvidence
-from verilearn_assets.training.sft.assets import sft_gate_reasons
+from verilearn_assets.training.sft.assets import sft_dataset_gate
+
+
+def eval_gate(
+    instance: DagsterInstance, home: Path, evidence: GateEvidence, config: TrainingConfig
+) -> TrainingGateEvidence:
+    """The training gate asked again for a trained model, in `instance` now: its
+    `sft_dataset` partition's blocking checks and, for a GRPO run, the family's blocking
+    checks on every task partition its prompts came from (each must be materialized)."""
+    dataset = sft_dataset_gate(instance, home, evidence.split, config)
+    if evidence.family and evidence.task_split:
+        return training_gate_evidence(
+            instance,
+            evidence.task_split,
+            [evidence.family],
+            evidence.task_sources,
+            GateOptions(dataset=dataset, every_source=True),
+        )
+    return training_gate_evidence(instance, evidence.split, [], [], GateOptions(dataset=dataset))
 
 
 def eval_gate_reasons(
     instance: DagsterInstance, home: Path, evidence: GateEvidence, config: TrainingConfig
 ) -> list[str]:
-    """Why a trained model's data does not pass the gate in `instance` now (empty: it does):
-    its `sft_dataset` partition's blocking checks and, for a GRPO run, the family's blocking
-    checks on every task partition its prompts came from."""
-    reasons = [
-        f"sft_dataset [{evidence.split}]: {r}"
-        for r in sft_gate_reasons(instance, home, evidence.split, config)
-    ]
-    if evidence.family and evidence.task_split:
-        parts = [str(partition_key(s, evidence.task_split)) for s in evidence.task_sources]
-        keys = all_blocking_check_keys([evidence.family])
-        fam_reasons, considered = gate_failures(instance, keys, parts)
-        reasons.extend(fam_reasons)
-        reasons.extend(
-            f"{evidence.family} tasks [{p}]: never materialized in this instance"
-            for p in parts
-            if p not in considered
-        )
-    return reasons
+    """Why a trained model's data does not pass the gate in `instance` now (empty: it does)."""
+    return eval_gate(instance, home, evidence, config).reasons
 
 
 class ModelEvalConfig(Config):
@@ -95,11 +102,12 @@ def model_eval(
     except UngatedModel as exc:
         raise Failure(description=f"model_eval [{split}] refuses {mut.name}: {exc}") from exc
     if evidence is not None:
-        reasons = eval_gate_reasons(context.instance, home.dir(), evidence, training)
-        if reasons:
-            raise Failure(
-                description=f"model_eval [{split}] refuses {mut.name}: its training data "
-                "does not pass the gate: " + "; ".join(reasons)
+        gate = eval_gate(context.instance, home.dir(), evidence, training)
+        if not gate.open:
+            raise gate_closed(
+                f"model_eval [{split}] refuses {mut.name}: its training data "
+                "does not pass the gate: ",
+                gate,
             )
     result = evaluate_model(
         EvalRequest(

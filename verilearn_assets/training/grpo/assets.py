@@ -25,40 +25,46 @@ from dagster import (
 from resources.home import HomeResource
 from verilearn_assets.core.deploy import op_tags_for
 from verilearn_assets.core.family import families
-from verilearn_assets.core.partitions import partition_key
 from verilearn_assets.core.records import SOURCES
-from verilearn_assets.gate.adapter import (
-    all_blocking_check_keys,
-    asset_key,
+from verilearn_assets.gate.adapter import asset_key
+from verilearn_assets.gate.training_gate import (
+    GateOptions,
+    TrainingGateEvidence,
     gate_closed,
-    gate_failures,
+    training_gate_evidence,
 )
 from verilearn_assets.training.config import TrainingConfig, load_training_config
 from verilearn_assets.training.grpo.trainer import resolve_family, train_grpo
 from verilearn_assets.training.run_dir import TrainRun
 from verilearn_assets.training.sft.assets import (
     gate_evidence,
-    sft_gate_reasons,
+    sft_dataset_gate,
     sft_model,
     train_metadata,
 )
+
+
+def grpo_gate(
+    instance: DagsterInstance, home: Path, config: TrainingConfig, family: str | None = None
+) -> TrainingGateEvidence:
+    """The training gate GRPO asks: `sft_dataset[split]` (what the starting model learned)
+    and the family's blocking checks on its `source × split` task partitions."""
+    fam = resolve_family(family, config.grpo)
+    split = config.split
+    return training_gate_evidence(
+        instance,
+        split,
+        [fam.name],
+        config.grpo.sources or SOURCES,
+        GateOptions(dataset=sft_dataset_gate(instance, home, split, config)),
+    )
 
 
 def grpo_gate_reasons(
     instance: DagsterInstance, home: Path, config: TrainingConfig, family: str | None = None
 ) -> list[str]:
     """Why GRPO may not train on `config.split` of the family; empty when it may."""
-    fam = resolve_family(family, config.grpo)
-    split = config.split
-    reasons = list(sft_gate_reasons(instance, home, split, config))
-    parts = [str(partition_key(s, split)) for s in (config.grpo.sources or SOURCES)]
-    fam_reasons, considered = gate_failures(instance, all_blocking_check_keys([fam.name]), parts)
-    reasons.extend(fam_reasons)
-    if not considered:
-        reasons.append(
-            f"no partition of {fam.name}/{fam.task_asset} for split {split!r} was materialized"
-        )
-    return reasons
+    return grpo_gate(instance, home, config, family).reasons
 
 
 class GrpoModelConfig(Config):
@@ -115,9 +121,9 @@ def grpo_model(
     context: AssetExecutionContext, config: GrpoModelConfig, home: HomeResource
 ) -> MaterializeResult:
     training = load_training_config(config.config_path)
-    reasons = grpo_gate_reasons(context.instance, home.dir(), training, config.family)
-    if reasons:
-        raise gate_closed("grpo_model refuses: the gate did not pass: ", reasons)
+    gate = grpo_gate(context.instance, home.dir(), training, config.family)
+    if not gate.open:
+        raise gate_closed("grpo_model refuses: the gate did not pass: ", gate)
 
     def log_progress(step: int, total: int, logs: dict) -> None:
         if "reward" in logs:

@@ -6,7 +6,7 @@ on the split SFT trains on (`training.yaml split`) and warns on the others.
 `sft_model` trains on the `train` partition and refuses unless that partition was
 materialized (itself behind the reliability gate) and every blocking check on it passed on
 its latest materialization; the CLI (`verilearn train sft`) asks the same question through
-`sft_gate_reasons` and trains through the same `train_sft`.
+`sft_gate_reasons` (both through `gate.training_gate`) and trains through the same `train_sft`.
 
 `make demo` is model-free, so there `sft_dataset_trainable` fails with "base model not
 built" (a warning: the data pipeline finishes). Once the base model exists (`make
@@ -43,12 +43,17 @@ from dagster import (
 from resources.home import HomeResource
 from verilearn_assets.core.partitions import SPLIT
 from verilearn_assets.gate.adapter import (
-    gate_closed,
-    gate_failures,
     latest_check_evaluation,
     latest_materialization,
     new_gate_run_id,
     record_evaluation,
+)
+from verilearn_assets.gate.training_gate import (
+    DatasetGate,
+    GateOptions,
+    TrainingGateEvidence,
+    gate_closed,
+    training_gate_evidence,
 )
 from verilearn_assets.training.config import TrainingConfig, load_training_config
 from verilearn_assets.training.run_dir import GateEvidence, TrainRun
@@ -144,22 +149,35 @@ def recheck_without_model(
     return result
 
 
+def sft_dataset_gate(
+    instance: DagsterInstance, home: Path, split: str, config: TrainingConfig | None = None
+) -> DatasetGate:
+    """`sft_dataset[split]` as the training gate reads it. A trainability verdict that
+    failed only for want of a base model is re-decided first, on `config`'s base model
+    (default configs/training.yaml) — see `recheck_without_model`."""
+    recheck_without_model(instance, home, split, config)
+    return DatasetGate(
+        checks=tuple(SFT_DATASET_CHECKS),
+        split=split,
+        files=sft_partition_dir(home, split),
+        build_hint=f"run training_job for {split!r}: it refuses unless the reliability gate passed",
+    )
+
+
+def sft_gate(
+    instance: DagsterInstance, home: Path, split: str, config: TrainingConfig | None = None
+) -> TrainingGateEvidence:
+    """The training gate SFT asks: `sft_dataset[split]`'s blocking checks (the family
+    checks were asked when that partition was materialized)."""
+    dataset = sft_dataset_gate(instance, home, split, config)
+    return training_gate_evidence(instance, split, [], [], GateOptions(dataset=dataset))
+
+
 def sft_gate_reasons(
     instance: DagsterInstance, home: Path, split: str, config: TrainingConfig | None = None
 ) -> list[str]:
-    """Why `sft_dataset[split]` may not be trained on; empty when it may. A trainability
-    verdict that failed only for want of a base model is re-decided first, on `config`'s
-    base model (default configs/training.yaml) — see `recheck_without_model`."""
-    recheck_without_model(instance, home, split, config)
-    reasons, considered = gate_failures(instance, SFT_DATASET_CHECKS, [split])
-    if not considered:
-        return [
-            f"sft_dataset [{split}] was never materialized (run training_job for {split!r}: "
-            "it refuses unless the reliability gate passed)"
-        ]
-    if not reasons and not any(sft_partition_dir(home, split).glob("part-*.parquet")):
-        reasons.append(f"{sft_partition_dir(home, split)}: sft_dataset partition is missing")
-    return reasons
+    """Why `sft_dataset[split]` may not be trained on; empty when it may."""
+    return sft_gate(instance, home, split, config).reasons
 
 
 def gate_evidence(instance: DagsterInstance, home: Path, split: str) -> GateEvidence:
@@ -219,10 +237,10 @@ def sft_model(
 ) -> MaterializeResult:
     training: TrainingConfig = load_training_config(config.config_path)
     split = training.split
-    reasons = sft_gate_reasons(context.instance, home.dir(), split, training)
-    if reasons:
+    gate = sft_gate(context.instance, home.dir(), split, training)
+    if not gate.open:
         raise gate_closed(
-            f"sft_model refuses: the gate on sft_dataset [{split}] did not pass: ", reasons
+            f"sft_model refuses: the gate on sft_dataset [{split}] did not pass: ", gate
         )
     try:
         evidence = gate_evidence(context.instance, home.dir(), split)

@@ -25,15 +25,11 @@ from resources.home import HomeResource
 from verilearn_assets.core import lake
 from verilearn_assets.core.deploy import op_tags_for
 from verilearn_assets.core.family import SftRow, families, family
-from verilearn_assets.core.partitions import SPLIT, partition_key, source_split
+from verilearn_assets.core.partitions import SPLIT, source_split
 from verilearn_assets.core.records import SOURCES
 from verilearn_assets.core.sandbox.smoke import run_smoke_suite
-from verilearn_assets.gate.adapter import (
-    all_blocking_check_keys,
-    asset_key,
-    gate_closed,
-    gate_failures,
-)
+from verilearn_assets.gate.adapter import asset_key
+from verilearn_assets.gate.training_gate import GateOptions, gate_closed, training_gate_evidence
 
 _BY_SPLIT = MultiToSingleDimensionPartitionMapping(partition_dimension_name="split")
 
@@ -92,29 +88,16 @@ def _family_deps() -> list[AssetDep]:
 )
 def sft_dataset(context: AssetExecutionContext, home: HomeResource) -> MaterializeResult:
     split = context.partition_key
-    partitions = [str(partition_key(s, split)) for s in SOURCES]
-    reasons: list[str] = []
-    considered: dict[str, list[str]] = {}
-    for name in families():
-        fam_reasons, fam_parts = gate_failures(
-            context.instance, all_blocking_check_keys([name]), partitions
-        )
-        reasons.extend(fam_reasons)
-        if fam_parts:
-            considered[name] = fam_parts
-    smoke_key = smoke_suite_passes.check_key
-    smoke = context.instance.get_latest_asset_check_evaluation_record(smoke_key)
-    if smoke is None or smoke.event is None:
-        reasons.append("check smoke_suite_passes on smoke_suite: never evaluated")
-    elif not smoke.event.dagster_event.event_specific_data.passed:
-        reasons.append(
-            "check smoke_suite_passes on smoke_suite: FAILED — "
-            f"{smoke.event.dagster_event.event_specific_data.description}"
-        )
-    if not considered:
-        reasons.append(f"no task or rollout partition of split {split!r} has been materialized")
-    if reasons:
-        raise gate_closed(f"training gate closed for split {split!r}: ", reasons)
+    gate = training_gate_evidence(
+        context.instance,
+        split,
+        list(families()),
+        SOURCES,
+        GateOptions(unpartitioned=(smoke_suite_passes.check_key,)),
+    )
+    if not gate.open:
+        raise gate_closed(f"training gate closed for split {split!r}: ", gate)
+    considered = {n: p for n, p in gate.partitions.items() if n in gate.families}
     rows: list[SftRow] = []
     seen = 0
     per_family: dict[str, int] = {}
