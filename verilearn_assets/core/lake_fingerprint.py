@@ -24,6 +24,8 @@ FINGERPRINT_COLUMN = re.compile(
     r"(^|_)(id|ids|answer|answers|answer_hashes|answer_schema|gold|verdict|verified|"
     r"reward|passed|status|source|split|messages|completion|prompt|body|diff|target)(_|$)"
 )
+# ... unless it measures time, which no two runs share
+VOLATILE_COLUMN = re.compile(r"(_ms|_s|_seconds|_at|latency|duration|elapsed|time)$")
 
 
 class AssetPrint(BaseModel):
@@ -45,6 +47,8 @@ def _frames(asset_dir: Path) -> list[pl.DataFrame]:
     """Every committed part file of an asset, with its hive partition values as columns."""
     frames = []
     for part in sorted(asset_dir.rglob("part-*.parquet")):
+        if any("=" not in piece for piece in part.relative_to(asset_dir).parts[:-1]):
+            continue  # a nested asset of its own (`a/b` under `a`), fingerprinted apart
         frame = pl.read_parquet(part)
         for piece in part.relative_to(asset_dir).parts[:-1]:
             if "=" in piece:
@@ -63,21 +67,31 @@ def asset_print(asset_dir: Path) -> AssetPrint:
     """The fingerprint of one asset folder (all partitions)."""
     frames = _frames(asset_dir)
     frame = pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame()
-    columns = sorted(c for c in frame.columns if FINGERPRINT_COLUMN.search(c))
+    columns = sorted(
+        c for c in frame.columns if FINGERPRINT_COLUMN.search(c) and not VOLATILE_COLUMN.search(c)
+    )
     lines = sorted(_row_text(row) for row in frame.select(columns).iter_rows(named=True))
     digest = hashlib.sha256("\n".join(lines).encode()).hexdigest()
     return AssetPrint(rows=frame.height, columns=columns, sha256=digest)
+
+
+def asset_dirs(lake: Path) -> list[Path]:
+    """Every asset folder: the part of a part file's path above its first `key=value`
+    partition folder (or its own folder when unpartitioned). Asset keys nest
+    (`analysis/questions`), so the first level alone would merge a family's assets."""
+    found = set()
+    for part in lake.rglob("part-*.parquet"):
+        pieces = part.relative_to(lake).parts[:-1]
+        cut = next((i for i, piece in enumerate(pieces) if "=" in piece), len(pieces))
+        found.add(lake.joinpath(*pieces[:cut]))
+    return sorted(found)
 
 
 def lake_print(lake: Path) -> LakePrint:
     """The fingerprint of every asset folder under `lake` that holds part files."""
     if not lake.is_dir():
         raise FileNotFoundError(f"{lake}: no lake here")
-    assets = {
-        str(d.relative_to(lake)): asset_print(d)
-        for d in sorted(p for p in lake.iterdir() if p.is_dir())
-        if any(d.rglob("part-*.parquet"))
-    }
+    assets = {str(d.relative_to(lake)): asset_print(d) for d in asset_dirs(lake)}
     total = hashlib.sha256(
         "\n".join(f"{name} {a.sha256}" for name, a in assets.items()).encode()
     ).hexdigest()
