@@ -278,6 +278,11 @@ class RunDir:
     def read_metrics(self) -> list[dict[str, Any]]:
         return read_metrics(self.metrics_path)
 
+    def plots(self, specs: list[tuple[list[str], str, str]]) -> list[Path]:
+        """The plots of (keys, name, title) specs that have data (each titled with the run)."""
+        made = (self.plot(keys, name, f"{title} — {self.run_id}") for keys, name, title in specs)
+        return [p for p in made if p is not None]
+
     def plot(self, keys: list[str], name: str, title: str | None = None) -> Path | None:
         """One PNG with a curve per key found in metrics.jsonl; None when no key has data."""
         rows = self.read_metrics()

@@ -506,15 +506,13 @@ def save_policy(config: TrainingConfig, trainer: Any, model_dir: Path) -> None:
 
 def grpo_plots(run: RunDir, weights: dict[str, float]) -> list[Path]:
     reward_keys = ["reward"] + [f"rewards/{n}/mean" for n in weights]
-    return [
-        p
-        for p in (
-            run.plot(["loss"], "loss", f"GRPO loss — {run.run_id}"),
-            run.plot(reward_keys, "rewards", f"GRPO rewards — {run.run_id}"),
-            run.plot(["kl"], "kl", f"GRPO KL to the reference — {run.run_id}"),
-        )
-        if p is not None
-    ]
+    return run.plots(
+        [
+            (["loss"], "loss", "GRPO loss"),
+            (reward_keys, "rewards", "GRPO rewards"),
+            (["kl"], "kl", "GRPO KL to the reference"),
+        ]
+    )
 
 
 def grpo_result(

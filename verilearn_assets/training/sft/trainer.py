@@ -142,14 +142,12 @@ def save_model(config: TrainingConfig, trainer: Any, tokenizer: Any, run: RunDir
 
 
 def sft_plots(run: RunDir) -> list[Path]:
-    return [
-        p
-        for p in (
-            run.plot(["loss"], "loss", f"SFT loss — {run.run_id}"),
-            run.plot(["learning_rate"], "learning_rate", f"SFT learning rate — {run.run_id}"),
-        )
-        if p is not None
-    ]
+    return run.plots(
+        [
+            (["loss"], "loss", "SFT loss"),
+            (["learning_rate"], "learning_rate", "SFT learning rate"),
+        ]
+    )
 
 
 def sft_result(
