@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         record_evaluation,
     )
     from verilearn_assets.gate.registry import evaluate, partition_present
-    from verilearn_assets.gate.training_gate import training_gate_evidence
+    from verilearn_assets.gate.training_gate import training_gate
 
     known = families()
     unknown = [f for f in args.family or [] if f not in known]
@@ -110,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     # what training now sees: the training gate reads back the verdicts just recorded
     records = []
     for split, names in gated.items():
-        record = training_gate_evidence(instance, split, names, args.sources)
+        record = training_gate(instance, split, names, args.sources)
         records.append(record.model_dump(mode="json"))
         verdict = "open" if record.open else f"closed ({len(record.reasons)} reason(s))"
         print(f"training gate [{split}] for {', '.join(names)}: {verdict}")

@@ -3,7 +3,7 @@ model trained on it) asks before it starts.
 
 "Did every blocking check pass on the latest materialization of every upstream partition?"
 `sft_dataset`, `sft_model`, `grpo_model`, `model_eval` and `verilearn gate` all ask it
-through `training_gate_evidence` (or `training_gate`, its reasons), so the rule and its
+through `training_gate`, so the rule and its
 wording live here only. The answer is one `TrainingGateEvidence` record: which checks were
 read, on which partitions, and each evaluation's run and verdict, so a refusal (or a pass)
 can be traced back in Dagster.
@@ -178,7 +178,7 @@ def _unpartitioned(instance: DagsterInstance, ck: AssetCheckKey) -> CheckEvidenc
     )
 
 
-def training_gate_evidence(
+def training_gate(
     instance: DagsterInstance,
     split: str,
     families: Sequence[str],
@@ -186,7 +186,8 @@ def training_gate_evidence(
     options: GateOptions | None = None,
 ) -> TrainingGateEvidence:
     """The training gate on `split`: every blocking check of each of `families` on each
-    materialized `source × split` partition, plus what `options` adds, with each reason."""
+    materialized `source × split` partition, plus what `options` adds. The evidence record
+    says what was read; its `reasons` say why training must not start (empty: open)."""
     options = options or GateOptions()
     ev = TrainingGateEvidence(split=split, families=list(families), sources=list(sources))
     reasons: list[str] = []
@@ -220,17 +221,6 @@ def training_gate_evidence(
             reasons.append(r)
     ev.reasons = reasons
     return ev
-
-
-def training_gate(
-    instance: DagsterInstance,
-    split: str,
-    families: Sequence[str],
-    sources: Sequence[str],
-    options: GateOptions | None = None,
-) -> list[str]:
-    """Why training on `split` must not start (empty: the gate is open)."""
-    return training_gate_evidence(instance, split, families, sources, options).reasons
 
 
 def _dataset(

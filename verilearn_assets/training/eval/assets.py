@@ -33,7 +33,7 @@ from verilearn_assets.gate.training_gate import (
     GateOptions,
     TrainingGateEvidence,
     gate_closed,
-    training_gate_evidence,
+    training_gate,
 )
 from verilearn_assets.training.config import TrainingConfig, load_training_config
 from verilearn_assets.training.eval.evaluator import evaluate_model
@@ -52,14 +52,14 @@ def eval_gate(
     checks on every task partition its prompts came from (each must be materialized)."""
     dataset = sft_dataset_gate(instance, home, evidence.split, config)
     if evidence.family and evidence.task_split:
-        return training_gate_evidence(
+        return training_gate(
             instance,
             evidence.task_split,
             [evidence.family],
             evidence.task_sources,
             GateOptions(dataset=dataset, every_source=True),
         )
-    return training_gate_evidence(instance, evidence.split, [], [], GateOptions(dataset=dataset))
+    return training_gate(instance, evidence.split, [], [], GateOptions(dataset=dataset))
 
 
 def eval_gate_reasons(

@@ -31,7 +31,7 @@ from verilearn_assets.gate.training_gate import (
     GateOptions,
     TrainingGateEvidence,
     gate_closed,
-    training_gate_evidence,
+    training_gate,
 )
 from verilearn_assets.training.config import TrainingConfig, load_training_config
 from verilearn_assets.training.grpo.trainer import resolve_family, train_grpo
@@ -51,7 +51,7 @@ def grpo_gate(
     and the family's blocking checks on its `source × split` task partitions."""
     fam = resolve_family(family, config.grpo)
     split = config.split
-    return training_gate_evidence(
+    return training_gate(
         instance,
         split,
         [fam.name],

@@ -53,7 +53,7 @@ from verilearn_assets.gate.training_gate import (
     GateOptions,
     TrainingGateEvidence,
     gate_closed,
-    training_gate_evidence,
+    training_gate,
 )
 from verilearn_assets.training.config import TrainingConfig, load_training_config
 from verilearn_assets.training.run_dir import GateEvidence, TrainRun
@@ -170,7 +170,7 @@ def sft_gate(
     """The training gate SFT asks: `sft_dataset[split]`'s blocking checks (the family
     checks were asked when that partition was materialized)."""
     dataset = sft_dataset_gate(instance, home, split, config)
-    return training_gate_evidence(instance, split, [], [], GateOptions(dataset=dataset))
+    return training_gate(instance, split, [], [], GateOptions(dataset=dataset))
 
 
 def sft_gate_reasons(

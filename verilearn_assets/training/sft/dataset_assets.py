@@ -29,7 +29,7 @@ from verilearn_assets.core.partitions import SPLIT, source_split
 from verilearn_assets.core.records import SOURCES
 from verilearn_assets.core.sandbox.smoke import run_smoke_suite
 from verilearn_assets.gate.adapter import asset_key
-from verilearn_assets.gate.training_gate import GateOptions, gate_closed, training_gate_evidence
+from verilearn_assets.gate.training_gate import GateOptions, gate_closed, training_gate
 
 _BY_SPLIT = MultiToSingleDimensionPartitionMapping(partition_dimension_name="split")
 
@@ -88,7 +88,7 @@ def _family_deps() -> list[AssetDep]:
 )
 def sft_dataset(context: AssetExecutionContext, home: HomeResource) -> MaterializeResult:
     split = context.partition_key
-    gate = training_gate_evidence(
+    gate = training_gate(
         context.instance,
         split,
         list(families()),
