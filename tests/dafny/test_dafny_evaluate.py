@@ -6,9 +6,9 @@ import pytest
 
 from verilearn_assets.dafny.corpus.loader import load_bundled
 from verilearn_assets.dafny.corpus.splits import split_examples
-from verilearn_assets.dafny.evaluate import annotator_score, bleu4, rates, writer_score
 from verilearn_assets.dafny.records import DafnyTask
 from verilearn_assets.dafny.sources.template import template_tasks
+from verilearn_assets.dafny.verify.scoring import annotator_score, bleu4, rates, writer_score
 from verilearn_assets.dafny.verify.verifier import DafnyVerifier
 
 

@@ -12,8 +12,8 @@ from verilearn_assets.dafny.corpus.coverage import LAKE as COVERAGE_LAKE
 from verilearn_assets.dafny.corpus.coverage import DafnyCoverageRow
 from verilearn_assets.dafny.grpo import grpo_pass_rates, grpo_task
 from verilearn_assets.dafny.records import DafnyTask, DafnyTrajectory
-from verilearn_assets.dafny.run_info import tool_versions
 from verilearn_assets.dafny.sft import sft_rows
+from verilearn_assets.dafny.verify.toolchain import tool_versions
 
 
 def pass_rates(home: Path, split: str) -> dict[str, float]:

@@ -40,7 +40,13 @@ from verilearn_assets.core.llm.config import load_vllm_config
 from verilearn_assets.core.records import SOURCES, Record
 from verilearn_assets.dafny import prompts
 from verilearn_assets.dafny.config import cache_dir, load_dafny_config
-from verilearn_assets.dafny.evaluate import (
+from verilearn_assets.dafny.lang.syntax import normalize
+from verilearn_assets.dafny.records import DafnyTask, DafnyTrajectory
+from verilearn_assets.dafny.rewards import Scored, cascade_reward
+from verilearn_assets.dafny.rollout.cascade import ProgramTeacher, Teacher
+from verilearn_assets.dafny.rollout.teachers import teacher_for
+from verilearn_assets.dafny.verify.anticheat import screen
+from verilearn_assets.dafny.verify.scoring import (
     CODE_CHANGED,
     NO_BODY,
     annotator_score_of,
@@ -52,12 +58,6 @@ from verilearn_assets.dafny.evaluate import (
     score_writer,
     writer_score_of,
 )
-from verilearn_assets.dafny.lang.syntax import normalize
-from verilearn_assets.dafny.records import DafnyTask, DafnyTrajectory
-from verilearn_assets.dafny.rewards import Scored, cascade_reward
-from verilearn_assets.dafny.rollout.cascade import ProgramTeacher, Teacher
-from verilearn_assets.dafny.rollout.teachers import teacher_for
-from verilearn_assets.dafny.verify.anticheat import screen
 from verilearn_assets.dafny.verify.verifier import DafnyVerifier
 
 BASE_ROLES = ("writer", "annotator")
@@ -132,7 +132,7 @@ class DafnyScorer:
 
     `score` gives the GRPO rewards only; `evaluate` (what `verilearn eval` calls) adds the
     verifier status, the verifier's log, the gold target and the role's metrics of
-    `evaluate.py` from the same verification: writer `exact_match`, `bleu`, `covered`;
+    `verify/scoring.py` from the same verification: writer `exact_match`, `bleu`, `covered`;
     annotator `verified`. The frozen-partner roles are described in the module doc.
     """
 

@@ -19,10 +19,10 @@ from typing import Protocol
 
 from verilearn_assets.core.llm.fit import FAILURE_CLASS, ContextOverflow
 from verilearn_assets.dafny import prompts
-from verilearn_assets.dafny.evaluate import CODE_CHANGED, NO_BODY, refused, score_annotation
 from verilearn_assets.dafny.records import DafnyTask, DafnyTrajectory, StageRecord
 from verilearn_assets.dafny.rewards import cascade_reward
 from verilearn_assets.dafny.verify.anticheat import screen
+from verilearn_assets.dafny.verify.scoring import CODE_CHANGED, NO_BODY, refused, score_annotation
 from verilearn_assets.dafny.verify.verifier import DafnyVerifier
 
 BUCKETS = {
