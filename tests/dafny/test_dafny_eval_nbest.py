@@ -1,5 +1,5 @@
 """n-best lists, diffs against gold and verifier logs per evaluation
-(`training/eval_family.py`), on the real verifier: the greedy completion stays the pass@1
+(`training/eval/single_turn.py`), on the real verifier: the greedy completion stays the pass@1
 verdict; every candidate lands in `<home>/evals/<model>/<family>-<role>-<split>.jsonl`.
 
 The tiny random-weight model goes through the real vLLM server; a scripted source stands

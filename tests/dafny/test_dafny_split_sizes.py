@@ -2,7 +2,7 @@
 test each hold at least the minimum, so pass@1 moves in steps of at most 1/min.
 
 `verilearn eval --family dafny` scores one role over every source of a split
-(`training/eval_family.family_rows`) and the pass-rate mart breaks it down by source, so
+(`training/eval/single_turn.family_rows`) and the pass-rate mart breaks it down by source, so
 the minimum holds per evaluated role (writer, annotator) and per source the demo builds
 (template: writer and annotator; procedural: annotator only), counted on accepted tasks
 built through `sources/build.build_tasks`, the code the `dafny/tasks` asset calls, with the real

@@ -2,7 +2,7 @@
 
 Pure: reads `configs/deploy.yaml` and produces plain dicts and text (the Celery executor's
 config, a worker's `dagster_celery_config` module, the instance's `dagster.yaml`). The
-Dagster side (`jobs/`, `platform/distributed.py`) turns them into executors and runs.
+Dagster side (`jobs/`, `scale/celery.py`) turns them into executors and runs.
 `dagster.yaml` for the distributed mode is always generated from here, never hand-edited.
 """
 

@@ -19,7 +19,7 @@ class ModelEvalRecord(Record):
     """One task answered by one model in one role: the verdict and what it cost.
 
     Analysis questions run the multi-turn student loop; every other family is one greedy
-    completion scored by its GRPO verifier (`training/eval_family.py`), whose score keys
+    completion scored by its GRPO verifier (`training/eval/single_turn.py`), whose score keys
     (dafny writer: exact_match, bleu, covered, …) go to `extra`.
     """
 

@@ -15,7 +15,7 @@ Conventions every family follows:
 - blocking rules are plain functions `RuleContext -> RuleOutcome`;
 - optionally, `grpo: GrpoTask` (prompts per role, a verifier reward scorer, and a
   multi-turn environment where the family's agent acts over several turns): the GRPO
-  trainer (`training/grpo.py`) RL-trains any family that sets it, with no family code.
+  trainer (`training/grpo/trainer.py`) RL-trains any family that sets it, with no family code.
 """
 
 from __future__ import annotations

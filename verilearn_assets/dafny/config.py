@@ -50,7 +50,7 @@ class GrpoModes(StrictConfig):
 class EvalDefaults(StrictConfig):
     """`verilearn eval --family dafny`: completions per task (the first, greedy, is the
     pass@1 verdict; the others are sampled at `temperature`), kept with their diffs against
-    gold and the verifier's logs in `<home>/evals/` (training/eval_family.py)."""
+    gold and the verifier's logs in `<home>/evals/` (training/eval/single_turn.py)."""
 
     n_best: int = Field(default=1, ge=1)
     temperature: float = Field(default=0.8, gt=0.0)

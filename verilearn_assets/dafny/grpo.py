@@ -1,6 +1,6 @@
 """The Dafny family's GRPO hook: prompts per role and the verifier rewards (pure: no Dagster).
 
-The generic trainer (`training/grpo.py`) and evaluator (`training/eval_family.py`) only
+The generic trainer (`training/grpo/trainer.py`) and evaluator (`training/eval/single_turn.py`) only
 call `GrpoTask.prompts(home, tasks, role)` and `GrpoTask.scorer(home, tasks, role)`, so
 every training mode of the two Dafny roles is a *role* here:
 

@@ -1,7 +1,7 @@
 """`configs/gate.yaml`: the analysis gate rules' sampling and the drift thresholds.
 
 The question floors are the analysis family's own and live in its config
-(`analysis/questions_config.py`, `configs/questions.yaml`)."""
+(`analysis/config.py`, `configs/questions.yaml`)."""
 
 from __future__ import annotations
 

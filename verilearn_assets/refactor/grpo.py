@@ -12,7 +12,7 @@ the step reward (1.0, capped partial credit, or 0). A host-side exception on the
 that completion's `crash` (0), never the training step's.
 
 Stop sequences (`grpo_stop`): a step ends at `</state_update>` (`prompts.STEP_END`, what the
-vLLM actors stop at too); GRPO cuts every sampled turn there (`training/grpo_stop.py`: no
+vLLM actors stop at too); GRPO cuts every sampled turn there (`training/grpo/stop.py`: no
 token past it takes loss, the scorer sees the text before it, as a vLLM server returns it:
 `parse_output` reads an unclosed last block) and evaluation sends it with every request.
 

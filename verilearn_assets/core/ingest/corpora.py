@@ -82,7 +82,7 @@ class PackageSource(StrictConfig):
     """A published source distribution, fetched by name and version with the machine's
     ordinary client (`pip download --no-binary :all: --no-deps`, `npm pack`) and used only
     if its bytes hash to `sha256`. Its test command is the entry's `test` when given, else
-    detected at ingestion (`refactor/repos/baseline.py`)."""
+    detected at ingestion (`refactor/sources/repos/baseline.py`)."""
 
     manager: Literal["pip", "npm"]
     name: str = Field(pattern=r"^(@[a-z0-9][a-z0-9._\-]*/)?[A-Za-z0-9][A-Za-z0-9._\-]*$")

@@ -77,7 +77,7 @@ def trainer_generate(
 
 
 def cut_at_stop(tokenizer: Any, reply: list[int], stop: Sequence[str]) -> tuple[list[int], bool]:
-    """`reply` ended right after its first stop sequence (`grpo_stop.cut_ids_at_stop`: the
+    """`reply` ended right after its first stop sequence (`grpo.stop.cut_ids_at_stop`: the
     stop's tokens kept, nothing after) and whether one was hit. A turn that ends at a stop
     ends like one that ended by itself: the environment gets the text before the stop (as
     a vLLM server returns it) and the next turn follows; the EOS that closes it in the chat
@@ -165,7 +165,7 @@ class MultiTurnRollout:
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
         tok = trainer.processing_class
         eos = set(getattr(trainer, "eos_token_ids", None) or [tok.eos_token_id])
-        stops = list(getattr(trainer, "stop_sequences", None) or [])  # grpo_stop's trainer
+        stops = list(getattr(trainer, "stop_sequences", None) or [])  # grpo/stop.py's trainer
         budget = self.max_completion_length
         task_ids = [self.task_id(p) for p in prompts]
         episodes: list[GrpoEpisode] = []
