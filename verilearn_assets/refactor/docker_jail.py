@@ -47,7 +47,7 @@ from verilearn_assets.core.sandbox.jail import SANDBOX_UID
 from verilearn_assets.refactor import toolchains
 from verilearn_assets.refactor.config import RefactorConfig
 from verilearn_assets.refactor.jail_exec import remove_tree
-from verilearn_assets.refactor.seccomp import docker_profile
+from verilearn_assets.core.isolation.seccomp import docker_profile
 
 log = logging.getLogger("verilearn.refactor.docker")
 

@@ -522,7 +522,7 @@ def run_in_jail(
             return session.run(resolved, timeout_s)
         return run_once(config, workspace, control, resolved, timeout_s)
     if backend == "bwrap":
-        from verilearn_assets.refactor.seccomp import bpf_fd
+        from verilearn_assets.core.isolation.seccomp import bpf_fd
 
         fd = bpf_fd()
         gate = BwrapGate()
