@@ -42,12 +42,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from verilearn_assets.core.isolation.seccomp import docker_profile
+from verilearn_assets.core.isolation.spec import SANDBOX_UID
 from verilearn_assets.core.procs import running
-from verilearn_assets.core.sandbox.jail import SANDBOX_UID
 from verilearn_assets.refactor import toolchains
 from verilearn_assets.refactor.config import RefactorConfig
 from verilearn_assets.refactor.jail_exec import remove_tree
-from verilearn_assets.core.isolation.seccomp import docker_profile
 
 log = logging.getLogger("verilearn.refactor.docker")
 
@@ -264,7 +264,8 @@ class DockerSession:
         return self.container_id is not None
 
     def run(self, argv: list[str], timeout_s: float):  # noqa: ANN201 - jail.Completed
-        from verilearn_assets.refactor.jail import Completed, give_to_sandbox_user
+        from verilearn_assets.core.isolation.run import Completed
+        from verilearn_assets.refactor.jail import give_to_sandbox_user
 
         if self.container_id is None:  # the last command wedged and its container was killed
             self._start()
@@ -617,8 +618,9 @@ def run_once(
     """`docker.lifetime: command`: a fresh container for this one command."""
     import docker
 
+    from verilearn_assets.core.isolation.run import Completed, cap_output
     from verilearn_assets.core.sandbox.docker_backend import docker_client, ensure_offline_image
-    from verilearn_assets.refactor.jail import Completed, _cap, _is_timeout, give_to_sandbox_user
+    from verilearn_assets.refactor.jail import _is_timeout, give_to_sandbox_user
 
     limits = config.limits
     client = docker_client(timeout=max(30, int(timeout_s) + 10))
@@ -644,8 +646,9 @@ def run_once(
                 code = int(container.wait(timeout=30)["StatusCode"])
             duration = (time.perf_counter() - start) * 1000
             cap = limits.output_cap_bytes
-            stdout = _cap(container.logs(stdout=True, stderr=False).decode(errors="replace"), cap)
-            stderr = _cap(container.logs(stdout=False, stderr=True).decode(errors="replace"), cap)
+            out = container.logs(stdout=True, stderr=False).decode(errors="replace")
+            err = container.logs(stdout=False, stderr=True).decode(errors="replace")
+            stdout, stderr = cap_output(out, cap), cap_output(err, cap)
         finally:
             try:
                 container.remove(force=True)

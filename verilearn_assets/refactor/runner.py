@@ -23,6 +23,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from verilearn_assets.core.isolation.cgroups import JailUnavailable
+from verilearn_assets.core.isolation.run import Completed
 from verilearn_assets.refactor import toolchains
 from verilearn_assets.refactor.actions import (
     ActionRejected,
@@ -34,7 +36,7 @@ from verilearn_assets.refactor.actions import (
     parse_action,
 )
 from verilearn_assets.refactor.config import RefactorConfig, expand_home, load_refactor_config
-from verilearn_assets.refactor.jail import Completed, JailUnavailable, run_in_jail
+from verilearn_assets.refactor.jail import run_in_jail
 from verilearn_assets.refactor.sqlite_wal import connect_wal
 from verilearn_assets.refactor.workspace import (
     HostBudgetExceeded,
