@@ -18,7 +18,7 @@ import tarfile
 import tempfile
 import threading
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import docker
@@ -26,18 +26,12 @@ from docker.constants import MINIMUM_DOCKER_API_VERSION
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.tls import TLSConfig
 
+from verilearn_assets.core.isolation.docker import container_kwargs
+from verilearn_assets.core.isolation.spec import JailSpec
 from verilearn_assets.core.sandbox.config import DockerHost, SandboxConfig
-from verilearn_assets.core.sandbox.jail import (
-    LABEL,
-    SANDBOX_UID,
-    WORKSPACE,
-    JailSpec,
-    worker_argv,
-)
+from verilearn_assets.core.sandbox.jail import LABEL, worker_argv
 
 log = logging.getLogger("verilearn.sandbox.docker")
-
-ZYGOTE_ALLOWANCE_MB = 512  # the zygote's libraries and cached tables, besides the task
 
 
 LOCAL_HOST = "local"  # the label of the daemon from the environment (single-host setup)
@@ -249,21 +243,19 @@ class DockerBackend:
         if client is not None:
             client.close()
 
-    def _spec_for_image(self, spec: JailSpec) -> tuple[list[tuple[str, str]], list[str]]:
+    def _spec_for_image(self, spec: JailSpec) -> JailSpec:
         """Prebuilt-image mode: the image brings Python and the worker; mount only data.
         Bundle mode: the image holds the runtime at this machine's paths (same argv)."""
         if self.config.docker.image_mode == "offline":
-            return spec.ro_mounts, spec.argv
+            return spec
         if self.config.docker.image_mode == "bundle":
-            return spec.data_mounts, spec.argv
+            return spec.without_runtime()
         argv = worker_argv(self.config, self.config.docker.python, self.config.docker.worker_dir)
-        return spec.data_mounts, argv
+        return replace(spec.without_runtime(), argv=argv)
 
     def start_slot(self, index: int, spec: JailSpec, host: str | None = None) -> DockerSlot:
         host = host or next(iter(self.hosts))
-        mounts, argv = self._spec_for_image(spec)
-        volumes = {host: {"bind": jail, "mode": "ro"} for host, jail in mounts}
-        memory = f"{self.config.memory_mb + ZYGOTE_ALLOWANCE_MB}m"
+        spec = self._spec_for_image(spec)
         name = f"verilearn-sandbox-{self.pool_id}-{index}-{uuid.uuid4().hex[:6]}"
         attach = self.config.docker.transport == "attach"
         client = self._client(host)
@@ -274,26 +266,11 @@ class DockerBackend:
         extra: dict[str, Any] = {"stdin_open": True, "tty": False} if attach else {"detach": True}
         container = create(
             self.image,
-            command=argv,
+            command=spec.argv,
             name=name,
             labels={LABEL: self.pool_id, "verilearn.sandbox.slot": str(index)},
-            network_mode="none",
-            read_only=True,
-            user=f"{SANDBOX_UID}:{SANDBOX_UID}",
-            working_dir=WORKSPACE,
-            environment=spec.env,
-            volumes=volumes,
-            tmpfs={
-                WORKSPACE: f"size={self.config.workspace_mb}m,mode=0700,"
-                f"uid={SANDBOX_UID},gid={SANDBOX_UID}"
-            },
+            **container_kwargs(spec),
             shm_size=f"{self.config.docker.shm_mb}m",
-            mem_limit=memory,
-            memswap_limit=memory,
-            pids_limit=self.config.pids,
-            nano_cpus=int(self.config.cpus * 1e9),
-            cap_drop=["ALL"],
-            security_opt=["no-new-privileges"],
             init=False,  # the worker is PID 1: the kernel shields it from its own cells
             auto_remove=True,  # a host that dies leaves no container behind
             **extra,
