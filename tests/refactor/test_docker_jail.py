@@ -111,7 +111,7 @@ def test_a_command_leaves_nothing_to_the_next(backend_name: str, tmp_path: Path)
 def _container_exists(container_id: str) -> bool:
     import docker
 
-    from verilearn_assets.core.sandbox.docker_backend import docker_client
+    from verilearn_assets.core.isolation.docker import docker_client
 
     client = docker_client()
     try:
@@ -132,7 +132,7 @@ for d, _, fs in sorted(os.walk('.')):
 
 def _own_containers() -> list[str]:
     """Refactor workspace containers this process started and that still exist."""
-    from verilearn_assets.core.sandbox.docker_backend import docker_client
+    from verilearn_assets.core.isolation.docker import docker_client
     from verilearn_assets.refactor.docker_jail import LABEL, OWNER_LABEL, _owner
 
     client = docker_client()
@@ -182,8 +182,8 @@ def test_container_lives_as_long_as_its_workspace(docker_config: RefactorConfig)
 
 
 def test_container_of_a_killed_process_is_reaped(docker_config: RefactorConfig) -> None:
+    from verilearn_assets.core.isolation.docker import docker_client
     from verilearn_assets.core.procs import state
-    from verilearn_assets.core.sandbox.docker_backend import docker_client
     from verilearn_assets.refactor.docker_jail import POOL_PREFIX, reap_idle_dirs, reap_orphans
 
     script = textwrap.dedent(

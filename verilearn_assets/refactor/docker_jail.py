@@ -42,8 +42,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from verilearn_assets.core.isolation.docker import container_kwargs as jail_kwargs
 from verilearn_assets.core.isolation.seccomp import docker_profile
-from verilearn_assets.core.isolation.spec import SANDBOX_UID
+from verilearn_assets.core.isolation.spec import SANDBOX_UID, Bind, JailSpec, Limits, Tmpfs
 from verilearn_assets.core.procs import running
 from verilearn_assets.refactor import toolchains
 from verilearn_assets.refactor.config import RefactorConfig
@@ -90,8 +91,6 @@ def container_kwargs(
     """The isolation every refactor container gets, whatever its lifetime. `supervised`:
     PID 1 is `jail_exec.py serve` (root, `SUPERVISOR_CAPS`), else the command itself
     (`lifetime: command`: uid 65534, no capability)."""
-    from docker.types import Ulimit
-
     from verilearn_assets.refactor.jail import (
         BIN_IN_JAIL,
         CONTROL_IN_JAIL,
@@ -104,43 +103,45 @@ def container_kwargs(
     )
 
     limits = config.limits
-    volumes = {p: {"bind": p, "mode": "ro"} for p in _ro_paths(config)}
-    volumes[ast_grep_binary()] = {"bind": f"{BIN_IN_JAIL}/ast-grep", "mode": "ro"}
-    volumes[str(EXEC_SOURCE)] = {"bind": EXEC_IN_JAIL, "mode": "ro"}
-    volumes[str(runtime_pycache(config))] = {"bind": PYCACHE_IN_JAIL, "mode": "ro"}
-    volumes[str(control)] = {"bind": CONTROL_IN_JAIL, "mode": "ro"}
-    volumes[str(workspace)] = {"bind": WORKSPACE_IN_JAIL, "mode": "rw"}
-    for host, inside in toolchains.docker_paths(_ro_paths(config)).items():  # node, go, ...
-        volumes[host] = {"bind": inside, "mode": "ro"}
+    ro = _ro_paths(config)
+    binds = [Bind(p, p, runtime=True) for p in ro]
+    binds += [
+        Bind(ast_grep_binary(), f"{BIN_IN_JAIL}/ast-grep", runtime=True),
+        Bind(str(EXEC_SOURCE), EXEC_IN_JAIL, runtime=True),
+        Bind(str(runtime_pycache(config)), PYCACHE_IN_JAIL, runtime=True),
+        Bind(str(control), CONTROL_IN_JAIL),
+        Bind(str(workspace), WORKSPACE_IN_JAIL, writable=True),
+    ]
+    for host, inside in toolchains.docker_paths(ro).items():  # node, go, ...
+        binds.append(Bind(host, inside, runtime=True))
     memory_mb, pids = toolchains.docker_limits(config)  # the largest runner's
-    size = limits.file_size_mb * 1024 * 1024
+    spec = JailSpec(
+        argv=[],
+        binds=binds,
+        env=toolchains.docker_env(jail_env("docker")),
+        # exec: compiled test binaries (go test, cargo test, make test) run from /tmp, as in
+        # the bwrap jail's tmpfs (Docker mounts a tmpfs noexec by default)
+        tmpfs=[Tmpfs("/tmp", 64, "1777", exec_=True)],
+        chdir=WORKSPACE_IN_JAIL,
+        uid=0 if supervised else SANDBOX_UID,
+        limits=Limits(
+            cpu_s=limits.cpu_s,
+            file_size_mb=limits.file_size_mb,
+            open_files=limits.open_files,
+            no_core=True,
+            memory_mb=memory_mb,
+            pids=pids,
+        ),
+    )
     parent = cgroup_parent(client, config.docker.cgroup_parent)
     return {
         **({"cgroup_parent": parent} if parent else {}),
         "detach": True,
-        "network_mode": "none",
-        "read_only": True,
-        "user": "0:0" if supervised else f"{SANDBOX_UID}:{SANDBOX_UID}",
-        "working_dir": WORKSPACE_IN_JAIL,
-        "environment": toolchains.docker_env(jail_env("docker")),
-        "volumes": volumes,
-        # exec: compiled test binaries (go test, cargo test, make test) run from /tmp, as in
-        # the bwrap jail's tmpfs (Docker mounts a tmpfs noexec by default)
-        "tmpfs": {"/tmp": "size=64m,mode=1777,exec"},
+        **jail_kwargs(spec),
         "ipc_mode": "private",  # its own /dev/shm and System V IPC (reset empties both)
-        "mem_limit": f"{memory_mb}m",
-        "memswap_limit": f"{memory_mb}m",
-        "pids_limit": pids,
-        "cap_drop": ["ALL"],
         **({"cap_add": SUPERVISOR_CAPS} if supervised else {}),
         # no ptrace / process_vm_* (and Docker's documented denials): see seccomp.py
         "security_opt": ["no-new-privileges", f"seccomp={docker_profile()}"],
-        "ulimits": [
-            Ulimit(name="cpu", soft=limits.cpu_s, hard=limits.cpu_s),
-            Ulimit(name="fsize", soft=size, hard=size),
-            Ulimit(name="nofile", soft=limits.open_files, hard=limits.open_files),
-            Ulimit(name="core", soft=0, hard=0),
-        ],
     }
 
 
@@ -148,7 +149,7 @@ def _remove_container(container_id: str) -> None:
     """Force-remove one container (used by `close` and by the finalizer: no `self`)."""
     import docker
 
-    from verilearn_assets.core.sandbox.docker_backend import docker_client
+    from verilearn_assets.core.isolation.docker import docker_client
 
     client = docker_client(timeout=60)
     try:
@@ -179,7 +180,7 @@ class DockerSession:
     unix socket to the container's PID 1 (`jail_exec.py serve`)."""
 
     def __init__(self, config: RefactorConfig, workspace: Path, control: Path) -> None:
-        from verilearn_assets.core.sandbox.docker_backend import docker_client
+        from verilearn_assets.core.isolation.docker import docker_client
 
         self.config = config
         self.workspace = workspace
@@ -195,7 +196,7 @@ class DockerSession:
         self._start()
 
     def _start(self) -> None:
-        from verilearn_assets.core.sandbox.docker_backend import ensure_offline_image
+        from verilearn_assets.core.isolation.docker import ensure_offline_image
         from verilearn_assets.refactor.jail import give_to_sandbox_user
 
         global _reaped_once
@@ -618,8 +619,8 @@ def run_once(
     """`docker.lifetime: command`: a fresh container for this one command."""
     import docker
 
+    from verilearn_assets.core.isolation.docker import docker_client, ensure_offline_image
     from verilearn_assets.core.isolation.run import Completed, cap_output
-    from verilearn_assets.core.sandbox.docker_backend import docker_client, ensure_offline_image
     from verilearn_assets.refactor.jail import _is_timeout, give_to_sandbox_user
 
     limits = config.limits

@@ -6,13 +6,58 @@ mounts, and its limits as the container's: `memory_mb` (swap included, so no swa
 `pids`, `cpus`, and the rlimits Docker knows as ulimits (`cpu`, `fsize`, `nofile`,
 `core`; Docker has no address-space ulimit: the container's memory limit bounds it).
 A client adds what is its own (name, labels, PID 1, a seccomp profile, capabilities).
+No registry is needed: `ensure_offline_image` imports an empty scratch image.
 """
 
 from __future__ import annotations
 
+import io
+import logging
+import tarfile
 from typing import Any
 
+import docker
+from docker.errors import DockerException, ImageNotFound
+
 from verilearn_assets.core.isolation.spec import JailSpec, Tmpfs
+
+log = logging.getLogger("verilearn.isolation.docker")
+
+
+def docker_client(timeout: int = 10) -> docker.DockerClient:
+    return docker.from_env(timeout=timeout)
+
+
+def docker_available() -> tuple[bool, str]:
+    """Whether a daemon answers, and why not when it doesn't."""
+    try:
+        client = docker_client(timeout=3)
+        client.ping()
+        client.close()
+        return True, "daemon answered"
+    except DockerException as exc:
+        return False, f"no Docker daemon: {exc}"
+
+
+def empty_tarball() -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w"):
+        pass
+    return buf.getvalue()
+
+
+def ensure_offline_image(client: docker.DockerClient, reference: str) -> str:
+    """A scratch image from an empty tarball: no registry, no layers, nothing inside."""
+    try:
+        client.images.get(reference)
+        return reference
+    except ImageNotFound:
+        pass
+    repository, _, tag = reference.partition(":")
+    client.api.import_image_from_data(empty_tarball(), repository=repository, tag=tag or "latest")
+    client.images.get(reference)  # raises if the import did not produce it
+    log.info("imported offline scratch image %s", reference)
+    return reference
 
 
 def container_kwargs(spec: JailSpec) -> dict[str, Any]:

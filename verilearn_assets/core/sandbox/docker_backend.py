@@ -11,10 +11,8 @@ and its attach socket travels with the slot (see attach.py).
 
 from __future__ import annotations
 
-import io
 import logging
 import os
-import tarfile
 import tempfile
 import threading
 import uuid
@@ -26,7 +24,7 @@ from docker.constants import MINIMUM_DOCKER_API_VERSION
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.tls import TLSConfig
 
-from verilearn_assets.core.isolation.docker import container_kwargs
+from verilearn_assets.core.isolation.docker import container_kwargs, ensure_offline_image
 from verilearn_assets.core.isolation.spec import JailSpec
 from verilearn_assets.core.sandbox.config import DockerHost, SandboxConfig
 from verilearn_assets.core.sandbox.jail import LABEL, worker_argv
@@ -35,10 +33,6 @@ log = logging.getLogger("verilearn.sandbox.docker")
 
 
 LOCAL_HOST = "local"  # the label of the daemon from the environment (single-host setup)
-
-
-def docker_client(timeout: int = 10) -> docker.DockerClient:
-    return docker.from_env(timeout=timeout)
 
 
 def host_client(host: DockerHost | None, timeout: float = 10) -> docker.DockerClient:
@@ -70,17 +64,6 @@ def host_client(host: DockerHost | None, timeout: float = 10) -> docker.DockerCl
     return client
 
 
-def docker_available() -> tuple[bool, str]:
-    """Whether a daemon answers, and why not when it doesn't."""
-    try:
-        client = docker_client(timeout=3)
-        client.ping()
-        client.close()
-        return True, "daemon answered"
-    except DockerException as exc:
-        return False, f"no Docker daemon: {exc}"
-
-
 def hosts_available(config: SandboxConfig) -> tuple[bool, str]:
     """Whether at least one of `docker.hosts` answers, and what each said."""
     said = []
@@ -95,27 +78,6 @@ def hosts_available(config: SandboxConfig) -> tuple[bool, str]:
         except Exception as exc:  # docker-py lets requests' TLS/connection errors through
             said.append(f"{host.label}: {exc}")
     return False, "no Docker host answered: " + "; ".join(said)
-
-
-def empty_tarball() -> bytes:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w"):
-        pass
-    return buf.getvalue()
-
-
-def ensure_offline_image(client: docker.DockerClient, reference: str) -> str:
-    """A scratch image from an empty tarball: no registry, no layers, nothing inside."""
-    try:
-        client.images.get(reference)
-        return reference
-    except ImageNotFound:
-        pass
-    repository, _, tag = reference.partition(":")
-    client.api.import_image_from_data(empty_tarball(), repository=repository, tag=tag or "latest")
-    client.images.get(reference)  # raises if the import did not produce it
-    log.info("imported offline scratch image %s", reference)
-    return reference
 
 
 @dataclass
