@@ -2,7 +2,7 @@
 
 Starting a container costs far more than the ast-grep or pytest run it hosts, so a
 workspace keeps one container for its life: started by `prepare_workspace`, its PID 1
-`jail_exec.py serve` connected to a one-shot unix socket of the host, each command one JSON
+`pid1.py serve` connected to a one-shot unix socket of the host, each command one JSON
 line each way over it (no `docker exec`; PID 1 sweeps every leftover process and `/tmp`
 before and after the command, and kills the command's process group on timeout), removed
 by `cleanup`. A `weakref.finalize` removes it if the workspace is dropped or the interpreter
@@ -16,7 +16,7 @@ workspace and serves the next one with the same settings. Starting and removing 
 container cost about a third of a second of daemon CPU each, more than a whole step; a
 reset between workspaces costs a few milliseconds and leaves the container as a fresh one
 would be: every process killed, `/tmp` and `/dev/shm` emptied, the System V IPC objects
-removed (by PID 1, `jail_exec.reset`), the workspace directory emptied by the host. The
+removed (by PID 1, `pid1.reset`), the workspace directory emptied by the host. The
 root file system is read-only, so nothing else can carry over. A container that fails
 its reset, lost its PID 1 or was killed is never pooled. `workspace` keeps one container
 per workspace (started ahead with `prestart`); `command` a fresh container per command
@@ -42,20 +42,21 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from verilearn_assets.core.isolation import pid1
 from verilearn_assets.core.isolation.docker import container_kwargs as jail_kwargs
+from verilearn_assets.core.isolation.pid1 import remove_tree
 from verilearn_assets.core.isolation.seccomp import docker_profile
 from verilearn_assets.core.isolation.spec import SANDBOX_UID, Bind, JailSpec, Limits, Tmpfs
 from verilearn_assets.core.procs import running
 from verilearn_assets.refactor import toolchains
 from verilearn_assets.refactor.config import RefactorConfig
-from verilearn_assets.refactor.jail_exec import remove_tree
 
 log = logging.getLogger("verilearn.refactor.docker")
 
 LABEL = "verilearn.refactor"
 OWNER_LABEL = "verilearn.refactor.owner"  # <hostname>:<pid> of the process that started it
 EXEC_IN_JAIL = "/opt/refactor/jail_exec.py"
-EXEC_SOURCE = Path(__file__).resolve().parent / "jail_exec.py"
+EXEC_SOURCE = Path(pid1.__file__).resolve()
 SOCKET_DIR_IN_JAIL = "/run/jailctl"
 HOST_GRACE_S = 30.0  # beyond the command's timeout, the host gives up and kills the container
 START_TIMEOUT_S = 60.0
@@ -79,7 +80,7 @@ def cgroup_parent(client: Any, setting: str | None) -> str | None:
     return "verilearn-refactor.slice" if _DRIVER[0] == "systemd" else "/verilearn-refactor"
 
 
-# PID 1 (`jail_exec.py serve`) runs as the container's root with these capabilities only:
+# PID 1 (`pid1.py serve`) runs as the container's root with these capabilities only:
 # to drop each command to uid 65534 and to sweep what commands leave. A command (another
 # uid, no capabilities, the seccomp profile) can neither signal nor trace it.
 SUPERVISOR_CAPS = ["SETUID", "SETGID", "KILL"]
@@ -89,7 +90,7 @@ def container_kwargs(
     client: Any, config: RefactorConfig, workspace: Path, control: Path, supervised: bool = True
 ) -> dict[str, Any]:
     """The isolation every refactor container gets, whatever its lifetime. `supervised`:
-    PID 1 is `jail_exec.py serve` (root, `SUPERVISOR_CAPS`), else the command itself
+    PID 1 is `pid1.py serve` (root, `SUPERVISOR_CAPS`), else the command itself
     (`lifetime: command`: uid 65534, no capability)."""
     from verilearn_assets.refactor.jail import (
         BIN_IN_JAIL,
@@ -177,7 +178,7 @@ def reap_orphans(client: Any) -> list[str]:
 
 class DockerSession:
     """One long-lived container over one workspace; `run` is one JSON line each way over a
-    unix socket to the container's PID 1 (`jail_exec.py serve`)."""
+    unix socket to the container's PID 1 (`pid1.py serve`)."""
 
     def __init__(self, config: RefactorConfig, workspace: Path, control: Path) -> None:
         from verilearn_assets.core.isolation.docker import docker_client
@@ -229,7 +230,7 @@ class DockerSession:
                     f"{SOCKET_DIR_IN_JAIL}/s",
                 ],
                 labels={LABEL: "workspace", OWNER_LABEL: _owner()},
-                init=False,  # jail_exec serve is PID 1 and reaps
+                init=False,  # pid1.py serve is PID 1 and reaps
                 **kwargs,
             )
             self.container_id = container.id

@@ -322,7 +322,7 @@ def _is_timeout(exc: Exception) -> bool:
 def give_to_sandbox_user(workspace: Path) -> None:
     """The commands run as uid 65534: hand them the workspace (we own it, it is a copy).
     Walked iteratively by descriptors (`walk_dirs`): a tree a command built any deep."""
-    from verilearn_assets.refactor.jail_exec import walk_dirs
+    from verilearn_assets.core.isolation.pid1 import walk_dirs
 
     if os.geteuid() != 0:
 

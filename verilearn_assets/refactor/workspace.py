@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from verilearn_assets.core.isolation.pid1 import remove_tree
 from verilearn_assets.refactor import pysource
 from verilearn_assets.refactor.config import Limits, RefactorConfig, expand_home
-from verilearn_assets.refactor.jail_exec import remove_tree
 
 __all__ = ["remove_tree"]  # re-exported: stdlib-only in jail_exec, which runs in containers
 
