@@ -157,7 +157,7 @@ def languages_report(languages: list[str], modes: list[str], configs: dict, args
 
 
 def settle_docker() -> None:
-    from verilearn_assets.refactor.docker_jail import settle
+    from verilearn_assets.core.isolation.docker_pool import settle
 
     settle()
 

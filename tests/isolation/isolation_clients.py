@@ -132,7 +132,7 @@ class CommandClient:
         return Outcome(step.status == "timeout", step.stdout, step.stderr)
 
     def close(self) -> None:
-        from verilearn_assets.refactor.docker_jail import drain
+        from verilearn_assets.core.isolation.docker_pool import drain
 
         drain()
 

@@ -45,7 +45,7 @@ from verilearn_assets.refactor import toolchains
 from verilearn_assets.refactor.config import RefactorConfig
 
 if TYPE_CHECKING:
-    from verilearn_assets.refactor.docker_jail import DockerSession
+    from verilearn_assets.core.isolation.docker_pool import DockerSession
 
 log = logging.getLogger("verilearn.refactor.jail")
 

@@ -468,7 +468,7 @@ def cleanup(workspace: Workspace) -> None:
     session, workspace.jail = workspace.jail, None
     try:
         if session is not None and config.docker.lifetime == "pool":
-            from verilearn_assets.refactor.docker_jail import release_session
+            from verilearn_assets.core.isolation.docker_pool import release_session
 
             if release_session(session, workspace.root):
                 return  # the emptied directories went with the pooled container

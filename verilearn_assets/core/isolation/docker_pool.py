@@ -1,26 +1,24 @@
-"""The Docker backend: one container per workspace (default) or one per command.
+"""The Docker backend's pool: long-lived containers, each serving one directory pair (a
+workspace read-write, its control files read-only) at a time, PID 1 our supervisor.
 
-Starting a container costs far more than the ast-grep or pytest run it hosts, so a
-workspace keeps one container for its life: started by `prepare_workspace`, its PID 1
-`pid1.py serve` connected to a one-shot unix socket of the host, each command one JSON
-line each way over it (no `docker exec`; PID 1 sweeps every leftover process and `/tmp`
-before and after the command, and kills the command's process group on timeout), removed
-by `cleanup`. A `weakref.finalize` removes it if the workspace is dropped or the interpreter
-exits without `cleanup`, and containers whose owning process died (killed with SIGKILL) are
-removed by the next session. Isolation is the per-command container's: no network,
-read-only root, a `/tmp` tmpfs, pids and memory limits, uid 65534, every capability
-dropped, no new privileges, a private IPC namespace.
+Starting a container costs far more than the command it hosts, so a container lives as
+long as its directory pair (`lifetime: workspace`): its PID 1 `pid1.py serve` connected to
+a one-shot unix socket of the host, each command one JSON line each way over it (no
+`docker exec`; PID 1 sweeps every leftover process and `/tmp` before and after the
+command, and kills the command's process group on timeout). A `weakref.finalize` removes
+it if its session is dropped or the interpreter exits without closing it, and containers
+whose owning process died (killed with SIGKILL) are removed by the next session. The
+isolation is the client's (`PoolPlan.container_args`, rendered from a `JailSpec` by
+`docker.container_kwargs`); the pool adds PID 1 and its socket.
 
-`docker.lifetime: pool` (the default) goes one step further: a container outlives its
-workspace and serves the next one with the same settings. Starting and removing a
-container cost about a third of a second of daemon CPU each, more than a whole step; a
-reset between workspaces costs a few milliseconds and leaves the container as a fresh one
-would be: every process killed, `/tmp` and `/dev/shm` emptied, the System V IPC objects
-removed (by PID 1, `pid1.reset`), the workspace directory emptied by the host. The
-root file system is read-only, so nothing else can carry over. A container that fails
-its reset, lost its PID 1 or was killed is never pooled. `workspace` keeps one container
-per workspace (started ahead with `prestart`); `command` a fresh container per command
-(the benchmark compares all three).
+`lifetime: pool` goes one step further: a container outlives its directory pair and
+serves the next one with the same plan signature. Starting and removing a container cost
+about a third of a second of daemon CPU each; a reset costs a few milliseconds and leaves
+the container as a fresh one would be: every process killed, `/tmp` and `/dev/shm`
+emptied, the System V IPC objects removed (by PID 1, `pid1.reset`), the directories
+emptied by the host. The root file system is read-only, so nothing else can carry over.
+A container that fails its reset, lost its PID 1 or was killed is never pooled.
+`prestart` starts the next container (a spare) ahead while the current one works.
 """
 
 from __future__ import annotations
@@ -38,112 +36,57 @@ import threading
 import time
 import uuid
 import weakref
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from verilearn_assets.core.isolation import pid1
-from verilearn_assets.core.isolation.docker import container_kwargs as jail_kwargs
 from verilearn_assets.core.isolation.pid1 import remove_tree
-from verilearn_assets.core.isolation.seccomp import docker_profile
-from verilearn_assets.core.isolation.spec import SANDBOX_UID, Bind, JailSpec, Limits, Tmpfs
+from verilearn_assets.core.isolation.run import Completed
 from verilearn_assets.core.procs import running
-from verilearn_assets.refactor import toolchains
-from verilearn_assets.refactor.config import RefactorConfig
 
-log = logging.getLogger("verilearn.refactor.docker")
+log = logging.getLogger("verilearn.isolation.docker_pool")
 
-LABEL = "verilearn.refactor"
-OWNER_LABEL = "verilearn.refactor.owner"  # <hostname>:<pid> of the process that started it
-EXEC_IN_JAIL = "/opt/refactor/jail_exec.py"
+EXEC_IN_JAIL = "/opt/verilearn/pid1.py"
 EXEC_SOURCE = Path(pid1.__file__).resolve()
 SOCKET_DIR_IN_JAIL = "/run/jailctl"
 HOST_GRACE_S = 30.0  # beyond the command's timeout, the host gives up and kills the container
 START_TIMEOUT_S = 60.0
-_reaped_once = False
-_reaped_dirs = False
+_REAPED: set[str] = set()  # labels whose orphans were reaped by this process
+_REAPED_DIRS: set[str] = set()  # roots whose idle directories were reaped
 
 
 def _owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-_DRIVER: dict[int, str] = {}
+def owner_label(label: str) -> str:
+    """The label naming the process that started a container (`<hostname>:<pid>`)."""
+    return f"{label}.owner"
 
 
-def cgroup_parent(client: Any, setting: str | None) -> str | None:
-    """`auto`: our own group beside Docker's (named for the daemon's cgroup driver)."""
-    if setting != "auto":
-        return setting
-    if not _DRIVER:
-        _DRIVER[0] = str(client.info().get("CgroupDriver", "cgroupfs"))
-    return "verilearn-refactor.slice" if _DRIVER[0] == "systemd" else "/verilearn-refactor"
+@dataclass(frozen=True)
+class PoolPlan:
+    """A client's containers. Containers of one `signature` are interchangeable: a pooled
+    one serves the next directory pair of that signature. `container_args(client, rw dir,
+    ro dir)`: docker-py `run` arguments (the isolation; PID 1 and its socket are the
+    pool's); `handover(rw dir)`: make the directory the jail uid's before each command;
+    `command_limits(argv)`: a command's address-space limit (MB) and output cap (bytes);
+    `root`: where spares and idle containers keep their directories."""
 
-
-# PID 1 (`pid1.py serve`) runs as the container's root with these capabilities only:
-# to drop each command to uid 65534 and to sweep what commands leave. A command (another
-# uid, no capabilities, the seccomp profile) can neither signal nor trace it.
-SUPERVISOR_CAPS = ["SETUID", "SETGID", "KILL"]
-
-
-def container_kwargs(
-    client: Any, config: RefactorConfig, workspace: Path, control: Path, supervised: bool = True
-) -> dict[str, Any]:
-    """The isolation every refactor container gets, whatever its lifetime. `supervised`:
-    PID 1 is `pid1.py serve` (root, `SUPERVISOR_CAPS`), else the command itself
-    (`lifetime: command`: uid 65534, no capability)."""
-    from verilearn_assets.refactor.jail import (
-        BIN_IN_JAIL,
-        CONTROL_IN_JAIL,
-        PYCACHE_IN_JAIL,
-        WORKSPACE_IN_JAIL,
-        _ro_paths,
-        ast_grep_binary,
-        jail_env,
-        runtime_pycache,
-    )
-
-    limits = config.limits
-    ro = _ro_paths(config)
-    binds = [Bind(p, p, runtime=True) for p in ro]
-    binds += [
-        Bind(ast_grep_binary(), f"{BIN_IN_JAIL}/ast-grep", runtime=True),
-        Bind(str(EXEC_SOURCE), EXEC_IN_JAIL, runtime=True),
-        Bind(str(runtime_pycache(config)), PYCACHE_IN_JAIL, runtime=True),
-        Bind(str(control), CONTROL_IN_JAIL),
-        Bind(str(workspace), WORKSPACE_IN_JAIL, writable=True),
-    ]
-    for host, inside in toolchains.docker_paths(ro).items():  # node, go, ...
-        binds.append(Bind(host, inside, runtime=True))
-    memory_mb, pids = toolchains.docker_limits(config)  # the largest runner's
-    spec = JailSpec(
-        argv=[],
-        binds=binds,
-        env=toolchains.docker_env(jail_env("docker")),
-        # exec: compiled test binaries (go test, cargo test, make test) run from /tmp, as in
-        # the bwrap jail's tmpfs (Docker mounts a tmpfs noexec by default)
-        tmpfs=[Tmpfs("/tmp", 64, "1777", exec_=True)],
-        chdir=WORKSPACE_IN_JAIL,
-        uid=0 if supervised else SANDBOX_UID,
-        limits=Limits(
-            cpu_s=limits.cpu_s,
-            file_size_mb=limits.file_size_mb,
-            open_files=limits.open_files,
-            no_core=True,
-            memory_mb=memory_mb,
-            pids=pids,
-        ),
-    )
-    parent = cgroup_parent(client, config.docker.cgroup_parent)
-    return {
-        **({"cgroup_parent": parent} if parent else {}),
-        "detach": True,
-        **jail_kwargs(spec),
-        "ipc_mode": "private",  # its own /dev/shm and System V IPC (reset empties both)
-        **({"cap_add": SUPERVISOR_CAPS} if supervised else {}),
-        # no ptrace / process_vm_* (and Docker's documented denials): see seccomp.py
-        "security_opt": ["no-new-privileges", f"seccomp={docker_profile()}"],
-    }
+    signature: str
+    image: str
+    label: str
+    name: str
+    container_args: Callable[[Any, Path, Path], dict[str, Any]]
+    handover: Callable[[Path], None]
+    command_limits: Callable[[list[str]], tuple[int, int]]
+    root: Path
+    lifetime: str = "pool"  # pool | workspace (one container per directory pair)
+    prestart: bool = False
+    pool_size: int = 4
 
 
 def _remove_container(container_id: str) -> None:
@@ -161,18 +104,18 @@ def _remove_container(container_id: str) -> None:
         client.close()
 
 
-def reap_orphans(client: Any) -> list[str]:
-    """Remove workspace containers whose owning process on this host is gone."""
+def reap_orphans(client: Any, label: str) -> list[str]:
+    """Remove the `label` pool's containers whose owning process on this host is gone."""
     host = socket.gethostname()
     removed = []
-    for c in client.containers.list(all=True, filters={"label": f"{LABEL}=workspace"}):
-        owner_host, _, pid = c.labels.get(OWNER_LABEL, "").rpartition(":")
+    for c in client.containers.list(all=True, filters={"label": f"{label}=workspace"}):
+        owner_host, _, pid = c.labels.get(owner_label(label), "").rpartition(":")
         if owner_host != host or not pid.isdigit() or running(int(pid)):
             continue
         c.remove(force=True)
         removed.append(c.short_id)
     if removed:
-        log.warning("removed %d refactor containers left by dead processes", len(removed))
+        log.warning("removed %d %s containers left by dead processes", len(removed), label)
     return removed
 
 
@@ -180,10 +123,10 @@ class DockerSession:
     """One long-lived container over one workspace; `run` is one JSON line each way over a
     unix socket to the container's PID 1 (`pid1.py serve`)."""
 
-    def __init__(self, config: RefactorConfig, workspace: Path, control: Path) -> None:
+    def __init__(self, plan: PoolPlan, workspace: Path, control: Path) -> None:
         from verilearn_assets.core.isolation.docker import docker_client
 
-        self.config = config
+        self.plan = plan
         self.workspace = workspace
         self.control = control
         self.client = docker_client(timeout=60)
@@ -198,14 +141,13 @@ class DockerSession:
 
     def _start(self) -> None:
         from verilearn_assets.core.isolation.docker import ensure_offline_image
-        from verilearn_assets.refactor.jail import give_to_sandbox_user
 
-        global _reaped_once
-        if not _reaped_once:
-            reap_orphans(self.client)
-            _reaped_once = True
-        image = ensure_offline_image(self.client, self.config.docker.offline_image)
-        give_to_sandbox_user(self.workspace)
+        plan = self.plan
+        if plan.label not in _REAPED:
+            reap_orphans(self.client, plan.label)
+            _REAPED.add(plan.label)
+        image = ensure_offline_image(self.client, plan.image)
+        plan.handover(self.workspace)
         # A one-shot socket in a short private directory (unix paths are capped at 108
         # bytes), bound read-only into the container; removed once init has connected.
         rendezvous = Path(tempfile.mkdtemp(prefix="vlr-"))
@@ -216,7 +158,8 @@ class DockerSession:
             os.chmod(rendezvous / "s", 0o777)
             listener.listen(1)
             listener.settimeout(START_TIMEOUT_S)
-            kwargs = container_kwargs(self.client, self.config, self.workspace, self.control)
+            kwargs = plan.container_args(self.client, self.workspace, self.control)
+            kwargs["volumes"][str(EXEC_SOURCE)] = {"bind": EXEC_IN_JAIL, "mode": "ro"}
             kwargs["volumes"][str(rendezvous)] = {"bind": SOCKET_DIR_IN_JAIL, "mode": "ro"}
             container = self.client.containers.run(
                 image,
@@ -229,7 +172,7 @@ class DockerSession:
                     "serve",
                     f"{SOCKET_DIR_IN_JAIL}/s",
                 ],
-                labels={LABEL: "workspace", OWNER_LABEL: _owner()},
+                labels={plan.label: "workspace", owner_label(plan.label): _owner()},
                 init=False,  # pid1.py serve is PID 1 and reaps
                 **kwargs,
             )
@@ -242,7 +185,7 @@ class DockerSession:
                 logs = container.logs().decode(errors="replace")[-2000:]
                 self._kill_container()
                 raise RuntimeError(
-                    f"refactor container did not connect within {START_TIMEOUT_S}s: {logs}"
+                    f"{plan.name} container did not connect within {START_TIMEOUT_S}s: {logs}"
                 ) from exc
         finally:
             listener.close()
@@ -255,7 +198,7 @@ class DockerSession:
             conn.close()
             self._kill_container()
             raise RuntimeError(
-                f"refactor container socket: pid {pid} uid {uid} connected, "
+                f"{plan.name} container socket: pid {pid} uid {uid} connected, "
                 f"not the container's PID 1 ({init}, uid 0)"
             )
         self._conn = conn
@@ -265,20 +208,17 @@ class DockerSession:
     def alive(self) -> bool:
         return self.container_id is not None
 
-    def run(self, argv: list[str], timeout_s: float):  # noqa: ANN201 - jail.Completed
-        from verilearn_assets.core.isolation.run import Completed
-        from verilearn_assets.refactor.jail import give_to_sandbox_user
-
+    def run(self, argv: list[str], timeout_s: float) -> Completed:
         if self.container_id is None:  # the last command wedged and its container was killed
             self._start()
         assert self._conn is not None
-        give_to_sandbox_user(self.workspace)  # files the host added since the last command
-        limits = toolchains.with_limits(self.config, argv).limits  # its runner's RLIMIT_AS
+        self.plan.handover(self.workspace)  # files the host added since the last command
+        memory_mb, cap = self.plan.command_limits(argv)
         spec = {
             "argv": argv,
             "timeout_s": timeout_s,
-            "cap": limits.output_cap_bytes,
-            "memory_bytes": limits.memory_mb * 1024 * 1024,
+            "cap": cap,
+            "memory_bytes": memory_mb * 1024 * 1024,
         }
         start = time.perf_counter()
         self._conn.settimeout(timeout_s + HOST_GRACE_S)
@@ -291,7 +231,7 @@ class DockerSession:
             why = "the connection closed"
         duration = (time.perf_counter() - start) * 1000
         if not line:  # wedged, or init died (OOM, daemon trouble): a fresh container next
-            log.warning("refactor container %s lost (%s): killed", self.container_id, why)
+            log.warning("%s container %s lost (%s): killed", self.plan.name, self.container_id, why)
             self._kill_container()
             timed_out = duration >= timeout_s * 1000
             return Completed(
@@ -300,7 +240,9 @@ class DockerSession:
         report = json.loads(line)
         if "error" in report:  # e.g. what a command left could not be wiped: never reused
             self._kill_container()
-            raise RuntimeError(f"refactor container could not run {argv[:1]}: {report['error']}")
+            raise RuntimeError(
+                f"{self.plan.name} container could not run {argv[:1]}: {report['error']}"
+            )
         return Completed(
             int(report["exit_code"]),
             report["stdout"],
@@ -319,11 +261,14 @@ class DockerSession:
             self._conn.sendall(b'{"reset": true}\n')
             line = self._reader.readline()
         except (TimeoutError, OSError) as exc:
-            log.warning("refactor container %s: reset failed (%s)", self.container_id, exc)
+            name, container = self.plan.name, self.container_id
+            log.warning("%s container %s: reset failed (%s)", name, container, exc)
             return False
         report = json.loads(line) if line else {}
         if not report.get("reset"):
-            log.warning("refactor container %s: reset refused: %s", self.container_id, report)
+            log.warning(
+                "%s container %s: reset refused: %s", self.plan.name, self.container_id, report
+            )
             return False
         return True
 
@@ -377,40 +322,32 @@ _SPARE: dict[str, Any] = {}  # signature, future (-> (session, root))
 
 def _background() -> ThreadPoolExecutor:
     if not _EXECUTOR:
-        _EXECUTOR.append(ThreadPoolExecutor(max_workers=2, thread_name_prefix="refactor-docker"))
+        _EXECUTOR.append(ThreadPoolExecutor(max_workers=2, thread_name_prefix="jail-docker"))
     return _EXECUTOR[0]
 
 
-def _signature(config: RefactorConfig) -> str:
-    return config.model_dump_json(
-        include={"limits", "docker", "system_ro_paths", "workspace_root", "backend"}
-    )
-
-
-def _new_session(config: RefactorConfig, root: Path) -> DockerSession:
+def _new_session(plan: PoolPlan, root: Path) -> DockerSession:
     (root / "tree").mkdir(parents=True)
     (root / "control").mkdir()
     try:
-        return DockerSession(config, root / "tree", root / "control")
+        return DockerSession(plan, root / "tree", root / "control")
     except BaseException:
         _remove_root(root)
         raise
 
 
-def _make_spare(config: RefactorConfig) -> tuple[DockerSession, Path]:
-    from verilearn_assets.refactor.config import expand_home
-
-    root = expand_home(config.workspace_root) / f".spare-{uuid.uuid4().hex[:12]}"
-    return _new_session(config, root), root
+def _make_spare(plan: PoolPlan) -> tuple[DockerSession, Path]:
+    root = plan.root / f".spare-{uuid.uuid4().hex[:12]}"
+    return _new_session(plan, root), root
 
 
-def open_session(config: RefactorConfig, root: Path) -> DockerSession:
+def open_session(plan: PoolPlan, root: Path) -> DockerSession:
     """A started container over `root/tree` and `root/control` (created here; `root` must
     not exist): the spare started ahead for this config if there is one, else a new one.
     With `docker.prestart` the next workspace's spare then starts in the background."""
-    signature = _signature(config)
-    if config.docker.lifetime == "pool":
-        return _open_pooled(config, root, signature)
+    signature = plan.signature
+    if plan.lifetime == "pool":
+        return _open_pooled(plan, root, signature)
     with _LOCK:
         spare = _SPARE.pop("future", None) if _SPARE.get("signature") == signature else None
         stale = None if spare is not None else _SPARE.pop("future", None)
@@ -422,36 +359,35 @@ def open_session(config: RefactorConfig, root: Path) -> DockerSession:
         try:
             session, spare_root = spare.result()
         except Exception as exc:  # the synchronous start below raises if it persists
-            log.warning("refactor: the spare container failed to start (%s); starting one", exc)
+            log.warning(
+                "%s: the spare container failed to start (%s); starting one", plan.name, exc
+            )
         else:
             session = _moved(session, spare_root, root, "spare", wait=True)
             if session is not None:
                 session.from_spare = True
     if session is None:
-        session = _new_session(config, root)
-    if config.docker.prestart:
+        session = _new_session(plan, root)
+    if plan.prestart:
         with _LOCK:
             if "future" not in _SPARE:
                 _SPARE["signature"] = signature
-                _SPARE["future"] = _background().submit(_make_spare, config)
+                _SPARE["future"] = _background().submit(_make_spare, plan)
     return session
 
 
-def _open_pooled(config: RefactorConfig, root: Path, signature: str) -> DockerSession:
+def _open_pooled(plan: PoolPlan, root: Path, signature: str) -> DockerSession:
     """An idle container of the pool with these settings, moved under `root`; else a new
     one (the pool fills as workspaces are cleaned up)."""
-    global _reaped_dirs
-    if not _reaped_dirs:
-        from verilearn_assets.refactor.config import expand_home
-
-        reap_idle_dirs(expand_home(config.workspace_root))
-        _reaped_dirs = True
+    if str(plan.root) not in _REAPED_DIRS:
+        reap_idle_dirs(plan.root)
+        _REAPED_DIRS.add(str(plan.root))
     while (idle := _take_idle(signature)) is not None:
         session = _moved(*idle, root, "pooled", wait=False)
         if session is not None:
             session.served += 1
             return session
-    return _new_session(config, root)
+    return _new_session(plan, root)
 
 
 def _moved(
@@ -464,7 +400,7 @@ def _moved(
         root.parent.mkdir(parents=True, exist_ok=True)
         os.rename(src, root)
     except OSError as exc:
-        log.warning("refactor: %s %s not movable to %s (%s)", what, src, root, exc)
+        log.warning("%s: %s %s not movable to %s (%s)", session.plan.name, what, src, root, exc)
         session.close(wait=wait)
         _remove_root(src)
         return None
@@ -508,7 +444,7 @@ def _remove_root(root: Path) -> None:
     try:
         remove_tree(root)
     except OSError as exc:
-        log.warning("refactor: could not remove %s: %s", root, exc)
+        log.warning("jail pool: could not remove %s: %s", root, exc)
 
 
 def _empty_dir(directory: Path) -> None:
@@ -522,12 +458,12 @@ def release_session(session: DockerSession, root: Path) -> bool:
     the next workspace. True when `root` was taken (renamed away, or removed with the
     container when the pool filled meanwhile); False when the session was closed instead
     (a failed reset, a dead container, a full pool) and `root` is the caller's to remove."""
-    config = session.config
+    plan = session.plan
     if not session.alive or not session.reset():
         session.close(wait=False)
         return False
     with _LOCK:
-        full = len(_IDLE) >= config.docker.pool_size
+        full = len(_IDLE) >= plan.pool_size
     if full:
         session.close(wait=False)
         return False
@@ -540,14 +476,14 @@ def release_session(session: DockerSession, root: Path) -> bool:
         idle_root = root.parent / f"{POOL_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:12]}"
         os.rename(root, idle_root)
     except OSError as exc:
-        log.warning("refactor container %s not pooled: %s", session.container_id, exc)
+        log.warning("%s container %s not pooled: %s", plan.name, session.container_id, exc)
         session.close(wait=False)
         return False
     session.rebind(idle_root / "tree", idle_root / "control")
     with _LOCK:  # checked again where it is added: another thread may have filled it
-        kept = len(_IDLE) < config.docker.pool_size
+        kept = len(_IDLE) < plan.pool_size
         if kept:
-            _IDLE.append((_signature(config), session, idle_root))
+            _IDLE.append((plan.signature, session, idle_root))
     if not kept:
         session.close(wait=False)
         _remove_root(idle_root)
@@ -612,50 +548,3 @@ def wait_removals() -> None:
 
 
 atexit.register(drain)
-
-
-def run_once(
-    config: RefactorConfig, workspace: Path, control: Path, argv: list[str], timeout_s: float
-):  # noqa: ANN201 - jail.Completed
-    """`docker.lifetime: command`: a fresh container for this one command."""
-    import docker
-
-    from verilearn_assets.core.isolation.docker import docker_client, ensure_offline_image
-    from verilearn_assets.core.isolation.run import Completed, cap_output
-    from verilearn_assets.refactor.jail import _is_timeout, give_to_sandbox_user
-
-    limits = config.limits
-    client = docker_client(timeout=max(30, int(timeout_s) + 10))
-    try:
-        image = ensure_offline_image(client, config.docker.offline_image)
-        give_to_sandbox_user(workspace)
-        start = time.perf_counter()
-        container = client.containers.run(
-            image,
-            command=argv,
-            labels={LABEL: "step"},
-            **container_kwargs(client, config, workspace, control, supervised=False),
-        )
-        timed_out = False
-        try:
-            try:
-                code = int(container.wait(timeout=timeout_s)["StatusCode"])
-            except Exception as exc:  # requests' ReadTimeout / ConnectionError on timeout
-                if not _is_timeout(exc):
-                    raise
-                timed_out = True
-                container.kill()
-                code = int(container.wait(timeout=30)["StatusCode"])
-            duration = (time.perf_counter() - start) * 1000
-            cap = limits.output_cap_bytes
-            out = container.logs(stdout=True, stderr=False).decode(errors="replace")
-            err = container.logs(stdout=False, stderr=True).decode(errors="replace")
-            stdout, stderr = cap_output(out, cap), cap_output(err, cap)
-        finally:
-            try:
-                container.remove(force=True)
-            except docker.errors.NotFound:
-                pass
-        return Completed(code, stdout, stderr, duration, timed_out)
-    finally:
-        client.close()
