@@ -120,7 +120,10 @@ class BwrapGate:
             except ProcessLookupError:  # bwrap died during its setup: nothing ran
                 stop(process, child)
                 return
-            os.write(self.block_write, b"1")
+            try:
+                os.write(self.block_write, b"1")
+            except BrokenPipeError:  # bwrap ended during its setup since: it says why
+                return
         except BaseException:
             stop(process, child)
             raise
