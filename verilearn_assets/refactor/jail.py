@@ -312,7 +312,6 @@ def _run_local(
     )
 
 
-
 def _is_timeout(exc: Exception) -> bool:
     import requests
 
