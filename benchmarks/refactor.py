@@ -157,7 +157,7 @@ def languages_report(languages: list[str], modes: list[str], configs: dict, args
 
 
 def settle_docker() -> None:
-    from verilearn_assets.refactor.docker_jail import settle
+    from verilearn_assets.core.isolation.docker_pool import settle
 
     settle()
 
@@ -203,7 +203,7 @@ def main() -> None:
     skipped: list[str] = []
     if args.modes is None:
         modes = list(MODES)
-        from verilearn_assets.core.sandbox.docker_backend import docker_available
+        from verilearn_assets.core.isolation.docker import docker_available
 
         if not docker_available()[0]:
             skipped = [m for m in modes if MODES[m][0] == "docker"]

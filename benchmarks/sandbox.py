@@ -25,9 +25,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from verilearn_assets.core.isolation.docker import docker_available, ensure_offline_image
+from verilearn_assets.core.isolation.spec import python_runtime_paths
 from verilearn_assets.core.sandbox.config import load_sandbox_config
-from verilearn_assets.core.sandbox.docker_backend import docker_available, ensure_offline_image
-from verilearn_assets.core.sandbox.jail import python_runtime_paths
 from verilearn_assets.core.sandbox.pool import SandboxPool
 from verilearn_assets.core.sandbox.worker import run_cell
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from verilearn_assets.core.sandbox.docker_backend import docker_available
+from verilearn_assets.core.isolation.docker import docker_available
 from verilearn_assets.refactor.config import RefactorConfig, load_refactor_config
 
 SMALL_RULES = ("optional-to-union", "eq-none-to-is", "list-call-to-literal")

@@ -111,7 +111,7 @@ def test_a_command_leaves_nothing_to_the_next(backend_name: str, tmp_path: Path)
 def _container_exists(container_id: str) -> bool:
     import docker
 
-    from verilearn_assets.core.sandbox.docker_backend import docker_client
+    from verilearn_assets.core.isolation.docker import docker_client
 
     client = docker_client()
     try:
@@ -132,8 +132,9 @@ for d, _, fs in sorted(os.walk('.')):
 
 def _own_containers() -> list[str]:
     """Refactor workspace containers this process started and that still exist."""
-    from verilearn_assets.core.sandbox.docker_backend import docker_client
-    from verilearn_assets.refactor.docker_jail import LABEL, OWNER_LABEL, _owner
+    from verilearn_assets.core.isolation.docker import docker_client
+    from verilearn_assets.core.isolation.docker_pool import _owner
+    from verilearn_assets.refactor.docker_jail import LABEL, OWNER_LABEL
 
     client = docker_client()
     try:
@@ -152,7 +153,7 @@ def docker_config(tmp_path: Path) -> RefactorConfig:
 
 
 def test_container_lives_as_long_as_its_workspace(docker_config: RefactorConfig) -> None:
-    from verilearn_assets.refactor.docker_jail import drain
+    from verilearn_assets.core.isolation.docker_pool import drain
 
     docker_config = docker_config.model_copy(
         update={"docker": docker_config.docker.model_copy(update={"lifetime": "workspace"})}
@@ -182,9 +183,10 @@ def test_container_lives_as_long_as_its_workspace(docker_config: RefactorConfig)
 
 
 def test_container_of_a_killed_process_is_reaped(docker_config: RefactorConfig) -> None:
+    from verilearn_assets.core.isolation.docker import docker_client
+    from verilearn_assets.core.isolation.docker_pool import POOL_PREFIX, reap_idle_dirs
     from verilearn_assets.core.procs import state
-    from verilearn_assets.core.sandbox.docker_backend import docker_client
-    from verilearn_assets.refactor.docker_jail import POOL_PREFIX, reap_idle_dirs, reap_orphans
+    from verilearn_assets.refactor.docker_jail import reap_orphans
 
     script = textwrap.dedent(
         f"""
@@ -233,7 +235,7 @@ def test_wedged_container_is_killed_and_replaced(
 ) -> None:
     """When the in-container runner cannot answer (here: the container frozen), the host
     kills the container at timeout + grace; the next command gets a fresh one."""
-    from verilearn_assets.refactor import docker_jail
+    from verilearn_assets.core.isolation import docker_pool as docker_jail
 
     monkeypatch.setattr(docker_jail, "HOST_GRACE_S", 1.0)
     ws = prepare_workspace("t-wedge", FILES, docker_config)
@@ -288,7 +290,7 @@ def test_pooled_container_serves_the_next_workspace_fresh(
     """`lifetime: pool`: the next workspace reuses the container (no start, no removal),
     and finds nothing of the last one: no files, no /tmp or /dev/shm entries, no System V
     segment, no process. A container whose reset fails is never pooled."""
-    from verilearn_assets.refactor.docker_jail import _IDLE, drain
+    from verilearn_assets.core.isolation.docker_pool import _IDLE, drain
 
     assert docker_config.docker.lifetime == "pool"  # the repository's default
     # a read-only host path under /tmp, as the host runtime is when the repository is
@@ -336,7 +338,7 @@ def test_the_pool_keeps_at_most_pool_size_idle_containers(docker_config: Refacto
     """`pool_size: 1`: of two workspaces ended, one container waits idle for the next and
     the other is removed with its directories; nothing is left under the workspace root
     but the idle one's."""
-    from verilearn_assets.refactor.docker_jail import _IDLE, POOL_PREFIX, drain
+    from verilearn_assets.core.isolation.docker_pool import _IDLE, POOL_PREFIX, drain
 
     drain()
     docker = docker_config.docker.model_copy(update={"pool_size": 1})

@@ -193,7 +193,7 @@ def test_bwrap_memory_cgroup_bounds_tmpfs_pages(tmp_path: Path) -> None:
     """With 96 MB of tmpfs allowed but a 64 MB memory cgroup, filling /tmp gets the jail
     killed: tmpfs pages are charged to it (the per-process RLIMIT_AS would never see
     them)."""
-    from verilearn_assets.refactor.jail import JailCgroup
+    from verilearn_assets.core.isolation.cgroups import JailCgroup
 
     if os.geteuid() != 0:
         pytest.skip("cgroups need root here")

@@ -145,7 +145,7 @@ def test_supervisor_is_not_dumpable_in_its_own_words() -> None:
     process, as PID 1 runs it)."""
     code = (
         "import ctypes, signal\n"
-        "from verilearn_assets.refactor.jail_exec import harden_self\n"
+        "from verilearn_assets.core.isolation.pid1 import harden_self\n"
         "harden_self()\n"
         "libc = ctypes.CDLL(None)\n"
         "assert libc.prctl(3, 0, 0, 0, 0) == 0, 'dumpable'\n"  # PR_GET_DUMPABLE

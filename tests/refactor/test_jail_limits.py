@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from refactor_support import refactor_config
 
-from verilearn_assets.refactor.jail import CGROUP_ROOT, JailCgroup
+from verilearn_assets.core.isolation.cgroups import CGROUP_ROOT, JailCgroup
 from verilearn_assets.refactor.verify.runner import apply_action, cleanup, prepare_workspace
 
 PROBE = """
@@ -93,7 +93,8 @@ def test_a_bwrap_that_cannot_set_up_says_why_and_leaves_nothing(tmp_path: Path) 
     """bwrap dying during its own setup (here: a mount source that does not exist), before
     or after its sandbox child exists: its own message comes back as the command's
     failure, and no descriptor of the gate stays open."""
-    from verilearn_assets.refactor.jail import BwrapGate, _run_local
+    from verilearn_assets.core.isolation.run import BwrapGate
+    from verilearn_assets.refactor.jail import _run_local
 
     config = refactor_config("bwrap", tmp_path)
     fds = len(os.listdir("/proc/self/fd"))

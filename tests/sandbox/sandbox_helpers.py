@@ -14,9 +14,9 @@ from typing import Any, TypeVar
 
 import pytest
 
-from verilearn_assets.core.sandbox.bwrap_backend import bwrap_path
+from verilearn_assets.core.isolation.bwrap import bwrap_path
+from verilearn_assets.core.isolation.docker import docker_available
 from verilearn_assets.core.sandbox.config import SandboxConfig
-from verilearn_assets.core.sandbox.docker_backend import docker_available
 from verilearn_assets.core.sandbox.pool import SandboxPool
 
 T = TypeVar("T")

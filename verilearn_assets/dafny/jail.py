@@ -4,7 +4,8 @@ A candidate program is untrusted text. Verification (`/compile:0`) runs no progr
 but Dafny, Boogie and z3 parse attacker-chosen input, so we give them nothing to reach:
 every namespace is unshared, only `/usr`, `/etc` (mono's config) and the z3 binary are
 mounted, read-only, and `/tmp` is a size-capped tmpfs. `jail: none` runs them directly
-(for hosts without user namespaces); `auto` uses bwrap when it is installed.
+(for hosts without user namespaces); `auto` uses bwrap when it is installed. The jail is
+a `JailSpec` of the isolation layer (`core/isolation`), rendered by its bwrap backend.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from __future__ import annotations
 import shutil
 from typing import Literal
 
+from verilearn_assets.core.isolation.bwrap import bwrap_argv, require_bwrap
+from verilearn_assets.core.isolation.spec import Bind, JailSpec, Tmpfs
 from verilearn_assets.dafny.verify.toolchain import Toolchain
 
 JailMode = Literal["auto", "bwrap", "none"]
@@ -49,52 +52,28 @@ def wrap(
     """
     if jail == "none":
         return argv
-    bwrap = shutil.which("bwrap")
-    if bwrap is None:
-        raise RuntimeError("bubblewrap (`bwrap`) is not installed")
-    args = [
-        bwrap,
-        "--unshare-all",
-        "--new-session",
-        "--cap-drop",
-        "ALL",
-        "--clearenv",
-        "--setenv",
-        "HOME",
-        "/tmp",
-        "--setenv",
-        "PATH",
-        "/usr/bin:/bin",
-        "--ro-bind",
-        "/usr",
-        "/usr",
-        "--symlink",
-        "usr/lib",
-        "/lib",
-        "--symlink",
-        "usr/lib64",
-        "/lib64",
-        "--symlink",
-        "usr/bin",
-        "/bin",
-        "--ro-bind",
-        "/etc",
-        "/etc",
-        "--ro-bind",
-        toolchain.z3,
-        Z3_IN_JAIL,
-        "--proc",
-        "/proc",
-        "--dev",
-        "/dev",
-        "--size",
-        str(tmp_mb * 1024 * 1024),
-        "--tmpfs",
-        "/tmp",
-        "--chdir",
-        "/tmp",
+    return bwrap_argv(jail_spec(argv, toolchain, input_dir, tmp_mb), require_bwrap())
+
+
+def jail_spec(
+    argv: list[str], toolchain: Toolchain, input_dir: str | None = None, tmp_mb: int = 256
+) -> JailSpec:
+    """Dafny's jail: `/usr` and `/etc` (mono's config) and z3, read-only; a private `/tmp`.
+    The caller's uid is kept (no user namespace of the jail's own): the verifier runs no
+    program code, and mono needs nothing more."""
+    binds = [
+        Bind("/usr", "/usr", runtime=True),
+        Bind("/etc", "/etc", runtime=True),
+        Bind(toolchain.z3, Z3_IN_JAIL, runtime=True),
     ]
-    args.append("--die-with-parent")
     if input_dir is not None:
-        args += ["--ro-bind", input_dir, INPUT_IN_JAIL]
-    return [*args, "--", *argv]
+        binds.append(Bind(input_dir, INPUT_IN_JAIL))
+    return JailSpec(
+        argv=argv,
+        binds=binds,
+        env={"HOME": "/tmp", "PATH": "/usr/bin:/bin"},
+        tmpfs=[Tmpfs("/tmp", tmp_mb)],
+        symlinks=[("usr/lib", "/lib"), ("usr/lib64", "/lib64"), ("usr/bin", "/bin")],
+        chdir="/tmp",
+        uid=None,
+    )

@@ -8,8 +8,8 @@ import pytest
 from teacher_harness import Sandbox, make_frame, started_sandbox
 
 from verilearn_assets.core.ingest.profile import profile_frame
+from verilearn_assets.core.isolation.bwrap import bwrap_path
 from verilearn_assets.core.records import TableRecord
-from verilearn_assets.core.sandbox.bwrap_backend import bwrap_path
 
 
 @pytest.fixture(scope="module")

@@ -11,14 +11,12 @@ and its attach socket travels with the slot (see attach.py).
 
 from __future__ import annotations
 
-import io
 import logging
 import os
-import tarfile
 import tempfile
 import threading
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import docker
@@ -26,25 +24,15 @@ from docker.constants import MINIMUM_DOCKER_API_VERSION
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.tls import TLSConfig
 
+from verilearn_assets.core.isolation.docker import container_kwargs, ensure_offline_image
+from verilearn_assets.core.isolation.spec import JailSpec
 from verilearn_assets.core.sandbox.config import DockerHost, SandboxConfig
-from verilearn_assets.core.sandbox.jail import (
-    LABEL,
-    SANDBOX_UID,
-    WORKSPACE,
-    JailSpec,
-    worker_argv,
-)
+from verilearn_assets.core.sandbox.jail import LABEL, worker_argv
 
 log = logging.getLogger("verilearn.sandbox.docker")
 
-ZYGOTE_ALLOWANCE_MB = 512  # the zygote's libraries and cached tables, besides the task
-
 
 LOCAL_HOST = "local"  # the label of the daemon from the environment (single-host setup)
-
-
-def docker_client(timeout: int = 10) -> docker.DockerClient:
-    return docker.from_env(timeout=timeout)
 
 
 def host_client(host: DockerHost | None, timeout: float = 10) -> docker.DockerClient:
@@ -76,17 +64,6 @@ def host_client(host: DockerHost | None, timeout: float = 10) -> docker.DockerCl
     return client
 
 
-def docker_available() -> tuple[bool, str]:
-    """Whether a daemon answers, and why not when it doesn't."""
-    try:
-        client = docker_client(timeout=3)
-        client.ping()
-        client.close()
-        return True, "daemon answered"
-    except DockerException as exc:
-        return False, f"no Docker daemon: {exc}"
-
-
 def hosts_available(config: SandboxConfig) -> tuple[bool, str]:
     """Whether at least one of `docker.hosts` answers, and what each said."""
     said = []
@@ -101,27 +78,6 @@ def hosts_available(config: SandboxConfig) -> tuple[bool, str]:
         except Exception as exc:  # docker-py lets requests' TLS/connection errors through
             said.append(f"{host.label}: {exc}")
     return False, "no Docker host answered: " + "; ".join(said)
-
-
-def empty_tarball() -> bytes:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w"):
-        pass
-    return buf.getvalue()
-
-
-def ensure_offline_image(client: docker.DockerClient, reference: str) -> str:
-    """A scratch image from an empty tarball: no registry, no layers, nothing inside."""
-    try:
-        client.images.get(reference)
-        return reference
-    except ImageNotFound:
-        pass
-    repository, _, tag = reference.partition(":")
-    client.api.import_image_from_data(empty_tarball(), repository=repository, tag=tag or "latest")
-    client.images.get(reference)  # raises if the import did not produce it
-    log.info("imported offline scratch image %s", reference)
-    return reference
 
 
 @dataclass
@@ -249,21 +205,19 @@ class DockerBackend:
         if client is not None:
             client.close()
 
-    def _spec_for_image(self, spec: JailSpec) -> tuple[list[tuple[str, str]], list[str]]:
+    def _spec_for_image(self, spec: JailSpec) -> JailSpec:
         """Prebuilt-image mode: the image brings Python and the worker; mount only data.
         Bundle mode: the image holds the runtime at this machine's paths (same argv)."""
         if self.config.docker.image_mode == "offline":
-            return spec.ro_mounts, spec.argv
+            return spec
         if self.config.docker.image_mode == "bundle":
-            return spec.data_mounts, spec.argv
+            return spec.without_runtime()
         argv = worker_argv(self.config, self.config.docker.python, self.config.docker.worker_dir)
-        return spec.data_mounts, argv
+        return replace(spec.without_runtime(), argv=argv)
 
     def start_slot(self, index: int, spec: JailSpec, host: str | None = None) -> DockerSlot:
         host = host or next(iter(self.hosts))
-        mounts, argv = self._spec_for_image(spec)
-        volumes = {host: {"bind": jail, "mode": "ro"} for host, jail in mounts}
-        memory = f"{self.config.memory_mb + ZYGOTE_ALLOWANCE_MB}m"
+        spec = self._spec_for_image(spec)
         name = f"verilearn-sandbox-{self.pool_id}-{index}-{uuid.uuid4().hex[:6]}"
         attach = self.config.docker.transport == "attach"
         client = self._client(host)
@@ -274,26 +228,11 @@ class DockerBackend:
         extra: dict[str, Any] = {"stdin_open": True, "tty": False} if attach else {"detach": True}
         container = create(
             self.image,
-            command=argv,
+            command=spec.argv,
             name=name,
             labels={LABEL: self.pool_id, "verilearn.sandbox.slot": str(index)},
-            network_mode="none",
-            read_only=True,
-            user=f"{SANDBOX_UID}:{SANDBOX_UID}",
-            working_dir=WORKSPACE,
-            environment=spec.env,
-            volumes=volumes,
-            tmpfs={
-                WORKSPACE: f"size={self.config.workspace_mb}m,mode=0700,"
-                f"uid={SANDBOX_UID},gid={SANDBOX_UID}"
-            },
+            **container_kwargs(spec),
             shm_size=f"{self.config.docker.shm_mb}m",
-            mem_limit=memory,
-            memswap_limit=memory,
-            pids_limit=self.config.pids,
-            nano_cpus=int(self.config.cpus * 1e9),
-            cap_drop=["ALL"],
-            security_opt=["no-new-privileges"],
             init=False,  # the worker is PID 1: the kernel shields it from its own cells
             auto_remove=True,  # a host that dies leaves no container behind
             **extra,

@@ -1,9 +1,9 @@
-"""What every slot needs regardless of backend: mounts, environment and the worker argv.
+"""A slot's jail as the isolation layer's `JailSpec`: mounts, environment, limits, worker argv.
 
-Paths are derived at run time from the running interpreter (`sys.prefix`,
-`sys.base_prefix`, the real executable), so a fresh clone at another path, a venv or a
-bare interpreter all work. The host Python runtime is mounted read-only at the same path,
-which makes the sandbox use exactly the host's pinned libraries.
+The host Python runtime (`python_runtime_paths`) is mounted read-only at the same path,
+which makes the sandbox use exactly the host's pinned libraries; those binds are marked
+`runtime`, which a prebuilt image leaves out. The workspace is a private tmpfs owned by
+the sandbox uid; the worker is the jail's PID 1 (the kernel shields it from its cells).
 """
 
 from __future__ import annotations
@@ -11,56 +11,24 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
+from verilearn_assets.core.isolation.spec import (
+    Bind,
+    JailSpec,
+    Limits,
+    Tmpfs,
+    outermost,
+    python_runtime_paths,
+)
 from verilearn_assets.core.sandbox.config import SandboxConfig
 
 WORKER_DIR_IN_JAIL = "/opt/verilearn/sandbox"
 CTL_DIR_IN_JAIL = "/run/verilearn"
 TABLES_DIR_IN_JAIL = "/data/tables"
 WORKSPACE = "/workspace"
-SANDBOX_UID = 65534
 LABEL = "verilearn.sandbox.pool"
-
-
-def python_runtime_paths() -> list[str]:
-    """Directories holding the running interpreter and its packages (deduplicated)."""
-    candidates = [
-        sys.prefix,
-        sys.exec_prefix,
-        sys.base_prefix,
-        sys.base_exec_prefix,
-        str(Path(os.path.realpath(sys.executable)).parent.parent),
-    ]
-    return _outermost([os.path.realpath(p) for p in candidates] + candidates)
-
-
-def _outermost(paths: list[str]) -> list[str]:
-    """Drop duplicates and paths nested inside another listed path."""
-    out: list[str] = []
-    for path in sorted({os.path.normpath(p) for p in paths if p}, key=len):
-        if not any(path == p or path.startswith(p.rstrip("/") + "/") for p in out):
-            out.append(path)
-    return out
-
-
-@dataclass
-class JailSpec:
-    """Read-only mounts (host -> jail), environment and command of one slot.
-
-    `runtime_mounts` bring the interpreter, libraries and worker code (a prebuilt image
-    has its own); `data_mounts` (control socket, tables, extra mounts) are always needed.
-    """
-
-    runtime_mounts: list[tuple[str, str]]
-    data_mounts: list[tuple[str, str]]
-    env: dict[str, str]
-    argv: list[str]
-
-    @property
-    def ro_mounts(self) -> list[tuple[str, str]]:
-        return self.runtime_mounts + self.data_mounts
+ZYGOTE_ALLOWANCE_MB = 512  # the zygote's libraries and cached tables, besides the task
 
 
 def worker_settings(config: SandboxConfig) -> dict[str, object]:
@@ -116,43 +84,52 @@ def worker_argv(
     ]
 
 
-def _runtime_mounts(config: SandboxConfig) -> list[tuple[str, str]]:
+def _runtime_binds(config: SandboxConfig) -> list[Bind]:
     worker_host_dir = str(Path(__file__).resolve().parent)
-    mounts: list[tuple[str, str]] = []
+    binds: list[Bind] = []
     system = [p for p in config.system_ro_paths if os.path.exists(p)]
-    for path in _outermost(system + python_runtime_paths()):
-        mounts.append((path, path))
+    for path in outermost(system + python_runtime_paths()):
+        binds.append(Bind(path, path, runtime=True))
     for binary in config.allowed_binaries:
         if not os.path.exists(binary):
             raise ValueError(f"sandbox config: allowed binary {binary} does not exist")
-        mounts.append((binary, binary))
-    mounts.append((worker_host_dir, WORKER_DIR_IN_JAIL))
-    return mounts
+        binds.append(Bind(binary, binary, runtime=True))
+    binds.append(Bind(worker_host_dir, WORKER_DIR_IN_JAIL, runtime=True))
+    return binds
+
+
+def _slot_spec(config: SandboxConfig, binds: list[Bind], argv: list[str]) -> JailSpec:
+    return JailSpec(
+        argv=argv,
+        binds=binds,
+        env=sandbox_env(config),
+        tmpfs=[Tmpfs(WORKSPACE, config.workspace_mb, "0700", owned=True)],
+        chdir=WORKSPACE,
+        read_only_root=True,
+        as_pid_1=True,
+        limits=Limits(
+            memory_mb=config.memory_mb + ZYGOTE_ALLOWANCE_MB, pids=config.pids, cpus=config.cpus
+        ),
+    )
 
 
 def stdio_jail_spec(config: SandboxConfig) -> JailSpec:
     """Spec for a Docker slot on the attach transport: no data mounts at all (tables
     travel in `begin`); the runtime mounts serve only offline mode on a local host."""
-    return JailSpec(
-        runtime_mounts=_runtime_mounts(config),
-        data_mounts=[],
-        env=sandbox_env(config),
-        argv=worker_argv(config),
-    )
+    return _slot_spec(config, _runtime_binds(config), worker_argv(config))
 
 
 def host_jail_spec(
     config: SandboxConfig, ctl_host_dir: str, tables_host_dir: str, extra_ro_mounts: list[str]
 ) -> JailSpec:
     """Spec for a jail that runs the host's own interpreter (bwrap, Docker offline mode)."""
-    mounts = _runtime_mounts(config)
-    data: list[tuple[str, str]] = []
+    data: list[Bind] = []
     for path in extra_ro_mounts:
         real = os.path.realpath(path)
         if not os.path.isdir(real):
             raise ValueError(f"sandbox: extra read-only mount {path} is not a directory")
-        data.append((real, real))
-    data += [(ctl_host_dir, CTL_DIR_IN_JAIL), (tables_host_dir, TABLES_DIR_IN_JAIL)]
+        data.append(Bind(real, real))
+    data += [Bind(ctl_host_dir, CTL_DIR_IN_JAIL), Bind(tables_host_dir, TABLES_DIR_IN_JAIL)]
     argv = [
         sys.executable,
         "-I",
@@ -163,4 +140,4 @@ def host_jail_spec(
         "--config",
         json.dumps(worker_settings(config)),
     ]
-    return JailSpec(runtime_mounts=mounts, data_mounts=data, env=sandbox_env(config), argv=argv)
+    return _slot_spec(config, _runtime_binds(config) + data, argv)

@@ -829,7 +829,8 @@ class SandboxPool:
 def resolve_backend(choice: str, config: SandboxConfig | None = None) -> str:
     """`auto` -> docker when a daemon answers (any of `docker.hosts`, when listed), else
     bwrap; the choice is logged."""
-    from verilearn_assets.core.sandbox.docker_backend import docker_available, hosts_available
+    from verilearn_assets.core.isolation.docker import docker_available
+    from verilearn_assets.core.sandbox.docker_backend import hosts_available
 
     if config is not None and config.docker.hosts and choice != "bwrap":
         ok, why = hosts_available(config)

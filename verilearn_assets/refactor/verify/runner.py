@@ -24,8 +24,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from verilearn_assets.core.home import expand_home, resolve_home
+from verilearn_assets.core.isolation.cgroups import JailUnavailable
+from verilearn_assets.core.isolation.run import Completed
 from verilearn_assets.refactor.config import RefactorConfig, load_refactor_config
-from verilearn_assets.refactor.jail import Completed, JailUnavailable, run_in_jail
+from verilearn_assets.refactor.jail import run_in_jail
 from verilearn_assets.refactor.verify import toolchains
 from verilearn_assets.refactor.verify.actions import (
     ActionRejected,
@@ -467,7 +469,7 @@ def cleanup(workspace: Workspace) -> None:
     session, workspace.jail = workspace.jail, None
     try:
         if session is not None and config.docker.lifetime == "pool":
-            from verilearn_assets.refactor.docker_jail import release_session
+            from verilearn_assets.core.isolation.docker_pool import release_session
 
             if release_session(session, workspace.root):
                 return  # the emptied directories went with the pooled container

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from verilearn_assets.core.home import expand_home
+from verilearn_assets.core.isolation.pid1 import remove_tree
 from verilearn_assets.refactor.config import Limits, RefactorConfig
-from verilearn_assets.refactor.jail_exec import remove_tree
 from verilearn_assets.refactor.verify import pysource
 
 __all__ = ["remove_tree"]  # re-exported: stdlib-only in jail_exec, which runs in containers

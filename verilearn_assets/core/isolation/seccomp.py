@@ -1,4 +1,4 @@
-"""The refactor jail's seccomp filter, one deny list rendered for both backends.
+"""The jails' seccomp filter, one deny list rendered for both backends.
 
 A jailed command must not read or write another process's memory: with `ptrace` or
 `process_vm_readv`/`process_vm_writev` an action once attached to the Docker container's

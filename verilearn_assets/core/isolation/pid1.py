@@ -1,7 +1,7 @@
-"""Runs *inside* a workspace's Docker container as its PID 1 (stdlib only; the host's
+"""Runs *inside* a pooled jail container as its PID 1 (stdlib only; the host's
 Python, mounted read-only).
 
-`jail_exec.py serve SOCKET` connects to the host's one-shot unix socket and then answers one
+`pid1.py serve SOCKET` connects to the host's one-shot unix socket and then answers one
 JSON line per command with one JSON line (exit code, timed_out, capped stdout/stderr,
 duration, swept count): no `docker exec` (hundreds of milliseconds each) per command. As
 the namespace's init it cannot be killed from inside (the kernel drops signals it does not
@@ -39,7 +39,7 @@ import time
 SCRATCH = "/tmp"  # the container's only writable place besides /workspace (a tmpfs)
 SHM = "/dev/shm"  # Docker's per-container tmpfs (private IPC namespace)
 IPC_RMID = 0
-SANDBOX_UID = 65534  # the commands' uid (core.sandbox.jail.SANDBOX_UID; stdlib only here)
+SANDBOX_UID = 65534  # the commands' uid (core.isolation.spec.SANDBOX_UID; stdlib only here)
 PR_SET_DUMPABLE = 4
 
 
