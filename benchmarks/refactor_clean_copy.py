@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 
 from verilearn_assets.refactor.config import load_refactor_config
-from verilearn_assets.refactor.jail import run_in_jail
 from verilearn_assets.refactor.sources.catalog import load_corpus, load_rules
 from verilearn_assets.refactor.verify.clean_copy import visible_files
+from verilearn_assets.refactor.verify.jail import run_in_jail
 from verilearn_assets.refactor.verify.runner import (
     TestSpec,
     _clean_tree,

@@ -146,7 +146,7 @@ class DafnyClient:
         self.toolchain = detect()
 
     def run(self, code: str, timeout_s: float) -> Outcome:
-        from verilearn_assets.dafny.jail import wrap
+        from verilearn_assets.dafny.verify.jail import wrap
 
         argv = wrap(["/usr/bin/python3", "-I", "-c", code], self.toolchain, "bwrap")
         try:

@@ -134,7 +134,7 @@ def _own_containers() -> list[str]:
     """Refactor workspace containers this process started and that still exist."""
     from verilearn_assets.core.isolation.docker import docker_client
     from verilearn_assets.core.isolation.docker_pool import _owner
-    from verilearn_assets.refactor.docker_jail import LABEL, OWNER_LABEL
+    from verilearn_assets.refactor.verify.docker_jail import LABEL, OWNER_LABEL
 
     client = docker_client()
     try:
@@ -186,7 +186,7 @@ def test_container_of_a_killed_process_is_reaped(docker_config: RefactorConfig) 
     from verilearn_assets.core.isolation.docker import docker_client
     from verilearn_assets.core.isolation.docker_pool import POOL_PREFIX, reap_idle_dirs
     from verilearn_assets.core.procs import state
-    from verilearn_assets.refactor.docker_jail import reap_orphans
+    from verilearn_assets.refactor.verify.docker_jail import reap_orphans
 
     script = textwrap.dedent(
         f"""

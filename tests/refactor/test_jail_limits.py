@@ -94,7 +94,7 @@ def test_a_bwrap_that_cannot_set_up_says_why_and_leaves_nothing(tmp_path: Path) 
     or after its sandbox child exists: its own message comes back as the command's
     failure, and no descriptor of the gate stays open."""
     from verilearn_assets.core.isolation.run import BwrapGate
-    from verilearn_assets.refactor.jail import _run_local
+    from verilearn_assets.refactor.verify.jail import _run_local
 
     config = refactor_config("bwrap", tmp_path)
     fds = len(os.listdir("/proc/self/fd"))

@@ -381,4 +381,4 @@ if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "serve":
         serve(sys.argv[2])
     else:
-        raise SystemExit("usage: jail_exec.py serve SOCKET")
+        raise SystemExit("usage: pid1.py serve SOCKET")

@@ -25,7 +25,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from verilearn_assets.dafny import jail as jails
+from verilearn_assets.dafny.verify import jail as jails
 from verilearn_assets.dafny.verify.toolchain import Toolchain, ToolchainError
 
 STARTUP_GRACE_S = 20.0  # added to a fresh process's first request (mono start + JIT)

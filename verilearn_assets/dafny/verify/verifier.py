@@ -23,7 +23,7 @@ from typing import Literal
 from pydantic import Field
 
 from verilearn_assets.core.config import StrictConfig
-from verilearn_assets.dafny import jail as jails
+from verilearn_assets.dafny.verify import jail as jails
 from verilearn_assets.dafny.verify.cache import VerdictCache, cache_key
 from verilearn_assets.dafny.verify.results import (
     VerifyResult,

@@ -42,12 +42,12 @@ from verilearn_assets.core.llm.segments import (
     keep_all,
     split_around,
 )
-from verilearn_assets.refactor.jail import ast_grep_binary
 from verilearn_assets.refactor.records import RefactorTask
 from verilearn_assets.refactor.rollout.prompts import parse_code_view
 from verilearn_assets.refactor.rollout.state import DROP_ORDER, State, render
 from verilearn_assets.refactor.sources.catalog import scoped_function
 from verilearn_assets.refactor.verify import toolchains
+from verilearn_assets.refactor.verify.jail import ast_grep_binary
 from verilearn_assets.refactor.verify.languages import ast_grep_name, language_of_path
 
 

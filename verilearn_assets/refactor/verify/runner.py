@@ -27,7 +27,6 @@ from verilearn_assets.core.home import expand_home, resolve_home
 from verilearn_assets.core.isolation.cgroups import JailUnavailable
 from verilearn_assets.core.isolation.run import Completed
 from verilearn_assets.refactor.config import RefactorConfig, load_refactor_config
-from verilearn_assets.refactor.jail import run_in_jail
 from verilearn_assets.refactor.verify import toolchains
 from verilearn_assets.refactor.verify.actions import (
     ActionRejected,
@@ -44,6 +43,7 @@ from verilearn_assets.refactor.verify.clean_copy import (
     jail_test_argv,
     visible_files,
 )
+from verilearn_assets.refactor.verify.jail import run_in_jail
 from verilearn_assets.refactor.verify.sqlite_wal import connect_wal
 from verilearn_assets.refactor.verify.workspace import (
     HostBudgetExceeded,
@@ -119,7 +119,7 @@ def prepare_workspace(
     jailed = config.backend == "docker" and config.docker.lifetime != "command"
     session = None
     if jailed:  # the container first: it may have been started ahead, over its own dirs
-        from verilearn_assets.refactor.docker_jail import open_session
+        from verilearn_assets.refactor.verify.docker_jail import open_session
 
         root = workspace_root_path(config, task_id)
         session = open_session(config, root)
@@ -277,7 +277,7 @@ def check_syntax(workspace: Workspace, changed: list[str]) -> list[str]:
     """`syntax_errors` of the changed Python files: on the host when they are small (the
     usual step: no jail spawn), else in the workspace's jail, bounded by its memory, CPU
     and timeout like any command; a check that cannot finish there is an error."""
-    from verilearn_assets.refactor.jail import CONTROL_IN_JAIL
+    from verilearn_assets.refactor.verify.jail import CONTROL_IN_JAIL
 
     tree, limit = workspace.tree, workspace.budget.max_text_bytes
     total = 0

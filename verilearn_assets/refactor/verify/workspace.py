@@ -31,7 +31,7 @@ from verilearn_assets.core.isolation.pid1 import remove_tree
 from verilearn_assets.refactor.config import Limits, RefactorConfig
 from verilearn_assets.refactor.verify import pysource
 
-__all__ = ["remove_tree"]  # re-exported: stdlib-only in jail_exec, which runs in containers
+__all__ = ["remove_tree"]  # re-exported: stdlib-only in core/isolation/pid1.py (runs in containers)
 
 SKIP_DIRS = {"__pycache__", ".pytest_cache", ".git", ".mypy_cache", ".ruff_cache"}
 Snapshot = dict[str, bytes]

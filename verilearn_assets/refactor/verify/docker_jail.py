@@ -51,7 +51,7 @@ def container_kwargs(
     """The isolation every refactor container gets, whatever its lifetime. `supervised`:
     PID 1 is `pid1.py serve` (root, `SUPERVISOR_CAPS`), else the command itself
     (`lifetime: command`: uid 65534, no capability)."""
-    from verilearn_assets.refactor.jail import (
+    from verilearn_assets.refactor.verify.jail import (
         BIN_IN_JAIL,
         CONTROL_IN_JAIL,
         PYCACHE_IN_JAIL,
@@ -108,7 +108,7 @@ def plan(config: RefactorConfig) -> PoolPlan:
     """The pool's view of a refactor config: containers of equal signature serve any
     workspace of that config."""
     from verilearn_assets.core.home import expand_home
-    from verilearn_assets.refactor.jail import give_to_sandbox_user
+    from verilearn_assets.refactor.verify.jail import give_to_sandbox_user
 
     def command_limits(argv: list[str]) -> tuple[int, int]:
         limits = toolchains.with_limits(config, argv).limits  # its runner's RLIMIT_AS
@@ -149,7 +149,7 @@ def run_once(
 
     from verilearn_assets.core.isolation.docker import docker_client, ensure_offline_image
     from verilearn_assets.core.isolation.run import Completed, cap_output
-    from verilearn_assets.refactor.jail import _is_timeout, give_to_sandbox_user
+    from verilearn_assets.refactor.verify.jail import _is_timeout, give_to_sandbox_user
 
     limits = config.limits
     client = docker_client(timeout=max(30, int(timeout_s) + 10))

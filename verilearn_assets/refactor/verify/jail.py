@@ -264,7 +264,7 @@ def run_in_jail(
     backend = config.backend
     resolved = resolve_argv(argv, backend)
     if backend == "docker":
-        from verilearn_assets.refactor.docker_jail import run_once
+        from verilearn_assets.refactor.verify.docker_jail import run_once
 
         if session is not None:
             return session.run(resolved, timeout_s)
