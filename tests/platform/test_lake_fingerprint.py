@@ -19,7 +19,11 @@ def _lake(root: Path, answer: str, duration_ms: int) -> Path:
     questions = pl.DataFrame(
         {"id": ["q1", "q2"], "answer": [answer, "2"], "duration_ms": [duration_ms, 5]}
     )
-    episodes = pl.DataFrame({"id": ["e1"], "question_id": ["q1"], "verified": [True]})
+    # a tool output as the sandbox writes it: run time in the header, an object's address
+    tool = f"[cell ok, {duration_ms} ms]\nstdout:\n<Fit object at 0x7f{duration_ms:04x}>"
+    episodes = pl.DataFrame(
+        {"id": ["e1"], "question_id": ["q1"], "verified": [True], "messages": [tool]}
+    )
     lake.write_partition("fam/questions", questions, root, source="template", split="dev")
     lake.write_partition("fam/episodes", episodes, root, source="template", split="dev")
     return root
@@ -32,6 +36,14 @@ def test_run_times_do_not_count_and_a_changed_answer_is_named(tmp_path: Path) ->
     assert sorted(before.assets) == ["fam/episodes", "fam/questions"]
     assert before.assets["fam/questions"].columns == ["answer", "id", "source", "split"]
     assert before == same
+    assert before.assets["fam/episodes"].columns == [
+        "id",
+        "messages",
+        "question_id",
+        "source",
+        "split",
+        "verified",
+    ]
     assert differences(before, changed) == [
         f"fam/questions: rows 2 -> 2, columns same, sha256 "
         f"{before.assets['fam/questions'].sha256[:12]} -> "

@@ -26,6 +26,13 @@ FINGERPRINT_COLUMN = re.compile(
 )
 # ... unless it measures time, which no two runs share
 VOLATILE_COLUMN = re.compile(r"(_ms|_s|_seconds|_at|latency|duration|elapsed|time)$")
+# ... and run times written into text: the sandbox heads each tool output in an episode's
+# messages with how long the cell took (`[cell ok, 80 ms]`), and a long output is cut to a
+# character budget that counts that header, so where the cut falls moves with the digits
+CELL_TIME = re.compile(r"(\[cell \w+), \d+ ms\]")
+# ... and the memory addresses in the repr of an object a cell printed
+ADDRESS = re.compile(r" at 0x[0-9a-f]+>")
+CUT_LINE = re.compile(r"[^\n]*…\[\d+ characters truncated\]…[^\n]*")
 
 
 class AssetPrint(BaseModel):
@@ -59,8 +66,20 @@ def _frames(asset_dir: Path) -> list[pl.DataFrame]:
     return frames
 
 
+def _steady(value: object) -> object:
+    """`value` with the run times in its text (and the cuts they move) masked."""
+    if isinstance(value, str):
+        value = ADDRESS.sub(" at 0x…>", CELL_TIME.sub(r"\1, <ms>]", value))
+        return CUT_LINE.sub("<cut>", value)
+    if isinstance(value, list):
+        return [_steady(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _steady(v) for k, v in value.items()}
+    return value
+
+
 def _row_text(row: dict) -> str:
-    return json.dumps(row, sort_keys=True, default=str, ensure_ascii=False)
+    return json.dumps(_steady(row), sort_keys=True, default=str, ensure_ascii=False)
 
 
 def asset_print(asset_dir: Path) -> AssetPrint:
