@@ -46,7 +46,7 @@ import yaml
 
 from verilearn_assets.refactor.config import load_refactor_config
 from verilearn_assets.refactor.sources.catalog import load_corpus, load_rules
-from verilearn_assets.refactor.verify.jail import ast_grep_binary
+from verilearn_assets.refactor.verify.jail_policy import ast_grep_binary
 from verilearn_assets.refactor.verify.runner import (
     TestSpec,
     apply_action,

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from verilearn_assets.refactor.sources.catalog import CORPUS_DIR, RULES_DIR, load_corpus, load_rules
-from verilearn_assets.refactor.verify.jail import ast_grep_binary
+from verilearn_assets.refactor.verify.jail_policy import ast_grep_binary
 
 BUNDLED = ("ledger", "pathconf", "taskq", "textkit")
 MIN_LINES, MAX_LINES = 200, 600  # "a few hundred lines" of package + tests

@@ -104,7 +104,8 @@ def test_ptrace_and_process_vm_are_denied_and_replies_stay_in_order(
 def test_the_filter_is_what_denies_it(config: RefactorConfig, tmp_path: Path) -> None:
     """The attack's own-memory read works in a bwrap jail without the filter: the test
     above fails if the filter is dropped (attack your own verifier)."""
-    from verilearn_assets.refactor.verify.jail import _run_local, bwrap_command, resolve_argv
+    from verilearn_assets.refactor.verify.jail import _run_local, bwrap_command
+    from verilearn_assets.refactor.verify.jail_policy import resolve_argv
 
     if config.backend != "bwrap":
         pytest.skip("the unfiltered control is a bwrap command line")
@@ -196,7 +197,7 @@ def test_verdict_bytecode_comes_from_the_host_read_only(config: RefactorConfig) 
     read-only, so a command can neither plant bytecode for a later run nor pay for
     compiling pytest, or a stdlib module a repository's tests import (asyncio), on every run."""
     from verilearn_assets.refactor.verify.clean_copy import PYCACHE_IN_JAIL as VERDICT_PREFIX
-    from verilearn_assets.refactor.verify.jail import PYCACHE_IN_JAIL
+    from verilearn_assets.refactor.verify.jail_policy import PYCACHE_IN_JAIL
 
     assert PYCACHE_IN_JAIL == VERDICT_PREFIX
     probe = (

@@ -28,7 +28,7 @@ from verilearn_assets.refactor.sources.catalog import RULES_DIR, read_corpus
 from verilearn_assets.refactor.sources.generate import load_catalog, task_language
 from verilearn_assets.refactor.sources.partition import generate_tasks
 from verilearn_assets.refactor.verify import toolchains
-from verilearn_assets.refactor.verify.jail import ast_grep_binary
+from verilearn_assets.refactor.verify.jail_policy import ast_grep_binary
 from verilearn_assets.refactor.verify.languages import extensions
 from verilearn_assets.refactor.verify.runner import apply_action, cleanup, prepare_workspace
 from verilearn_assets.refactor.verify.verdict import reached, verify_step

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from verilearn_assets.refactor.verify.actions import ActionRejected, parse_action
-from verilearn_assets.refactor.verify.jail import ast_grep_binary
+from verilearn_assets.refactor.verify.jail_policy import ast_grep_binary
 from verilearn_assets.refactor.verify.languages import (
     LANGUAGES,
     UnknownLanguage,

@@ -21,7 +21,7 @@ import yaml
 
 from verilearn_assets.cli import main
 from verilearn_assets.refactor.sources.catalog import RULES_DIR
-from verilearn_assets.refactor.verify.jail import ast_grep_binary
+from verilearn_assets.refactor.verify.jail_policy import ast_grep_binary
 from verilearn_assets.refactor.verify.languages import LANGUAGES, canonical_language
 from verilearn_assets.refactor.verify.workspace import snapshot, unified_diff
 

@@ -47,7 +47,7 @@ from verilearn_assets.refactor.rollout.prompts import parse_code_view
 from verilearn_assets.refactor.rollout.state import DROP_ORDER, State, render
 from verilearn_assets.refactor.sources.catalog import scoped_function
 from verilearn_assets.refactor.verify import toolchains
-from verilearn_assets.refactor.verify.jail import ast_grep_binary
+from verilearn_assets.refactor.verify.jail_policy import ast_grep_binary
 from verilearn_assets.refactor.verify.languages import ast_grep_name, language_of_path
 
 

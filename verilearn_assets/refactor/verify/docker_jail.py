@@ -22,6 +22,18 @@ from verilearn_assets.core.isolation.seccomp import docker_profile
 from verilearn_assets.core.isolation.spec import SANDBOX_UID, Bind, JailSpec, Limits, Tmpfs
 from verilearn_assets.refactor.config import RefactorConfig
 from verilearn_assets.refactor.verify import toolchains
+from verilearn_assets.refactor.verify.jail_policy import (
+    BIN_IN_JAIL,
+    CONTROL_IN_JAIL,
+    PYCACHE_IN_JAIL,
+    WORKSPACE_IN_JAIL,
+    ast_grep_binary,
+    give_to_sandbox_user,
+    is_timeout,
+    jail_env,
+    ro_paths,
+    runtime_pycache,
+)
 
 LABEL = "verilearn.refactor"
 OWNER_LABEL = docker_pool.owner_label(LABEL)  # <hostname>:<pid> of the process that started it
@@ -51,19 +63,8 @@ def container_kwargs(
     """The isolation every refactor container gets, whatever its lifetime. `supervised`:
     PID 1 is `pid1.py serve` (root, `SUPERVISOR_CAPS`), else the command itself
     (`lifetime: command`: uid 65534, no capability)."""
-    from verilearn_assets.refactor.verify.jail import (
-        BIN_IN_JAIL,
-        CONTROL_IN_JAIL,
-        PYCACHE_IN_JAIL,
-        WORKSPACE_IN_JAIL,
-        _ro_paths,
-        ast_grep_binary,
-        jail_env,
-        runtime_pycache,
-    )
-
     limits = config.limits
-    ro = _ro_paths(config)
+    ro = ro_paths(config)
     binds = [Bind(p, p, runtime=True) for p in ro]
     binds += [
         Bind(ast_grep_binary(), f"{BIN_IN_JAIL}/ast-grep", runtime=True),
@@ -108,7 +109,6 @@ def plan(config: RefactorConfig) -> PoolPlan:
     """The pool's view of a refactor config: containers of equal signature serve any
     workspace of that config."""
     from verilearn_assets.core.home import expand_home
-    from verilearn_assets.refactor.verify.jail import give_to_sandbox_user
 
     def command_limits(argv: list[str]) -> tuple[int, int]:
         limits = toolchains.with_limits(config, argv).limits  # its runner's RLIMIT_AS
@@ -116,7 +116,7 @@ def plan(config: RefactorConfig) -> PoolPlan:
 
     return PoolPlan(
         signature=config.model_dump_json(
-            include={"limits", "docker", "system_ro_paths", "workspace_root", "backend"}
+            include={"limits", "docker", "systemro_paths", "workspace_root", "backend"}
         ),
         image=config.docker.offline_image,
         label=LABEL,
@@ -149,7 +149,6 @@ def run_once(
 
     from verilearn_assets.core.isolation.docker import docker_client, ensure_offline_image
     from verilearn_assets.core.isolation.run import Completed, cap_output
-    from verilearn_assets.refactor.verify.jail import _is_timeout, give_to_sandbox_user
 
     limits = config.limits
     client = docker_client(timeout=max(30, int(timeout_s) + 10))
@@ -168,7 +167,7 @@ def run_once(
             try:
                 code = int(container.wait(timeout=timeout_s)["StatusCode"])
             except Exception as exc:  # requests' ReadTimeout / ConnectionError on timeout
-                if not _is_timeout(exc):
+                if not is_timeout(exc):
                     raise
                 timed_out = True
                 container.kill()

@@ -277,7 +277,7 @@ def check_syntax(workspace: Workspace, changed: list[str]) -> list[str]:
     """`syntax_errors` of the changed Python files: on the host when they are small (the
     usual step: no jail spawn), else in the workspace's jail, bounded by its memory, CPU
     and timeout like any command; a check that cannot finish there is an error."""
-    from verilearn_assets.refactor.verify.jail import CONTROL_IN_JAIL
+    from verilearn_assets.refactor.verify.jail_policy import CONTROL_IN_JAIL
 
     tree, limit = workspace.tree, workspace.budget.max_text_bytes
     total = 0
