@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -21,10 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from verilearn_assets.core.isolation.bwrap import bwrap_path
-from verilearn_assets.core.isolation.docker import docker_available
+from backends import require_backend
 
 # (client, backend) pairs: every backend a client supports (Dafny's jail is bwrap only)
 CLIENTS = [
@@ -37,17 +33,6 @@ CLIENTS = [
 LIMITED = [c for c in CLIENTS if c[0] != "dafny"]  # clients whose jail has limits
 MEMORY_MB = 256
 PIDS = 48
-
-
-def require_backend(backend: str) -> None:
-    if backend == "docker":
-        ok, why = docker_available()
-        if not ok:
-            if os.environ.get("VERILEARN_REQUIRE_DOCKER") == "1":
-                pytest.fail(f"VERILEARN_REQUIRE_DOCKER=1 but {why}")
-            pytest.skip(why)
-    elif bwrap_path() is None:
-        pytest.skip("bubblewrap is not installed")
 
 
 @dataclass

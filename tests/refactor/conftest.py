@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from refactor_support import SMALL_RULES, refactor_config, require_backend
+from backends import require_backend
+from refactor_support import SMALL_RULES, refactor_config
 
 from verilearn_assets.refactor.config import RefactorConfig
 

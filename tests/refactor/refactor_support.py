@@ -6,28 +6,14 @@ from __future__ import annotations
 import contextlib
 import functools
 import http.server
-import os
 import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
-from verilearn_assets.core.isolation.docker import docker_available
 from verilearn_assets.refactor.config import RefactorConfig, load_refactor_config
 
 SMALL_RULES = ("optional-to-union", "eq-none-to-is", "list-call-to-literal")
-
-
-def require_backend(backend: str) -> None:
-    """Skip when the backend is missing here, fail when CI says it must be present."""
-    if backend == "docker":
-        ok, why = docker_available()
-        if not ok:
-            if os.environ.get("VERILEARN_REQUIRE_DOCKER") == "1":
-                pytest.fail(f"VERILEARN_REQUIRE_DOCKER=1 but {why}")
-            pytest.skip(why)
 
 
 def refactor_config(backend: str, root: Path, **limits: float) -> RefactorConfig:

@@ -13,7 +13,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-from refactor_support import refactor_config, require_backend
+from backends import require_backend
+from refactor_support import refactor_config
 
 from verilearn_assets.refactor.config import RefactorConfig
 from verilearn_assets.refactor.verify.runner import (

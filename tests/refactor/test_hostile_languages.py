@@ -21,7 +21,8 @@ import threading
 from pathlib import Path
 
 import pytest
-from refactor_support import refactor_config, require_backend
+from backends import require_backend
+from refactor_support import refactor_config
 
 from verilearn_assets.refactor.sources.catalog import read_corpus
 from verilearn_assets.refactor.sources.generate import Candidate, load_catalog, run_candidate

@@ -121,7 +121,7 @@ def test_apply_equals_bare_ast_grep_bwrap(
 def test_apply_equals_bare_ast_grep_docker(
     rule: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], home: Path
 ) -> None:
-    from refactor_support import require_backend
+    from backends import require_backend
 
     require_backend("docker")
     assert _check_parity(rule, tmp_path, capsys, "docker")["diff"]

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from sandbox_helpers import BACKENDS, LoopThread, PoolHandle, require_backend, test_config
+from backends import BACKENDS, require_backend
+from sandbox_helpers import LoopThread, PoolHandle, test_config
 
 from verilearn_assets.core.sandbox.pool import SandboxPool
 

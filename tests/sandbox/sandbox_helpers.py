@@ -7,31 +7,14 @@ sets), so a machine without a daemon cannot pass them silently.
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-import pytest
-
-from verilearn_assets.core.isolation.bwrap import bwrap_path
-from verilearn_assets.core.isolation.docker import docker_available
 from verilearn_assets.core.sandbox.config import SandboxConfig
 from verilearn_assets.core.sandbox.pool import SandboxPool
 
 T = TypeVar("T")
-BACKENDS = ["docker", "bwrap"]
-
-
-def require_backend(backend: str) -> None:
-    if backend == "docker":
-        ok, why = docker_available()
-        if not ok:
-            if os.environ.get("VERILEARN_REQUIRE_DOCKER") == "1":
-                pytest.fail(f"VERILEARN_REQUIRE_DOCKER=1 but {why}")
-            pytest.skip(why)
-    elif bwrap_path() is None:
-        pytest.skip("bubblewrap is not installed")
 
 
 def test_config(backend: str, **overrides: Any) -> SandboxConfig:

@@ -6,7 +6,7 @@ import argparse
 import json
 
 import pytest
-from sandbox_helpers import require_backend
+from backends import require_backend
 
 from verilearn_assets.cli import sandbox as sandbox_cli
 

@@ -9,7 +9,8 @@ import time
 
 import docker
 import pytest
-from sandbox_helpers import LoopThread, require_backend, test_config
+from backends import require_backend
+from sandbox_helpers import LoopThread, test_config
 
 from verilearn_assets.core.sandbox.jail import LABEL
 from verilearn_assets.core.sandbox.pool import SandboxError, SandboxPool

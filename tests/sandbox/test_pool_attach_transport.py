@@ -22,8 +22,9 @@ from pathlib import Path
 import docker
 import pandas as pd
 import pytest
+from backends import require_backend
 from pydantic import ValidationError
-from sandbox_helpers import LoopThread, PoolHandle, require_backend, test_config
+from sandbox_helpers import LoopThread, PoolHandle, test_config
 
 from verilearn_assets.core.sandbox.config import DockerSettings
 from verilearn_assets.core.sandbox.jail import LABEL
