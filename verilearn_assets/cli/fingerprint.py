@@ -16,10 +16,7 @@ from verilearn_assets.cli import CliError
 from verilearn_assets.core.lake import home, lake_root
 from verilearn_assets.core.lake_fingerprint import LakePrint, differences, lake_print
 
-EXAMPLES = {
-    "fingerprint": "verilearn fingerprint --out before.json; "
-    "verilearn fingerprint --compare before.json"
-}
+EXAMPLES = {"fingerprint": "verilearn fingerprint --compare before.json"}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -27,8 +24,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "fingerprint",
         help="hash the ids and answers of every lake asset; compare with a saved fingerprint",
         description="Print one JSON object: per lake asset the rows, the id/answer columns "
-        "hashed and their sha256, and a digest over all assets. With --compare, exit 1 "
-        "naming every asset whose fingerprint differs from the saved one.",
+        "hashed and their sha256, and a digest over all assets. Save one with --out before "
+        "a change; with --compare, exit 1 naming every asset whose fingerprint differs "
+        "from the saved one.",
     )
     p.add_argument("--home", type=Path, default=None, help="default: $VERILEARN_HOME")
     p.add_argument("--out", type=Path, default=None, help="also write the fingerprint here")
