@@ -79,3 +79,16 @@ def test_cli_compare_exits_1_naming_the_asset(tmp_path: Path) -> None:
     )
     assert other.returncode == 1
     assert other.stdout.splitlines()[0].startswith("fam/questions: rows 2 -> 2")
+
+
+def test_a_home_without_a_lake_is_named_and_not_created(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere"
+    done = subprocess.run(
+        [sys.executable, "-m", "verilearn_assets.cli", "fingerprint", "--home", str(missing)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert done.returncode == 2
+    assert f"{missing / 'lake'}: no lake here" in done.stderr
+    assert not missing.exists()

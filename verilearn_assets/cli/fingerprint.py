@@ -13,7 +13,8 @@ import sys
 from pathlib import Path
 
 from verilearn_assets.cli import CliError
-from verilearn_assets.core.lake import home, lake_root
+from verilearn_assets.core.home import resolve_home
+from verilearn_assets.core.lake import lake_root
 from verilearn_assets.core.lake_fingerprint import LakePrint, differences, lake_print
 
 EXAMPLES = {"fingerprint": "verilearn fingerprint --compare before.json"}
@@ -36,7 +37,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        current = lake_print(lake_root(home(args.home)))
+        current = lake_print(lake_root(resolve_home(args.home)))  # reads: creates nothing
     except FileNotFoundError as exc:
         raise CliError(f"{exc} (set VERILEARN_HOME or pass --home)") from exc
     text = current.model_dump_json(indent=2)
