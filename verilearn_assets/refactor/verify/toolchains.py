@@ -437,9 +437,11 @@ TEST_CONFIG_FILES = frozenset(
      "build.rs", "go.mod", "go.sum", "package.json", "package-lock.json", ".mocharc.json"}
 )  # fmt: skip
 # ... and their test files where they sit beside the sources (Go's `x_test.go`, JS's
-# `x.test.js`/`x.spec.ts`, Java's `XTest.java`, C's `test_x.c`).
+# `x.test.js`/`x.spec.ts` and an npm package's lone `test.js`, Java's `XTest.java`, C's
+# `test_x.c`).
 _TEST_FILE = re.compile(
     r"(_test\.go|\.(test|spec)\.[cm]?[jt]sx?|Tests?\.java|Tests?\.kt)$|^test_.*\.(c|cc|cpp)$"
+    r"|^tests?\.[cm]?[jt]sx?$"
 )
 
 
