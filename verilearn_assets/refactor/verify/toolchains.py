@@ -385,9 +385,12 @@ def test_counts(argv: list[str], stdout: str) -> dict[str, int] | None:
     return None  # make and javatest print "N passed, M failed" as pytest does
 
 
-def language_of_rule(rule: dict) -> str:
-    """The canonical language of a rule's `language:` (python when absent)."""
-    return canonical_language(str(rule.get("language") or DEFAULT_LANGUAGE))
+def language_of_rule(rule: dict | list) -> str:
+    """The canonical language of a rule's `language:` (python when absent); of a rule
+    file's documents, the first's (the llm source checks they agree)."""
+    first = rule[0] if isinstance(rule, list) and rule else rule
+    language = first.get("language") if isinstance(first, dict) else None
+    return canonical_language(str(language or DEFAULT_LANGUAGE))
 
 
 def fence(language: str) -> str:
@@ -425,7 +428,7 @@ def language_of_actions(actions: list[dict]) -> str:
     task is in one language); python for a task without a rule action."""
     for action in actions:
         rule = action.get("rule") if isinstance(action, dict) else None
-        if isinstance(rule, dict):
+        if isinstance(rule, dict) or (isinstance(rule, list) and rule):
             return language_of_rule(rule)
     return DEFAULT_LANGUAGE
 
