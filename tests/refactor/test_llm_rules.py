@@ -13,10 +13,13 @@ from pathlib import Path
 import pytest
 from refactor_support import refactor_config
 
-from verilearn_assets.refactor.rollout.prompts import load_prompts
+from verilearn_assets.refactor.rollout.prompts import load_prompts, render_messages
+from verilearn_assets.refactor.rollout.teachers import program_answer
 from verilearn_assets.refactor.sources.catalog import load_corpus
 from verilearn_assets.refactor.sources.llm import generate_llm_tasks, parse_rule
 from verilearn_assets.refactor.verify.actions import ActionRejected
+from verilearn_assets.refactor.verify.runner import apply_action, cleanup, prepare_workspace
+from verilearn_assets.refactor.verify.verdict import reached, verify_step
 
 PATHCONF = [r for r in load_corpus() if r.name == "pathconf"]
 
@@ -174,3 +177,16 @@ def test_a_multi_document_proposal_and_hostile_ones_through_the_source(tmp_path:
     assert reasons["Call f instead."].startswith("step 1: no_change")
     assert "field `language` is rust" in reasons["Use vec![]."]
     assert reasons["Compare with None using is."].startswith("tests failed")
+    # the program teacher replays the two-document rule: it cites the shown code (both
+    # documents' places), and its step reaches the target with the tests passing
+    ws = prepare_workspace("llm-two-docs", PATHCONF[0].path, config)
+    try:
+        messages = render_messages(load_prompts(), ok, "", 1, 2, "", tree=ws.tree)
+        think, step, _ = program_answer(messages, ok, 1)
+        assert "!= None" in think and "== None" in think, think
+        assert apply_action(ws, step).status == "ok"
+        verdict = verify_step(ws, ok, use_cache=False)
+        assert verdict.scope is None and verdict.status == "passed", verdict.tests
+        assert reached(ok, verdict.tree)
+    finally:
+        cleanup(ws)
