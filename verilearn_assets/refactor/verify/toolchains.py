@@ -138,7 +138,7 @@ def installed() -> dict[str, Toolchain]:
                 # the package's `scripts.test` alone (no pre/post scripts), by the one shell
                 # mapped; npm's cache and logs in the jail's /tmp; nothing that asks a
                 # registry, and no config but this (the user's and the global file unread)
-                "PATH": f"{Path(node).parent}:{Path(shell).parent}",
+                "PATH": ":".join(dict.fromkeys([str(Path(node).parent), str(Path(shell).parent)])),
                 "NODE_OPTIONS": "", "npm_config_script_shell": shell,
                 "npm_config_ignore_scripts": "true", "npm_config_offline": "true",
                 "npm_config_cache": "/tmp/npm-cache", "npm_config_userconfig": "/tmp/npm-user",
