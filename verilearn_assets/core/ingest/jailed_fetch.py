@@ -95,8 +95,8 @@ def fetch_spec(manager: str, argv: list[str], directory: Path, timeout_s: float)
     config_file = os.environ.get("PIP_CONFIG_FILE")
     if manager == "pip" and config_file and os.path.isfile(config_file):
         read.append(os.path.realpath(config_file))
-    read = [p for p in outermost(read) if not _under(str(directory), p)]
-    binds = [Bind(p, p) for p in read]
+    read = outermost(read)
+    binds = [Bind(p, p) for p in read]  # the destination's writable bind comes last: it wins
     user_home = Path(os.path.expanduser("~"))
     for rel in USER_CONFIG.get(manager, ()):
         found = user_home / rel
@@ -123,10 +123,6 @@ def run_client(manager: str, argv: list[str], directory: Path, timeout_s: float)
     return run_jailed(
         spec, output_cap_bytes=200_000, cgroup_prefix="verilearn-fetch", label="package fetch"
     )
-
-
-def _under(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
 def _config_paths(config: Path) -> list[str]:
