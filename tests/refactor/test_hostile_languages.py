@@ -1,7 +1,8 @@
 """Hostile test runs in every language runner of the refactor jail (issue 26 item 4): the
 same attacks as the Python runner's, in JavaScript, Go, Rust, Java and C.
 
-Per language, through the real entry points (bwrap for every language, Docker for C):
+Per language, through the real entry points (bwrap for every language and for `npm test`,
+Docker for C and npm):
 
 - a step that deletes the corpus's tests and breaks the code earns nothing (`out_of_scope`),
   and the clean copy the verdict tests brings the tests back: the language's own runner then
@@ -44,7 +45,11 @@ CASES = {
     "rust": ("rustshelf", "rs-format-to-string", "src/label.rs"),
     "java": ("javagrades", "java-size-zero-to-is-empty", "src/grades/Roster.java"),
     "c": ("cringbuf", "c-null-compare-to-not", "src/ring.c"),
+    # npm's runner: the package's `scripts.test` (jsinventory's is `node --test`) under npm
+    "npm": ("jsinventory", "js-indexof-to-includes", "src/inventory.js"),
 }
+# the test command of a case, when it is not its corpus's own
+COMMANDS = {"npm": ["npm", "test"]}
 SPAWN = 400  # children a hostile test tries to start (the jail's pids limit is far below)
 
 JS = """'use strict';
@@ -275,7 +280,12 @@ PLANTED = {
     "rust": ("tests/hostile.rs", RUST),
     "java": ("tests/grades/HostileTest.java", JAVA),
     "c": ("tests/hostile.c", C),
+    "npm": ("tests/hostile.test.js", JS),
 }
+
+
+def command(case: str, repos: dict) -> list[str]:
+    return COMMANDS.get(case) or list(repos[CASES[case][0]].test_command)
 
 
 def _host_ip() -> str:
@@ -333,7 +343,7 @@ def tasks(repos, tmp_path_factory: pytest.TempPathFactory) -> dict:  # noqa: ANN
     for language, (corpus, rule_id, _) in CASES.items():
         repo = repos[corpus]
         task = run_candidate(
-            Candidate(repo, "template", ((rules[rule_id], ()),)), config, list(repo.test_command)
+            Candidate(repo, "template", ((rules[rule_id], ()),)), config, command(language, repos)
         )
         assert task.status == "accepted", (language, task.reason)
         out[language] = task
@@ -391,7 +401,7 @@ def _hostile_run(language: str, backend: str, repos: dict, tmp_path: Path) -> No
         files[rel] = text.encode()
         if language == "c":
             files["Makefile"] = C_MAKEFILE.encode()
-        spec = TestSpec(argv=list(repos[corpus].test_command), timeout_s=30)
+        spec = TestSpec(argv=command(language, repos), timeout_s=30)
         result = run_on_files(ws, files, spec, use_cache=False)
         out = result.stdout + result.stderr
         # passed, failed or killed at the timeout (a runner waiting on its children): the
@@ -407,7 +417,7 @@ def _hostile_run(language: str, backend: str, repos: dict, tmp_path: Path) -> No
             assert not Path("/tmp/escape-make").exists() and not Path("/etc/escape-make").exists()
             assert not (ws.root / "escape-make").exists()
         # the host can run the next step in the same workspace
-        again = run_on_files(ws, dict(ws.baseline), TestSpec(argv=list(repos[corpus].test_command)))
+        again = run_on_files(ws, dict(ws.baseline), TestSpec(argv=command(language, repos)))
         assert again.status == "passed", again
     finally:
         cleanup(ws)
@@ -421,8 +431,9 @@ def test_a_hostile_test_stays_in_the_bwrap_jail(language: str, repos, tmp_path: 
     _hostile_run(language, "bwrap", repos, tmp_path)
 
 
-def test_a_hostile_build_script_stays_in_the_docker_jail(repos, tmp_path: Path) -> None:  # noqa: ANN001
-    _hostile_run("c", "docker", repos, tmp_path)
+@pytest.mark.parametrize("case", ["c", "npm"])
+def test_a_hostile_build_script_stays_in_the_docker_jail(case: str, repos, tmp_path: Path) -> None:  # noqa: ANN001
+    _hostile_run(case, "docker", repos, tmp_path)
 
 
 @pytest.mark.parametrize(

@@ -41,6 +41,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from verilearn_assets.core.config import ConfigError, StrictConfig
 from verilearn_assets.core.ingest.archive import ArchiveError, extract_archive, file_sha256
 from verilearn_assets.core.ingest.download import DownloadError, download
+from verilearn_assets.core.ingest.jailed_fetch import run_client
 from verilearn_assets.core.records import Split
 
 if TYPE_CHECKING:
@@ -335,8 +336,9 @@ def _package_root(
 
 
 def fetch_package(where: str, source: PackageSource, directory: Path) -> Path:
-    """Run the package client once into the empty `directory`; return the one archive it
-    wrote. pip checks the pin itself before it builds anything (`--require-hashes`): a
+    """Run the package client once, jailed (`jailed_fetch`: the network, the host read-only
+    and in part, only `directory` writable), into the empty `directory`; return the one
+    archive it wrote. pip checks the pin itself before it builds anything (`--require-hashes`): a
     source distribution's metadata step runs its build backend, and only the pinned bytes
     may get that far. A missing client, an unknown name or version, an unreachable index
     or a wrong pin is a `ConfigError` naming the entry and the field."""
@@ -359,18 +361,17 @@ def fetch_package(where: str, source: PackageSource, directory: Path) -> Path:
             f"{where}.package.manager: the {source.manager} client is not installed "
             f"({' '.join(probe)} does not run)"
         )
-    try:
-        done = subprocess.run(
-            argv, cwd=directory, capture_output=True, text=True, timeout=FETCH_TIMEOUT_S,
-            env={**os.environ, "npm_config_update_notifier": "false"}, check=False,
-        )  # fmt: skip
-    except subprocess.TimeoutExpired as exc:
+    try:  # jailed: a source distribution's build backend runs while pip reads its metadata
+        done = run_client(source.manager, argv, directory, FETCH_TIMEOUT_S)
+    except RuntimeError as exc:  # no bubblewrap here
+        raise ConfigError(f"{where}.package.manager: {exc}: the fetch runs jailed") from exc
+    if done.timed_out:
         raise ConfigError(
             f"{where}.package: {source.manager} did not fetch {source.spec()} in "
             f"{FETCH_TIMEOUT_S}s (index unreachable?)"
-        ) from exc
+        )
     tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-4:])
-    if done.returncode != 0:
+    if done.exit_code != 0:
         if "do not match the hashes" in done.stderr.lower():
             raise ConfigError(
                 f"{where}.package.sha256: {source.manager} refused {source.spec()}: its bytes "

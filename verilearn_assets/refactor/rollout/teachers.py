@@ -88,8 +88,13 @@ def shown_places(
     workspace: elided lines are blank, so nothing outside the prompt is ever cited)."""
     rules = []
     for i, action in enumerate(actions):
-        if action.get("kind") == "rule":
-            rules.append(yaml.safe_dump({**action["rule"], "id": f"step-{i}"}, sort_keys=False))
+        if action.get("kind") == "rule":  # a rule file's documents: one id per document
+            docs = action["rule"] if isinstance(action["rule"], list) else [action["rule"]]
+            rules += [
+                yaml.safe_dump({**doc, "id": f"step-{i}-{j}"}, sort_keys=False)
+                for j, doc in enumerate(docs)
+                if isinstance(doc, dict)
+            ]
     found: list[list[Place]] = [[] for _ in actions]
     if not rules or not view:
         return found
@@ -115,7 +120,7 @@ def shown_places(
         raise RuntimeError(f"program teacher: ast-grep over the shown code failed: {done.stderr}")
     by_line: dict[tuple[int, str, int], list[dict[str, Any]]] = {}
     for match in json.loads(done.stdout or "[]"):
-        i = int(str(match["ruleId"]).removeprefix("step-"))
+        i = int(str(match["ruleId"]).removeprefix("step-").split("-")[0])
         paths = actions[i].get("paths") or []
         rel = Path(match["file"]).as_posix().removeprefix("./")
         if paths and not any(rel == p or rel.startswith(p.rstrip("/") + "/") for p in paths):
@@ -151,6 +156,7 @@ def _place(rel: str, start: int, matches: list[dict[str, Any]]) -> Place:
 def _shape(action: dict[str, Any]) -> str:
     """The rewrite's structural shape in words, from the rule itself (never its id)."""
     rule = action.get("rule") or {}
+    rule = (rule[0] if rule else {}) if isinstance(rule, list) else rule  # the first document
     body = rule.get("rule") or {}
     if "all" in body and isinstance(body["all"], list) and body["all"]:
         body = body["all"][0]  # a rule scoped to one function: its own rule comes first

@@ -45,7 +45,9 @@ class CatalogRule(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     id: str
     path: str
-    rule: dict[str, Any]  # what ast-grep runs (metadata stripped)
+    # what ast-grep runs (metadata stripped); a list: the documents of a rule file (an
+    # `llm` proposal may write several)
+    rule: dict[str, Any] | list[dict[str, Any]]
     examples: RuleExamples
 
     @property
@@ -53,14 +55,16 @@ class CatalogRule(BaseModel):
         return self.examples.instruction
 
     def complexity(self) -> int:
-        """Size of the rule: the number of keys and list items in its `rule`/`transform`."""
-        return _size({k: v for k, v in self.rule.items() if k in ("rule", "transform")})
+        """Size of the rule: the number of keys and list items in its `rule`/`transform`
+        (every document's)."""
+        docs = self.rule if isinstance(self.rule, list) else [self.rule]
+        return sum(_size({k: v for k, v in d.items() if k in ("rule", "transform")}) for d in docs)
 
 
 def scoped_function(rule: dict[str, Any]) -> str | None:
     """The function a rule is restricted to (`tasks.scoped_to_function`: its rule in an
     `all` with an `inside` of a function definition matched by name), else None."""
-    body = rule.get("rule")
+    body = rule.get("rule") if isinstance(rule, dict) else None  # several documents: none
     parts = body.get("all") if isinstance(body, dict) else None
     for part in parts if isinstance(parts, list) else []:
         inside = part.get("inside") if isinstance(part, dict) else None

@@ -20,8 +20,6 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from verilearn_assets.core.llm.budget_records import BudgetCounts
 from verilearn_assets.core.llm.client import VllmClient
 from verilearn_assets.core.llm.fit import FAILURE_CLASS, ContextOverflow
@@ -44,6 +42,8 @@ from verilearn_assets.refactor.sources.generate import (
     run_candidate,
 )
 from verilearn_assets.refactor.verify.actions import ActionRejected, RuleAction
+from verilearn_assets.refactor.verify.languages import canonical_language
+from verilearn_assets.refactor.verify.rule_files import RuleFileError, parse_rule_documents
 
 Proposer = Callable[[list[dict[str, Any]], int], Awaitable[str]]
 
@@ -64,22 +64,79 @@ def _block(text: str, tag: str) -> str | None:
     return match.group(1).strip() if match else None
 
 
-def parse_rule(text: str) -> RuleAction:
-    """The `<rule>` block as a validated rule action (ActionRejected when it is not)."""
+_FENCE = re.compile(r"```[\w-]*[ \t]*\n(.*?)(?:\n[ \t]*```|\Z)", re.DOTALL)
+
+
+def rule_body(text: str) -> str | None:
+    """The rule file inside the answer's `<rule>` block: the first fenced block in it
+    when there is one (a model's prose around the fence stays out), else the block."""
     body = _block(text, "rule")
     if not body:
+        return None
+    fenced = _FENCE.search(body)
+    return fenced.group(1).strip("\n") if fenced else body
+
+
+def parse_rule(text: str, language: str | None = None) -> RuleAction:
+    """The `<rule>` block as a rule action, read as ast-grep reads a rule file (several
+    documents, `utils`, `transform`, `rewriters`, any language alias in any case) by
+    `rule_files`, the parser `verilearn refactor apply` uses; each document then rewrites:
+    a `fix`, a string or a mapping with a `template`, that is not empty (an empty fix
+    deletes whatever matched), and, with `language` (the repository's), in that language.
+    ActionRejected names the document and the field."""
+    body = rule_body(text)
+    if not body:
         raise ActionRejected("parse", "no <rule>…</rule> block")
-    body = re.sub(r"^```(?:ya?ml)?\s*|```$", "", body.strip()).strip()
     try:
-        rule = yaml.safe_load(body)
-    except yaml.YAMLError as exc:
-        raise ActionRejected("schema", f"rule is not YAML: {str(exc).splitlines()[0]}") from exc
-    if not isinstance(rule, dict) or "fix" not in rule:
-        raise ActionRejected("schema", "rule must be a mapping with a fix")
+        _, documents = parse_rule_documents(body)
+    except RuleFileError as exc:
+        raise ActionRejected(exc.failure, f"rule: {exc}") from exc
+    if not documents:
+        raise ActionRejected("schema", "rule: the <rule> block holds no rule document")
+    for index, doc in enumerate(documents, 1):
+        _check_rewrites(f"rule: document {index}", doc, language)
+    rule: dict[str, Any] | list[dict[str, Any]] = documents[0] if len(documents) == 1 else documents
     try:
         return RuleAction(rule=rule)
     except ValueError as exc:
         raise ActionRejected("schema", f"invalid rule: {str(exc).splitlines()[0]}") from exc
+
+
+def _check_rewrites(where: str, doc: dict[str, Any], language: str | None) -> None:
+    """One document of a proposal: it has a fix that writes something, in `language`."""
+    if "fix" not in doc:
+        raise ActionRejected("schema", f"{where}: missing field `fix` (a refactoring rewrites)")
+    fix = doc["fix"]
+    template = fix.get("template") if isinstance(fix, dict) else fix
+    if not isinstance(template, str):
+        field = "fix.template" if isinstance(fix, dict) else "fix"
+        raise ActionRejected(
+            "schema",
+            f"{where}: field `{field}` must be a string, not {type(template).__name__} "
+            "(quote it: YAML reads yes/no/on/off and numbers as other types)",
+        )
+    if not template.strip():
+        raise ActionRejected(
+            "schema", f"{where}: field `fix` is empty: it would delete the code it matches"
+        )
+    found = canonical_language(str(doc["language"]))
+    if language is not None and found != language:
+        raise ActionRejected(
+            "schema",
+            f"{where}: field `language` is {found}, but the repository is {language}: "
+            "the rule would change none of its files",
+        )
+
+
+def with_ids(
+    rule: dict[str, Any] | list[dict[str, Any]] | str, rule_id: str
+) -> dict[str, Any] | list[dict[str, Any]]:
+    """The proposal's documents under our ids (`rule_id`, then `rule_id-2`, …): the
+    model's own may be missing or repeat."""
+    assert not isinstance(rule, str)  # parse_rule gives documents
+    if isinstance(rule, dict):
+        return {**rule, "id": rule_id}
+    return [{**d, "id": rule_id if i == 1 else f"{rule_id}-{i}"} for i, d in enumerate(rule, 1)]
 
 
 def code_messages(messages: list[dict[str, Any]], code: str) -> list[BudgetMessage]:
@@ -159,14 +216,14 @@ async def propose_task(
     if not instruction:
         return rejected(repo, key, "", "proposal: no <instruction>…</instruction> block", None)
     try:
-        action = parse_rule(first)
+        action = parse_rule(first, repo.language)
     except ActionRejected as exc:
         return rejected(repo, key, instruction, f"proposal: {exc}", None)
     rule_id = f"llm-{content_hash(action.rule, length=10)}"
     catalog_rule = CatalogRule(
         id=rule_id,
         path="<llm>",
-        rule={**action.rule, "id": rule_id},
+        rule=with_ids(action.rule, rule_id),
         examples=RuleExamples(instruction=instruction, positive="", fixed="", negative=""),
     )
     task = await asyncio.to_thread(
@@ -188,10 +245,10 @@ async def propose_task(
         why = _overflow_reason("triangulation", exc)
         return task.model_copy(update={"status": "rejected", "reason": why})
     try:
-        other = parse_rule(second)
+        other = parse_rule(second, repo.language)
     except ActionRejected as exc:
         return task.model_copy(update={"status": "rejected", "reason": f"triangulation: {exc}"})
-    other_rule = catalog_rule.model_copy(update={"rule": {**other.rule, "id": rule_id}})
+    other_rule = catalog_rule.model_copy(update={"rule": with_ids(other.rule, rule_id)})
     check = await asyncio.to_thread(
         run_candidate, Candidate(repo, "llm", ((other_rule, ()),)), config
     )

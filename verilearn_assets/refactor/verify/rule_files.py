@@ -93,6 +93,12 @@ def rule_text(rule: str | dict[str, Any] | list[dict[str, Any]]) -> str:
 def parse_rule_file(text: str) -> RuleFile:
     """Check a rule file's text (see the module doc); RuleFileError says what and where
     (`document N`, the key)."""
+    return parse_rule_documents(text)[0]
+
+
+def parse_rule_documents(text: str) -> tuple[RuleFile, list[dict[str, Any]]]:
+    """`parse_rule_file` and the documents as loaded (empty ones left out, as ast-grep
+    does), for a caller that must read more of them than we check (the llm source)."""
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > MAX_RULE_BYTES:
         raise RuleFileError(
@@ -110,9 +116,10 @@ def parse_rule_file(text: str) -> RuleFile:
     except yaml.YAMLError as exc:
         raise RuleFileError("schema", f"not valid YAML: {_one_line(exc)}") from exc
     documents = []
-    for doc in (d for d in data if d is not None):  # ast-grep skips empty documents too
+    loaded = [d for d in data if d is not None]  # ast-grep skips empty documents too
+    for doc in loaded:
         documents.append(_document(len(documents) + 1, doc))
-    return RuleFile(text=text, documents=documents)
+    return RuleFile(text=text, documents=documents), loaded
 
 
 def ast_grep_refusal(exit_code: int | None, stderr: str, rule_path: str, shown: str) -> str | None:

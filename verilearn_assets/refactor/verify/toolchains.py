@@ -101,13 +101,26 @@ def _etc_links(root: Path) -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
+def _npm_cli() -> str | None:
+    """npm's own script (`…/npm/bin/npm-cli.js`), which the jail runs with node: the `npm`
+    on PATH is a link to it (or a shell wrapper beside the package, as some installs do)."""
+    found = _real(shutil.which("npm"))
+    if found and found.endswith(".js"):
+        return found
+    if found:
+        beside = Path(found).parent.parent / "lib/node_modules/npm/bin/npm-cli.js"
+        return str(beside) if beside.is_file() else None
+    return None
+
+
 SYSTEM_BIN = ("/usr/bin", "/bin", "/usr/include")  # a C compiler, its linker and headers
 SYSTEM_PATH = "/usr/bin:/bin"
 
 
 @functools.cache
 def installed() -> dict[str, Toolchain]:
-    """Language → toolchain, for the runners installed on this machine (looked up once)."""
+    """Language → toolchain, for the runners installed on this machine (looked up once);
+    a language's second runner under its own name (`npm`: `SECOND_RUNNERS`)."""
     out: dict[str, Toolchain] = {}
     node = _real(shutil.which("node"))
     if node:
@@ -115,6 +128,26 @@ def installed() -> dict[str, Toolchain]:
             "javascript", "node", node, (), (node,),
             {"NODE_OPTIONS": "", "NODE_REPL_HISTORY": ""},
             memory_mb=4096, pids=64,
+        )  # fmt: skip
+    npm = _npm_cli()
+    shell = _real("/bin/sh")
+    if node and npm and shell:
+        out["npm"] = Toolchain(
+            "javascript", "npm", node, (npm,), (node, str(Path(npm).parent.parent), shell),
+            {
+                # the package's `scripts.test` alone (no pre/post scripts), by the one shell
+                # mapped; npm's cache and logs in the jail's /tmp; nothing that asks a
+                # registry, and no config but this (the user's and the global file unread)
+                "PATH": ":".join(dict.fromkeys([str(Path(node).parent), str(Path(shell).parent)])),
+                "NODE_OPTIONS": "", "npm_config_script_shell": shell,
+                "npm_config_ignore_scripts": "true", "npm_config_offline": "true",
+                "npm_config_cache": "/tmp/npm-cache", "npm_config_userconfig": "/tmp/npm-user",
+                "npm_config_globalconfig": "/tmp/npm-global", "npm_config_audit": "false",
+                "npm_config_fund": "false", "npm_config_update_notifier": "false",
+                "npm_config_color": "false", "npm_config_progress": "false",
+                "npm_config_logs_max": "0",
+            },
+            memory_mb=4096, pids=64, test_timeout_s=120.0,
         )  # fmt: skip
     go = _real(shutil.which("go"))
     if go:
@@ -178,7 +211,10 @@ RUNNERS: dict[str, str] = {
     "cargo": "rust",
     "javatest": "java",
     "make": "c",
+    "npm": "javascript",  # `npm test`: the package's own `scripts.test`
 }
+# Runners that are not their language's default: `installed()` keys them by their own name.
+SECOND_RUNNERS = frozenset({"npm"})
 
 
 class ToolchainMissing(ValueError):
@@ -193,16 +229,19 @@ def for_argv(argv: list[str]) -> Toolchain | None:
     head = argv[0]
     language = RUNNERS.get(head)
     if language is not None:
-        found = installed().get(language)
+        found = installed().get(head if head in SECOND_RUNNERS else language)
         if found is None:
             raise ToolchainMissing(
                 f"test runner {head!r} ({language}) is not installed on this machine"
             )
         return found
-    for chain in installed().values():
-        if head == chain.binary:
+    # resolved: the binary and the runner's own first arguments (node alone is `node`,
+    # node with npm's script is `npm`): the longest prefix that fits
+    for chain in sorted(installed().values(), key=lambda c: -len(c.prefix)):
+        if head == chain.binary and argv[1 : 1 + len(chain.prefix)] == list(chain.prefix):
             return chain
-    return None
+    # the runner files' prefix names the host folder under `none` (`resolve`)
+    return next((c for c in installed().values() if head == c.binary), None)
 
 
 def resolve(argv: list[str], backend: str) -> list[str] | None:
@@ -325,6 +364,8 @@ def test_counts(argv: list[str], stdout: str) -> dict[str, int] | None:
     chain = for_argv(argv)
     if chain is None:
         return None
+    if chain.runner == "npm" and not _NODE.search(stdout):
+        return None  # a script of its own: its exit code says; `node --test` under it: TAP
     if chain.language == "javascript":
         found = dict((k, int(v)) for k, v in _NODE.findall(stdout))
         return {"passed": found.get("pass", 0), "failed": found.get("fail", 0), "errors": 0}
@@ -344,9 +385,12 @@ def test_counts(argv: list[str], stdout: str) -> dict[str, int] | None:
     return None  # make and javatest print "N passed, M failed" as pytest does
 
 
-def language_of_rule(rule: dict) -> str:
-    """The canonical language of a rule's `language:` (python when absent)."""
-    return canonical_language(str(rule.get("language") or DEFAULT_LANGUAGE))
+def language_of_rule(rule: dict | list) -> str:
+    """The canonical language of a rule's `language:` (python when absent); of a rule
+    file's documents, the first's (the llm source checks they agree)."""
+    first = rule[0] if isinstance(rule, list) and rule else rule
+    language = first.get("language") if isinstance(first, dict) else None
+    return canonical_language(str(language or DEFAULT_LANGUAGE))
 
 
 def fence(language: str) -> str:
@@ -384,7 +428,7 @@ def language_of_actions(actions: list[dict]) -> str:
     task is in one language); python for a task without a rule action."""
     for action in actions:
         rule = action.get("rule") if isinstance(action, dict) else None
-        if isinstance(rule, dict):
+        if isinstance(rule, dict) or (isinstance(rule, list) and rule):
             return language_of_rule(rule)
     return DEFAULT_LANGUAGE
 
@@ -396,9 +440,11 @@ TEST_CONFIG_FILES = frozenset(
      "build.rs", "go.mod", "go.sum", "package.json", "package-lock.json", ".mocharc.json"}
 )  # fmt: skip
 # ... and their test files where they sit beside the sources (Go's `x_test.go`, JS's
-# `x.test.js`/`x.spec.ts`, Java's `XTest.java`, C's `test_x.c`).
+# `x.test.js`/`x.spec.ts` and an npm package's lone `test.js`, Java's `XTest.java`, C's
+# `test_x.c`).
 _TEST_FILE = re.compile(
     r"(_test\.go|\.(test|spec)\.[cm]?[jt]sx?|Tests?\.java|Tests?\.kt)$|^test_.*\.(c|cc|cpp)$"
+    r"|^tests?\.[cm]?[jt]sx?$"
 )
 
 

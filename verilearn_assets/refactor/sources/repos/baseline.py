@@ -10,12 +10,14 @@ narrowed to them (whole files or modules where every test of one is stable, else
 A repository whose stable passing set is empty is skipped, the reason recorded.
 
 Detection (`detect_command`): the entry's own command if it gives one; a `package.json`:
-`node --test`; Python: pytest when any test file, conftest or configuration mentions
+`npm test` when it has a test script of its own (`scripts.test`, not npm's placeholder),
+else `node --test`; Python: pytest when any test file, conftest or configuration mentions
 pytest, else unittest when there are `test*.py` files.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from pathlib import Path
@@ -27,6 +29,7 @@ from verilearn_assets.core.records import content_hash
 from verilearn_assets.refactor.config import RefactorConfig
 from verilearn_assets.refactor.verify.actions import ActionRejected, check_test_command
 from verilearn_assets.refactor.verify.runner import (
+    TEST_RUNNERS,
     TestResult,
     TestSpec,
     cleanup,
@@ -35,11 +38,12 @@ from verilearn_assets.refactor.verify.runner import (
 )
 from verilearn_assets.refactor.verify.workspace import SKIP_DIRS
 
-Runner = Literal["pytest", "unittest", "node"]
+Runner = Literal["pytest", "unittest", "node", "npm"]
 TestStatus = Literal["passed", "failed", "error", "skipped", "flaky", "missing_dependency"]
 RUNS = 2
 MAX_ARGS = 64  # an action's (and so a test command's) argument cap, `actions.CommandAction`
 BASELINE_OUTPUT_BYTES = 4_000_000  # every test's line must survive the jail's output cap
+NPM_TEST_ID = "npm test"  # the whole script, when it reports no test of its own (TAP)
 _MISSING = re.compile(r"\b(ModuleNotFoundError|ImportError)\b")
 
 
@@ -48,7 +52,7 @@ class TestOutcome(BaseModel):
 
     __test__ = False
     model_config = ConfigDict(extra="forbid")
-    test_id: str  # pytest node id, unittest dotted id, or the node test's name
+    test_id: str  # pytest node id, unittest dotted id, the node test's name, or `npm test`
     status: TestStatus
     runs: list[str]  # the outcome of each run, in order ("absent": not reported that run)
     detail: str = ""  # the failure's one-line reason (e.g. the module that is missing)
@@ -94,15 +98,17 @@ def detect_command(root: Path, given: list[str] | None = None) -> tuple[Runner |
     if given:
         words = " ".join(given)
         runner: Runner | None = (
-            "node"
-            if given[0] in ("node", "npm")
+            "npm"
+            if given[0] == "npm"
+            else "node"
+            if given[0] == "node"
             else "unittest"
             if "unittest" in words
             else "pytest"
         )
         return runner, list(given)
     if (root / "package.json").is_file():
-        return "node", ["node", "--test"]
+        return ("npm", ["npm", "test"]) if _npm_test_script(root) else ("node", ["node", "--test"])
     files = python_files(root)
     tests = [p for p in files if _is_test_file(p)]
     configs = [root / n for n in ("pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml")]
@@ -116,6 +122,21 @@ def detect_command(root: Path, given: list[str] | None = None) -> tuple[Runner |
     if tests:
         return "unittest", ["python", "-m", "unittest", "discover"]
     return None, []
+
+
+NPM_PLACEHOLDER = 'echo "Error: no test specified" && exit 1'  # what `npm init` writes
+
+
+def _npm_test_script(root: Path) -> bool:
+    """Whether `package.json` names a test script of its own. A file npm cannot read counts
+    as one: `npm test` then fails in the baseline with npm's own message, which names it."""
+    try:
+        data = json.loads((root / "package.json").read_text(errors="replace"))
+    except ValueError:
+        return True
+    scripts = data.get("scripts") if isinstance(data, dict) else None
+    test = scripts.get("test") if isinstance(scripts, dict) else None
+    return isinstance(test, str) and bool(test.strip()) and test.strip() != NPM_PLACEHOLDER
 
 
 def run_argv(runner: Runner, command: list[str]) -> list[str]:
@@ -196,7 +217,10 @@ def parse_run(runner: Runner, result: TestResult) -> dict[str, tuple[str, str]]:
                 kind = "error" if word == "ERROR" else "failed"
             out[test_id] = (kind, why)
         return out
-    for m in _TAP_LINE.finditer(result.stdout):
+    taps = list(_TAP_LINE.finditer(result.stdout))
+    if runner == "npm" and not taps:  # a script of its own: one test, its exit code
+        return {NPM_TEST_ID: ("passed" if result.status == "passed" else "failed", "")}
+    for m in taps:
         if m.group("dir"):
             out[m.group("name")] = ("skipped", "")
         else:
@@ -237,7 +261,7 @@ def narrow(runner: Runner, command: list[str], tests: list[TestOutcome]) -> list
     stable = [t.test_id for t in tests if t.status == "passed"]
     if not stable:
         return None
-    if runner == "node":  # node --test names tests, not ids: all or nothing
+    if runner in ("node", "npm"):  # names, not ids a command can select: all or nothing
         return list(command) if len(stable) == len(tests) else None
     unit = (lambda i: i.split("::")[0]) if runner == "pytest" else (lambda i: i.rsplit(".", 2)[0])
     others: dict[str, list[str]] = {}
@@ -282,7 +306,8 @@ def take_baseline(
     if runner is None:
         return Baseline(repo=repo_name, runner=None, command=[], skipped="no tests found")
     try:
-        check_test_command(command, list(config.allowed_binaries))
+        # the runners (node, npm, go, …) serve corpus tests, never a model's actions
+        check_test_command(command, [*config.allowed_binaries, *TEST_RUNNERS])
     except ActionRejected as exc:
         return Baseline(
             repo=repo_name, runner=runner, command=command,
