@@ -30,8 +30,9 @@ from typing import Any, cast
 from verilearn_assets.core import lake
 from verilearn_assets.core.records import SOURCES, SPLITS
 from verilearn_assets.refactor.records import RefactorTask, TrajectoryStep
+from verilearn_assets.refactor.sources.candidate import only_tests
 from verilearn_assets.refactor.sources.catalog import load_corpus
-from verilearn_assets.refactor.sources.generate import only_tests, task_problems
+from verilearn_assets.refactor.sources.quality import task_problems
 
 NUMBERED = re.compile(r"<code>\n(?:.*\n)*? *\d+\| ", re.MULTILINE)
 

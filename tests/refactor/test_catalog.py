@@ -131,7 +131,7 @@ def _in_function(path: str, line: int, name: str) -> bool:
 
 def test_rename_targets_skip_tests_private_and_module_names(tmp_path: Path) -> None:
     from verilearn_assets.refactor.sources.catalog import Repo
-    from verilearn_assets.refactor.sources.generate import rename_targets
+    from verilearn_assets.refactor.sources.procedural import rename_targets
 
     (tmp_path / "pkg").mkdir()
     (tmp_path / "tests").mkdir()

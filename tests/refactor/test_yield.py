@@ -16,8 +16,9 @@ from pathlib import Path
 
 from refactor_support import refactor_config
 
+from verilearn_assets.refactor.sources.candidate import Candidate, run_candidate
 from verilearn_assets.refactor.sources.catalog import load_corpus, load_rules
-from verilearn_assets.refactor.sources.generate import Candidate, candidates, run_candidate
+from verilearn_assets.refactor.sources.plan import candidates
 
 DEMO_MIN_VERIFIED_STEPS = 200  # issue 13, "Done when"
 

@@ -36,13 +36,9 @@ from verilearn_assets.core.records import content_hash
 from verilearn_assets.refactor.config import RefactorConfig
 from verilearn_assets.refactor.records import Difficulty, RefactorTask
 from verilearn_assets.refactor.rollout.prompts import PromptConfig
+from verilearn_assets.refactor.sources.candidate import TEST_COMMAND, Candidate, run_candidate
 from verilearn_assets.refactor.sources.catalog import CatalogRule, Repo, RuleExamples
-from verilearn_assets.refactor.sources.generate import (
-    TEST_COMMAND,
-    Candidate,
-    finalize,
-    run_candidate,
-)
+from verilearn_assets.refactor.sources.quality import finalize
 from verilearn_assets.refactor.verify.actions import ActionRejected, RuleAction
 
 Proposer = Callable[[list[dict[str, Any]], int], Awaitable[str]]

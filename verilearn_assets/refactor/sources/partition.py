@@ -11,14 +11,10 @@ from __future__ import annotations
 
 from verilearn_assets.refactor.config import RefactorConfig
 from verilearn_assets.refactor.records import RefactorTask
-from verilearn_assets.refactor.sources.catalog import CatalogRule, Repo, load_corpus
-from verilearn_assets.refactor.sources.generate import (
-    TEST_COMMAND,
-    candidates,
-    finalize,
-    load_catalog,
-    run_candidate,
-)
+from verilearn_assets.refactor.sources.candidate import TEST_COMMAND, run_candidate
+from verilearn_assets.refactor.sources.catalog import CatalogRule, Repo, load_catalog, load_corpus
+from verilearn_assets.refactor.sources.plan import candidates
+from verilearn_assets.refactor.sources.quality import finalize
 from verilearn_assets.refactor.sources.repos.mining import package_commands
 
 

@@ -27,14 +27,10 @@ from verilearn_assets.core.ingest.catalog import load_datasets_config
 from verilearn_assets.core.records import Source, Split, content_hash
 from verilearn_assets.refactor.config import RefactorConfig
 from verilearn_assets.refactor.records import RefactorTask
-from verilearn_assets.refactor.sources.catalog import CatalogRule, Repo
-from verilearn_assets.refactor.sources.generate import (
-    candidates,
-    finalize,
-    is_test_path,
-    rules_for,
-    run_candidate,
-)
+from verilearn_assets.refactor.sources.candidate import is_test_path, run_candidate
+from verilearn_assets.refactor.sources.catalog import CatalogRule, Repo, rules_for
+from verilearn_assets.refactor.sources.plan import candidates
+from verilearn_assets.refactor.sources.quality import finalize
 from verilearn_assets.refactor.sources.repos.baseline import (
     Baseline,
     python_files,
