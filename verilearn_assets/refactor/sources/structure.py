@@ -62,6 +62,7 @@ class Syntax:
     bindings: dict[str, list[dict]] = field(default_factory=dict)  # word → name-node rules
     declarator_name: bool = False  # C: the name sits in the declarator, not a `name` field
     reserved: frozenset[str] = frozenset({"main"})  # never renamed (entry points, overrides)
+    trailing_comments: bool = False  # a function node may end on comments after its body
 
     def name_has(self, regex: str) -> dict:
         """The `has` that names a function or definition node."""
@@ -84,6 +85,7 @@ SYNTAX: dict[str, Syntax] = {
         definitions={"function_definition": "function", "class_definition": "class"},
         top=("module",),
         renamed=("identifier",),
+        trailing_comments=True,
     ),
     "javascript": Syntax(
         functions=("function_declaration", "generator_function_declaration", "method_definition"),
@@ -403,8 +405,23 @@ def _capture_name(s: Syntax) -> dict:
 def functions(source: bytes, language: str) -> list[tuple[str, int, int]]:
     """(name, first line, last line) of every function of a file, nested ones too, in
     source order."""
-    found = _scan(language, {"fn": _functions_rule(syntax(language), None)}, source, None)
-    return sorted(((m.name, m.start, m.end) for m in found), key=lambda f: (f[1], f[2]))
+    s = syntax(language)
+    found = _scan(language, {"fn": _functions_rule(s, None)}, source, None)
+    spans = [(m.name, m.start, m.end) for m in found]
+    if s.trailing_comments:
+        lines = source.decode(errors="replace").splitlines()
+        spans = [(n, a, _last_code_line(lines, a, b)) for n, a, b in spans]
+    return sorted(spans, key=lambda f: (f[1], f[2]))
+
+
+def _last_code_line(lines: list[str], start: int, end: int) -> int:
+    """`end` moved up past comment-only and blank lines: tree-sitter's Python block keeps
+    the comments that follow its last statement, `ast` (what the spans always were) not.
+    A comment line cannot be inside a string that ends the node (the node would end on the
+    string's closing line)."""
+    while end > start and (not lines[end - 1].strip() or lines[end - 1].lstrip().startswith("#")):
+        end -= 1
+    return end
 
 
 def function_spans(source: bytes, name: str, language: str) -> list[tuple[int, int]]:
