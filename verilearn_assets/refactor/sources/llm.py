@@ -5,7 +5,7 @@ the jail, (2) the repository's tests still pass, and (3) triangulation holds: a 
 independent request that sees only the words writes a rule producing the very same tree.
 Everything else is kept as a rejected task naming why; so is a target that only touches
 tests, contradicts its words, or is the target of an earlier accepted proposal
-(`generate.finalize`, as for the generated sources).
+(`quality.finalize`, as for the generated sources).
 
 With the vLLM proposer every request is fitted to the served window (the code excerpt is
 middle-truncated; the instructions and the task words are kept); one that cannot fit is a
@@ -206,7 +206,7 @@ async def generate_llm_tasks(
     code_chars: int = 2000,
     seed: int = 0,
 ) -> list[RefactorTask]:
-    """Every proposal as a task, checked like the generated ones (`generate.finalize`): one
+    """Every proposal as a task, checked like the generated ones (`quality.finalize`): one
     per id, tests-only or contradicting targets rejected, one accepted task per target."""
     out: dict[str, RefactorTask] = {}
     for repo in repos:

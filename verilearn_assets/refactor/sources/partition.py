@@ -1,7 +1,7 @@
 """The `template` and `procedural` tasks of one `source × split` partition: the candidates
-of `generate.py` over the partition's repositories, bundled and published alike (a
-published package runs with its narrowed test command from `repos/mining.py`, or is
-skipped), then checked and de-duplicated by target.
+of `plan.py` (`template.py`, `procedural.py`) over the partition's repositories, bundled
+and published alike (a published package runs with its narrowed test command from
+`repos/mining.py`, or is skipped), then checked and de-duplicated by target.
 
 Its own module because it drives both the generator and the repository miner, and the
 miner builds on the generator: here neither has to import the other back.

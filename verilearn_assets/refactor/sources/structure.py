@@ -17,6 +17,7 @@ import difflib
 import json
 import re
 import subprocess
+import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,13 +57,14 @@ class Syntax:
     """How one language's tree names what the generator needs."""
 
     functions: tuple[str, ...]  # node kinds of a function (a scope, a span)
-    definitions: dict[str, str]  # top-level definition kind → the word for it
-    top: tuple[str, ...]  # the kinds whose direct children are top-level
+    # top-level definition kind → (the word for it, where it sits: the rule's other keys)
+    definitions: dict[str, tuple[str, dict]]
     renamed: tuple[str, ...]  # identifier kinds a rename rewrites
     bindings: dict[str, list[dict]] = field(default_factory=dict)  # word → name-node rules
     declarator_name: bool = False  # C: the name sits in the declarator, not a `name` field
     reserved: frozenset[str] = frozenset({"main"})  # never renamed (entry points, overrides)
     trailing_comments: bool = False  # a function node may end on comments after its body
+    snake_case: bool = False  # a renamed function is `name_v2` (else `nameV2`); types `NameV2`
 
     def name_has(self, regex: str) -> dict:
         """The `has` that names a function or definition node."""
@@ -72,29 +74,41 @@ class Syntax:
 
     def new_name(self, name: str, word: str) -> str:
         """`name_v2` in snake-case languages, `nameV2` in camel-case ones and for types."""
-        if self is SYNTAX["python"] or self is SYNTAX["rust"] or self is SYNTAX["c"]:
-            return f"{name}V2" if word in TYPE_WORDS else f"{name}_v2"
-        return f"{name}V2"
+        return f"{name}_v2" if self.snake_case and word not in TYPE_WORDS else f"{name}V2"
 
 
 TYPE_WORDS = frozenset({"class", "type", "struct", "enum", "trait"})
+# JavaScript: `function f` at the top, or `export function f`; a nested one is not
+_AT_JS_TOP = {
+    "inside": {
+        "any": [
+            {"kind": "program"},
+            {"kind": "export_statement", "inside": {"kind": "program"}},
+        ]
+    }
+}
 
 SYNTAX: dict[str, Syntax] = {
     "python": Syntax(
         functions=("function_definition",),
-        definitions={"function_definition": "function", "class_definition": "class"},
-        top=("module",),
+        definitions={
+            "function_definition": ("function", {"inside": {"kind": "module"}}),
+            "class_definition": ("class", {"inside": {"kind": "module"}}),
+        },
         renamed=("identifier",),
         trailing_comments=True,
+        snake_case=True,
     ),
     "javascript": Syntax(
         functions=("function_declaration", "generator_function_declaration", "method_definition"),
         definitions={
-            "function_declaration": "function",
-            "generator_function_declaration": "function",
-            "class_declaration": "class",
+            kind: (word, _AT_JS_TOP)
+            for kind, word in (
+                ("function_declaration", "function"),
+                ("generator_function_declaration", "function"),
+                ("class_declaration", "class"),
+            )
         },
-        top=("program", "export_statement"),
         renamed=(
             "identifier",
             "shorthand_property_identifier",
@@ -134,8 +148,13 @@ SYNTAX: dict[str, Syntax] = {
     ),
     "go": Syntax(
         functions=("function_declaration", "method_declaration"),
-        definitions={"function_declaration": "function", "type_spec": "type"},
-        top=("source_file", "type_declaration"),
+        definitions={
+            "function_declaration": ("function", {"inside": {"kind": "source_file"}}),
+            "type_spec": (
+                "type",
+                {"inside": {"kind": "type_declaration", "inside": {"kind": "source_file"}}},
+            ),
+        },
         renamed=("identifier", "type_identifier"),
         bindings={
             "definition": [
@@ -161,13 +180,16 @@ SYNTAX: dict[str, Syntax] = {
     "rust": Syntax(
         functions=("function_item",),
         definitions={
-            "function_item": "function",
-            "struct_item": "struct",
-            "enum_item": "enum",
-            "trait_item": "trait",
+            kind: (word, {"inside": {"kind": "source_file"}})
+            for kind, word in (
+                ("function_item", "function"),
+                ("struct_item", "struct"),
+                ("enum_item", "enum"),
+                ("trait_item", "trait"),
+            )
         },
-        top=("source_file",),
         renamed=("identifier", "type_identifier"),
+        snake_case=True,
         bindings={
             "definition": [
                 _named("identifier", "function_item", "name"),
@@ -213,8 +235,23 @@ SYNTAX: dict[str, Syntax] = {
     ),
     "java": Syntax(
         functions=("method_declaration", "constructor_declaration"),
-        definitions={"method_declaration": "method"},
-        top=("class_body",),  # methods of a class (Java has no free functions)
+        definitions={  # Java has no free functions: the methods of a top-level class
+            "method_declaration": (
+                "method",
+                {
+                    "inside": {
+                        "kind": "class_body",
+                        "inside": {"kind": "class_declaration", "inside": {"kind": "program"}},
+                    },
+                    "not": {  # an override keeps its name (the supertype's)
+                        "has": {
+                            "kind": "modifiers",
+                            "has": {"kind": "marker_annotation", "regex": "^@Override$"},
+                        }
+                    },
+                },
+            )
+        },
         renamed=("identifier",),
         bindings={
             "definition": [
@@ -247,8 +284,7 @@ SYNTAX: dict[str, Syntax] = {
     ),
     "c": Syntax(
         functions=("function_definition",),
-        definitions={"function_definition": "function"},
-        top=("translation_unit",),
+        definitions={"function_definition": ("function", {"inside": {"kind": "translation_unit"}})},
         renamed=("identifier",),
         bindings={
             # a function's name at file level (its definition, its prototypes) is the
@@ -292,6 +328,7 @@ SYNTAX: dict[str, Syntax] = {
             "enum constant": [_named("identifier", "enumerator", "name")],
         },
         declarator_name=True,
+        snake_case=True,
     ),
 }
 
@@ -331,9 +368,15 @@ def _fill(rule: Any, regex: str) -> Any:
     return regex if rule == NAME else rule
 
 
-def _scan(language: str, rules: dict[str, dict], source: bytes | None, root: Path | None,
-          files: list[str] | None = None) -> list[Match]:  # fmt: skip
-    """Every match of `rules` (id → rule) in `source` (stdin) or in `files` under `root`."""
+def _scan(
+    language: str,
+    rules: dict[str, dict],
+    source: bytes | None,
+    root: Path | None,
+    files: list[str] | None = None,
+) -> list[Match]:
+    """Every match of `rules` (id → rule) in `source` (stdin, run from the temporary
+    directory: no project's `sgconfig.yml` applies) or in `files` under `root`."""
     docs = [{"id": rid, "language": language, "rule": body} for rid, body in rules.items()]
     text = "\n---\n".join(yaml.safe_dump(d, sort_keys=False) for d in docs)
     argv = [ast_grep_binary(), "scan", "--inline-rules", text, "--json=stream"]
@@ -345,7 +388,7 @@ def _scan(language: str, rules: dict[str, dict], source: bytes | None, root: Pat
     done = subprocess.run(
         argv,
         input=source if source is not None else b"",
-        cwd=root,
+        cwd=root if source is None else tempfile.gettempdir(),
         capture_output=True,
         timeout=SCAN_TIMEOUT_S,
         check=False,
@@ -510,24 +553,9 @@ class Definition:
 
 def _definitions_rules(s: Syntax) -> dict[str, dict]:
     rules = {}
-    for kind in s.definitions:
-        rule: dict[str, Any] = {"kind": kind, "has": _capture_name(s) if kind in s.functions
-                                 else {"field": "name", "pattern": "$NAME"}}  # fmt: skip
-        parents = [{"kind": p} for p in s.top]
-        rule["inside"] = parents[0] if len(parents) == 1 else {"any": parents}
-        if s is SYNTAX["java"]:  # a method of a top-level class, not an override
-            rule["inside"] = {"kind": "class_body", "inside": {"kind": "class_declaration",
-                              "inside": {"kind": "program"}}}  # fmt: skip
-            rule["not"] = {"has": {"kind": "modifiers", "has": {"kind": "marker_annotation",
-                           "regex": "^@Override$"}}}  # fmt: skip
-        if s is SYNTAX["javascript"]:  # `export function f` counts, a nested one does not
-            rule["inside"] = {"any": [{"kind": "program"}, {"kind": "export_statement",
-                              "inside": {"kind": "program"}}]}  # fmt: skip
-        if s is SYNTAX["go"] and kind == "type_spec":
-            rule["inside"] = {"kind": "type_declaration", "inside": {"kind": "source_file"}}
-        elif s is SYNTAX["go"]:
-            rule["inside"] = {"kind": "source_file"}
-        rules[f"def:{kind}"] = rule
+    for kind, (_, placement) in s.definitions.items():
+        name = _capture_name(s) if kind in s.functions else {"field": "name", "pattern": "$NAME"}
+        rules[f"def:{kind}"] = {"kind": kind, "has": name, **placement}
     return rules
 
 
@@ -538,7 +566,7 @@ def top_level_definitions(root: Path, language: str, files: list[str]) -> list[D
         return []
     s = syntax(language)
     found = _scan(language, _definitions_rules(s), None, root, files)
-    kinds = {f"def:{k}": w for k, w in s.definitions.items()}
+    kinds = {f"def:{k}": word for k, (word, _) in s.definitions.items()}
     return sorted(
         (Definition(m.name, kinds[m.rule], m.file, m.name_line) for m in found),
         key=lambda d: (d.file, d.line, d.name),

@@ -4,7 +4,7 @@ tasks made there with the repository's baseline (`baseline.py`) as their test co
 A published package is not written for the catalog: most rules match nowhere, some only in
 its tests or its build helpers. `mine_sites` counts, per rule and file, the sites ast-grep
 finds (one jailed `ast-grep scan --json` per rule); the tasks themselves come from
-`generate.candidates`/`run_candidate` (template, scope-restricted and paired rules, renames)
+`plan.candidates`/`run_candidate` (template, scope-restricted and paired rules, renames)
 with the narrowed command, so a task's verdict runs only tests that passed twice before any
 change. `package_commands` is what task generation asks for a split's package repositories:
 baseline and sites taken once per repository (cached under the home) and written to the lake
