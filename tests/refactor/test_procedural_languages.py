@@ -151,3 +151,53 @@ def test_a_rename_that_would_rename_another_binding_is_refused(
     assert kept.status == "rejected"
     assert kept.reason.startswith(f"renames {target}, but the name also binds: "), kept.reason
     assert f"at {rel}:{bound}" in kept.reason, (kept.reason, bound)
+
+
+# corpus → (rule, the file it changes, a function of that file, a name the corpus defines)
+LIES = {
+    "jsinventory": ("js-var-to-let", "src/pricing.js", "total", "cheapest"),
+    "cringbuf": ("c-return-paren", "src/ring.c", "ring_new", "ring_sum"),
+}
+
+
+@pytest.mark.parametrize("name", list(LIES))
+def test_targets_contradicting_their_instruction_are_rejected_in_any_language(
+    name: str, repos: dict[str, Repo], jail: RefactorConfig
+) -> None:
+    """The cheapest lies that pass the tests: a whole-file rule said to touch one function,
+    a rewrite said to be a rename. Both are accepted by the runner (the tests pass) and
+    rejected by `finalize`, which reads the function's span and the definition with
+    ast-grep in the corpus's language."""
+    repo = repos[name]
+    rule_id, path, function, defined = LIES[name]
+    rule = next(r for r in load_catalog() if r.id == rule_id)
+    text = rule.instruction.rstrip(".")
+    language = CORPORA[name]
+    new = f"{defined}_v2" if language == "c" else f"{defined}V2"
+    lies = {
+        "scope": f"{text}, but only in the function {function} of {path}.",
+        "rename": f"Rename the function {defined} to {new} everywhere in the repository.",
+    }
+    for what, words in lies.items():
+        lie = rule.model_copy(
+            update={
+                "id": f"{rule.id}-{what}-lie",
+                "examples": rule.examples.model_copy(update={"instruction": words}),
+            }
+        )
+        task = run_candidate(
+            Candidate(repo, "procedural", ((lie, (path,)),)), jail, list(repo.test_command)
+        )
+        assert task.status == "accepted", task.reason
+        (kept,) = finalize([task], {repo.name: repo.path})
+        assert kept.status == "rejected", what
+        if what == "scope":
+            (a, b), *_ = function_spans((repo.path / path).read_bytes(), function, language)
+            stray = sorted(n for n in diff_lines(task.target_diff)[path] if not a <= n <= b)
+            assert stray and kept.reason == (
+                f"says only in the function {function} of {path} but changes lines {stray}"
+            )
+        else:
+            assert kept.reason == (
+                f"asks to rename {defined} to {new} but the definition is not renamed"
+            )
