@@ -104,7 +104,7 @@ def bare_runner_step(repo: Path, rule_file: Path, test_argv: list[str]) -> bool:
 def languages_report(languages: list[str], modes: list[str], configs: dict, args) -> dict:  # noqa: ANN001
     """Per language: steps/s of the bare runner and of each mode, and each mode's overhead
     (totals, and the median of block-by-block ratios against the bare block before it)."""
-    from verilearn_assets.refactor.sources.generate import load_catalog
+    from verilearn_assets.refactor.sources.catalog import load_catalog
     from verilearn_assets.refactor.verify.toolchains import language_of_rule
 
     report: dict = {}

@@ -3,7 +3,7 @@ from the lake of one or more homes with HEAD's rules, so every column is judged 
 
 Per home: accepted tasks, accepted tasks whose target another accepted task already has
 (same repository and tree), accepted tasks that only touch tests, accepted tasks with a
-contradiction (`tasks.task_problems` minus the tests-only class), the two-rule pairs
+contradiction (`quality.task_problems` minus the tests-only class), the two-rule pairs
 (distinct pairs, how often each rule appears in them, max/min), steps, steps whose prompt
 shows code (a `<code>` block with numbered lines), distinct `<think>` texts and templates
 (rule ids, paths, quoted code, cited places and numbers masked), thinks naming a rule id of
@@ -30,8 +30,9 @@ from typing import Any, cast
 from verilearn_assets.core import lake
 from verilearn_assets.core.records import SOURCES, SPLITS
 from verilearn_assets.refactor.records import RefactorTask, TrajectoryStep
+from verilearn_assets.refactor.sources.candidate import only_tests
 from verilearn_assets.refactor.sources.catalog import load_corpus
-from verilearn_assets.refactor.sources.generate import only_tests, task_problems
+from verilearn_assets.refactor.sources.quality import task_problems
 
 NUMBERED = re.compile(r"<code>\n(?:.*\n)*? *\d+\| ", re.MULTILINE)
 

@@ -131,7 +131,7 @@ def _in_function(path: str, line: int, name: str) -> bool:
 
 def test_rename_targets_skip_tests_private_and_module_names(tmp_path: Path) -> None:
     from verilearn_assets.refactor.sources.catalog import Repo
-    from verilearn_assets.refactor.sources.generate import rename_targets
+    from verilearn_assets.refactor.sources.procedural import rename_targets
 
     (tmp_path / "pkg").mkdir()
     (tmp_path / "tests").mkdir()
@@ -144,7 +144,10 @@ def test_rename_targets_skip_tests_private_and_module_names(tmp_path: Path) -> N
     )
     (tmp_path / "tests" / "test_util.py").write_text("def helper():\n    pass\n")
     repo = Repo(name="r", path=tmp_path, split="train", licence="MIT")
-    assert rename_targets(repo) == [("Box", "BoxV2", "class"), ("fetch", "fetch_v2", "function")]
+    assert [t[:3] for t in rename_targets(repo)] == [
+        ("Box", "BoxV2", "class"),
+        ("fetch", "fetch_v2", "function"),
+    ]
 
 
 def _corpus_yaml(directory: Path, entry: dict) -> None:

@@ -25,8 +25,8 @@ import pytest
 from backends import require_backend
 from refactor_support import refactor_config
 
-from verilearn_assets.refactor.sources.catalog import read_corpus
-from verilearn_assets.refactor.sources.generate import Candidate, load_catalog, run_candidate
+from verilearn_assets.refactor.sources.candidate import Candidate, run_candidate
+from verilearn_assets.refactor.sources.catalog import load_catalog, read_corpus
 from verilearn_assets.refactor.verify import toolchains
 from verilearn_assets.refactor.verify.clean_copy import clean_files
 from verilearn_assets.refactor.verify.runner import (

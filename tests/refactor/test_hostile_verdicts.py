@@ -24,8 +24,9 @@ from verilearn_assets.refactor.records import RefactorTask
 from verilearn_assets.refactor.rewards import PARTIAL_CAP, compute_reward
 from verilearn_assets.refactor.rollout.actor import Actor
 from verilearn_assets.refactor.rollout.prompts import load_prompts
+from verilearn_assets.refactor.sources.candidate import Candidate, run_candidate
 from verilearn_assets.refactor.sources.catalog import Repo
-from verilearn_assets.refactor.sources.generate import Candidate, rename_rule, run_candidate
+from verilearn_assets.refactor.sources.procedural import rename_rule
 from verilearn_assets.refactor.verify.jail import run_in_jail
 from verilearn_assets.refactor.verify.runner import (
     apply_action,

@@ -24,8 +24,8 @@ from refactor_support import refactor_config
 from verilearn_assets.core.config import config_dir
 from verilearn_assets.refactor.rollout.prompts import load_prompts, parse_code_view, render_messages
 from verilearn_assets.refactor.rollout.teachers import program_answer
-from verilearn_assets.refactor.sources.catalog import RULES_DIR, read_corpus
-from verilearn_assets.refactor.sources.generate import load_catalog, task_language
+from verilearn_assets.refactor.sources.candidate import task_language
+from verilearn_assets.refactor.sources.catalog import RULES_DIR, load_catalog, read_corpus
 from verilearn_assets.refactor.sources.partition import generate_tasks
 from verilearn_assets.refactor.verify import toolchains
 from verilearn_assets.refactor.verify.jail_policy import ast_grep_binary

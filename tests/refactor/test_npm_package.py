@@ -23,8 +23,7 @@ import yaml
 from backends import require_backend
 from refactor_support import refactor_config
 
-from verilearn_assets.refactor.sources.catalog import Repo, read_corpus
-from verilearn_assets.refactor.sources.generate import load_catalog
+from verilearn_assets.refactor.sources.catalog import Repo, load_catalog, read_corpus
 from verilearn_assets.refactor.sources.partition import generate_tasks
 from verilearn_assets.refactor.sources.repos.baseline import (
     NPM_TEST_ID,

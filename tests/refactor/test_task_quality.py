@@ -27,20 +27,17 @@ from verilearn_assets.refactor.rollout.prompts import (
 )
 from verilearn_assets.refactor.rollout.state import State, render
 from verilearn_assets.refactor.rollout.teachers import ProgramTeacher
-from verilearn_assets.refactor.sources.catalog import CatalogRule, Repo, load_corpus, load_rules
-from verilearn_assets.refactor.sources.generate import (
+from verilearn_assets.refactor.sources.candidate import (
     Candidate,
-    candidates,
-    draw_pairs,
-    finalize,
     is_test_path,
     matching_files,
     only_tests,
-    rename_rule,
     run_candidate,
-    scoped_to_function,
-    task_problems,
 )
+from verilearn_assets.refactor.sources.catalog import CatalogRule, Repo, load_corpus, load_rules
+from verilearn_assets.refactor.sources.plan import candidates
+from verilearn_assets.refactor.sources.procedural import draw_pairs, rename_rule, scoped_to_function
+from verilearn_assets.refactor.sources.quality import finalize, task_problems
 
 CITED = re.compile(r"([\w/]+\.py):(\d+) `([^`]+)`")  # a place the teacher cites
 

@@ -16,8 +16,9 @@ from pathlib import Path
 
 from refactor_support import refactor_config
 
+from verilearn_assets.refactor.sources.candidate import Candidate, run_candidate
 from verilearn_assets.refactor.sources.catalog import load_corpus, load_rules
-from verilearn_assets.refactor.sources.generate import Candidate, candidates, run_candidate
+from verilearn_assets.refactor.sources.plan import candidates
 
 DEMO_MIN_VERIFIED_STEPS = 200  # issue 13, "Done when"
 
@@ -46,6 +47,6 @@ def test_planned_steps_reach_the_demo_bar_and_each_kind_is_accepted(tmp_path: Pa
     assert sum(steps.values()) >= DEMO_MIN_VERIFIED_STEPS, steps
     assert set(first) == {"template", "two rules", "one file", "one function", "rename"}
     for kind, cand in sorted(first.items()):
-        task = run_candidate(cand, config)
+        task = run_candidate(cand, config, list(cand.repo.test_command))  # its own runner
         assert task.status == "accepted", (kind, task.instruction, task.reason)
         assert len(task.reference_actions) == len(cand.steps)

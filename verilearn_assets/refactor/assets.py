@@ -25,8 +25,7 @@ from verilearn_assets.refactor.rollout.teachers import (
     load_actors,
     model_chat,
 )
-from verilearn_assets.refactor.sources.catalog import load_corpus, read_corpus
-from verilearn_assets.refactor.sources.generate import load_catalog
+from verilearn_assets.refactor.sources.catalog import load_catalog, load_corpus, read_corpus
 from verilearn_assets.refactor.sources.llm import generate_llm_tasks, vllm_proposer
 from verilearn_assets.refactor.sources.partition import generate_tasks
 

@@ -13,7 +13,6 @@ negative example that tests check with real ast-grep.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from verilearn_assets.core.config import ConfigError, StrictConfig, config_dir
 from verilearn_assets.core.ingest.catalog import load_datasets_config
 from verilearn_assets.core.ingest.corpora import corpus_root
 from verilearn_assets.core.records import Split
+from verilearn_assets.refactor.sources import structure
 from verilearn_assets.refactor.verify import toolchains
 
 # The family's bundled data sits outside the package, at the repository root: a checkout
@@ -62,16 +62,10 @@ class CatalogRule(BaseModel):
 
 
 def scoped_function(rule: dict[str, Any]) -> str | None:
-    """The function a rule is restricted to (`tasks.scoped_to_function`: its rule in an
-    `all` with an `inside` of a function definition matched by name), else None."""
-    body = rule.get("rule") if isinstance(rule, dict) else None  # several documents: none
-    parts = body.get("all") if isinstance(body, dict) else None
-    for part in parts if isinstance(parts, list) else []:
-        inside = part.get("inside") if isinstance(part, dict) else None
-        if isinstance(inside, dict) and inside.get("kind") == "function_definition":
-            regex = str((inside.get("has") or {}).get("regex", ""))
-            return re.sub(r"\\(.)", r"\1", regex.removeprefix("^").removesuffix("$"))
-    return None
+    """The function a rule is restricted to (`procedural.scoped_to_function`: its rule in
+    an `all` with an `inside` of a function definition matched by name, in the rule's
+    language: `structure.function_scope`), else None."""
+    return structure.scoped_function(rule)
 
 
 def _size(value: Any) -> int:
@@ -100,6 +94,45 @@ def load_rules(directory: Path = RULES_DIR) -> list[CatalogRule]:
             raise ConfigError(f"{path}: catalog rules need a `fix`")
         rules.append(rule)
     return sorted(rules, key=lambda r: r.id)
+
+
+def load_catalog(directory: Path = RULES_DIR) -> list[CatalogRule]:
+    """The task catalog of every language: Python's rules in `rules/` (`load_rules`) and
+    each other language's in `rules/<language>/`: the files there whose `metadata` has
+    the examples a task rule needs (`positive`, `fixed`, `negative`, checked with real
+    ast-grep by `test_languages`). The others are parity rules (ast-grep's syntax shown on a
+    `sample`, `test_rule_parity`), not task rules."""
+    rules = load_rules(directory)
+    for folder in sorted(p for p in directory.iterdir() if p.is_dir()):
+        for path in sorted(folder.glob("*.yml")):
+            try:
+                docs = list(yaml.safe_load_all(path.read_text()))
+            except yaml.YAMLError as exc:
+                raise ConfigError(f"{path}: not YAML: {exc}") from exc
+            meta = docs[0].get("metadata") if len(docs) == 1 and isinstance(docs[0], dict) else None
+            if not (isinstance(meta, dict) and "positive" in meta):
+                continue
+            rules.append(_catalog_rule(path, docs[0], folder.name))
+    return sorted(rules, key=lambda r: r.id)
+
+
+def _catalog_rule(path: Path, data: dict, folder: str) -> CatalogRule:
+    """One task rule of `rules/<folder>/`, checked as `load_rules` checks Python's: its id
+    is its file name, it has a `fix`, and its language is the folder's."""
+    data = dict(data)
+    try:
+        meta = data.pop("metadata")
+        rule = CatalogRule(id=data["id"], path=str(path), rule=data, examples=RuleExamples(**meta))
+        language = toolchains.language_of_rule(data)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ConfigError(f"{path}: not a catalog rule: {exc}") from exc
+    if rule.id != path.stem:
+        raise ConfigError(f"{path}: rule id {rule.id!r} differs from the file name")
+    if "fix" not in data:
+        raise ConfigError(f"{path}: catalog rules need a `fix`")
+    if language != folder:
+        raise ConfigError(f"{path}: language {language!r} in the folder of {folder!r}")
+    return rule
 
 
 class Repo(BaseModel):
@@ -192,3 +225,9 @@ def load_corpus(
     if strict and loaded.failures:
         raise ConfigError("; ".join(f.error for f in loaded.failures))
     return loaded.repos
+
+
+def rules_for(repo: Repo, rules: list[CatalogRule]) -> list[CatalogRule]:
+    """The rules of the repository's language (a rule of another language would scan none
+    of its files: a jailed run for nothing)."""
+    return [r for r in rules if toolchains.language_of_rule(r.rule) == repo.language]

@@ -5,7 +5,7 @@ the jail, (2) the repository's tests still pass, and (3) triangulation holds: a 
 independent request that sees only the words writes a rule producing the very same tree.
 Everything else is kept as a rejected task naming why; so is a target that only touches
 tests, contradicts its words, or is the target of an earlier accepted proposal
-(`generate.finalize`, as for the generated sources).
+(`quality.finalize`, as for the generated sources).
 
 With the vLLM proposer every request is fitted to the served window (the code excerpt is
 middle-truncated; the instructions and the task words are kept); one that cannot fit is a
@@ -34,13 +34,9 @@ from verilearn_assets.core.records import content_hash
 from verilearn_assets.refactor.config import RefactorConfig
 from verilearn_assets.refactor.records import Difficulty, RefactorTask
 from verilearn_assets.refactor.rollout.prompts import PromptConfig
+from verilearn_assets.refactor.sources.candidate import TEST_COMMAND, Candidate, run_candidate
 from verilearn_assets.refactor.sources.catalog import CatalogRule, Repo, RuleExamples
-from verilearn_assets.refactor.sources.generate import (
-    TEST_COMMAND,
-    Candidate,
-    finalize,
-    run_candidate,
-)
+from verilearn_assets.refactor.sources.quality import finalize
 from verilearn_assets.refactor.verify.actions import ActionRejected, RuleAction
 from verilearn_assets.refactor.verify.languages import canonical_language
 from verilearn_assets.refactor.verify.rule_files import RuleFileError, parse_rule_documents
@@ -267,7 +263,7 @@ async def generate_llm_tasks(
     code_chars: int = 2000,
     seed: int = 0,
 ) -> list[RefactorTask]:
-    """Every proposal as a task, checked like the generated ones (`generate.finalize`): one
+    """Every proposal as a task, checked like the generated ones (`quality.finalize`): one
     per id, tests-only or contradicting targets rejected, one accepted task per target."""
     out: dict[str, RefactorTask] = {}
     for repo in repos:

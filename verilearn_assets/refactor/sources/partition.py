@@ -1,7 +1,7 @@
 """The `template` and `procedural` tasks of one `source × split` partition: the candidates
-of `generate.py` over the partition's repositories, bundled and published alike (a
-published package runs with its narrowed test command from `repos/mining.py`, or is
-skipped), then checked and de-duplicated by target.
+of `plan.py` (`template.py`, `procedural.py`) over the partition's repositories, bundled
+and published alike (a published package runs with its narrowed test command from
+`repos/mining.py`, or is skipped), then checked and de-duplicated by target.
 
 Its own module because it drives both the generator and the repository miner, and the
 miner builds on the generator: here neither has to import the other back.
@@ -11,14 +11,10 @@ from __future__ import annotations
 
 from verilearn_assets.refactor.config import RefactorConfig
 from verilearn_assets.refactor.records import RefactorTask
-from verilearn_assets.refactor.sources.catalog import CatalogRule, Repo, load_corpus
-from verilearn_assets.refactor.sources.generate import (
-    TEST_COMMAND,
-    candidates,
-    finalize,
-    load_catalog,
-    run_candidate,
-)
+from verilearn_assets.refactor.sources.candidate import TEST_COMMAND, run_candidate
+from verilearn_assets.refactor.sources.catalog import CatalogRule, Repo, load_catalog, load_corpus
+from verilearn_assets.refactor.sources.plan import candidates
+from verilearn_assets.refactor.sources.quality import finalize
 from verilearn_assets.refactor.sources.repos.mining import package_commands
 
 

@@ -4,7 +4,7 @@ tasks made there with the repository's baseline (`baseline.py`) as their test co
 A published package is not written for the catalog: most rules match nowhere, some only in
 its tests or its build helpers. `mine_sites` counts, per rule and file, the sites ast-grep
 finds (one jailed `ast-grep scan --json` per rule); the tasks themselves come from
-`generate.candidates`/`run_candidate` (template, scope-restricted and paired rules, renames)
+`plan.candidates`/`run_candidate` (template, scope-restricted and paired rules, renames)
 with the narrowed command, so a task's verdict runs only tests that passed twice before any
 change. `package_commands` is what task generation asks for a split's package repositories:
 baseline and sites taken once per repository (cached under the home) and written to the lake
@@ -27,14 +27,10 @@ from verilearn_assets.core.ingest.catalog import load_datasets_config
 from verilearn_assets.core.records import Source, Split, content_hash
 from verilearn_assets.refactor.config import RefactorConfig
 from verilearn_assets.refactor.records import RefactorTask
-from verilearn_assets.refactor.sources.catalog import CatalogRule, Repo
-from verilearn_assets.refactor.sources.generate import (
-    candidates,
-    finalize,
-    is_test_path,
-    rules_for,
-    run_candidate,
-)
+from verilearn_assets.refactor.sources.candidate import is_test_path, run_candidate
+from verilearn_assets.refactor.sources.catalog import CatalogRule, Repo, rules_for
+from verilearn_assets.refactor.sources.plan import candidates
+from verilearn_assets.refactor.sources.quality import finalize
 from verilearn_assets.refactor.sources.repos.baseline import (
     Baseline,
     python_files,
