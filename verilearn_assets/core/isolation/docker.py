@@ -41,6 +41,45 @@ def docker_client(timeout: int = 10) -> docker.DockerClient:
     return docker.from_env(timeout=timeout)
 
 
+def host_client(
+    url: str | None,
+    timeout: float = 10,
+    *,
+    ca_cert: str | None = None,
+    client_cert: str | None = None,
+    client_key: str | None = None,
+    verify: bool = True,
+    tls: bool = False,
+) -> docker.DockerClient:
+    """A client for the daemon at `url` (None: the daemon from the environment); `tls`
+    with a CA to verify the daemon by and an optional client certificate."""
+    from docker.constants import MINIMUM_DOCKER_API_VERSION
+    from docker.tls import TLSConfig
+
+    if url is None:
+        return docker.from_env(timeout=int(timeout))
+    if not tls:
+        return docker.DockerClient(base_url=url, timeout=int(timeout))
+    config = TLSConfig(
+        client_cert=(client_cert, client_key) if client_cert and client_key else None,
+        ca_cert=ca_cert,
+        verify=ca_cert if verify else False,
+    )
+    # requests lets REQUESTS_CA_BUNDLE / CURL_CA_BUNDLE (and proxy variables) override the
+    # session's CA, so the host's own CA would be ignored: open the client without the
+    # environment, at the minimum API version, then use the version the daemon speaks.
+    client = docker.DockerClient(
+        base_url=url, tls=config, timeout=int(timeout), version=MINIMUM_DOCKER_API_VERSION
+    )
+    client.api.trust_env = False
+    try:
+        client.api._version = client.api.version(api_version=False)["ApiVersion"]
+    except BaseException:
+        client.close()
+        raise
+    return client
+
+
 def docker_available() -> tuple[bool, str]:
     """Whether a daemon answers, and why not when it doesn't."""
     try:
@@ -127,7 +166,7 @@ def tmpfs_options(tmpfs: Tmpfs, uid: int | None) -> str:
 
 # --- who owns a container, and removing those whose owner died ---
 
-_REAPED: set[str] = set()  # labels whose orphans this process removed already
+_REAPED: set[str] = set()  # (label, daemon) pairs whose orphans this process removed
 _REAPED_LOCK = threading.Lock()
 
 
@@ -163,11 +202,12 @@ def reap_orphans(client: Any, label: str) -> list[str]:
 
 
 def reap_orphans_once(client: Any, label: str) -> None:
-    """`reap_orphans` the first time this process uses `label`."""
+    """`reap_orphans` the first time this process uses `label` on `client`'s daemon."""
+    key = f"{label}@{getattr(client.api, 'base_url', '')}"
     with _REAPED_LOCK:
-        if label in _REAPED:
+        if key in _REAPED:
             return
-        _REAPED.add(label)
+        _REAPED.add(key)
     reap_orphans(client, label)
 
 
@@ -250,7 +290,7 @@ def demux_stdio(sock: Any, streams: tuple[int, ...] = (STDOUT, STDERR)) -> Itera
         buffer += chunk
         while len(buffer) >= MUX_HEADER.size:
             kind, size = MUX_HEADER.unpack_from(buffer)
-            if kind not in (0, STDOUT, STDERR):
+            if kind not in (STDOUT, STDERR):
                 raise ValueError(f"attach stream: bad header (stream type {kind})")
             if len(buffer) < MUX_HEADER.size + size:
                 break
