@@ -5,8 +5,10 @@ Protocol (Dafny 2.3): a verb line (`verify`, `version`, `quit`), a base64 line o
 (else the server waits forever). The answer ends with a line holding
 `[[DAFNY-SERVER: EOM]]`; `[SUCCESS]` there only means the request was handled.
 
-A pool hands one idle process to each request. A process that dies mid-request is started
-again and the request retried once; one that does not answer within the wall-clock
+Each process lives in the Dafny jail (`jail.start`: bwrap or a Docker container, with the
+jail's memory, task and CPU limits for the process's whole life). A pool hands one idle
+process to each request. A process that dies mid-request (a crash, or a limit reached) is
+started again and the request retried once; one that does not answer within the wall-clock
 timeout is killed and restarted, and the request is reported as `timeout`. A fresh
 process's first request gets `STARTUP_GRACE_S` more (mono start-up and JIT under load).
 """
