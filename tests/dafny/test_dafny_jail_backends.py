@@ -4,6 +4,7 @@ itself. (What a program could reach or exhaust in that jail: tests/isolation.)""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterator
 
@@ -19,6 +20,7 @@ from verilearn_assets.dafny.records import DafnyTask
 from verilearn_assets.dafny.rollout.cascade import cascade_sample
 from verilearn_assets.dafny.sources.template import template_tasks
 from verilearn_assets.dafny.verify.jail import LABEL, JailLimits
+from verilearn_assets.dafny.verify.toolchain import detect
 from verilearn_assets.dafny.verify.verifier import DafnyVerifier, VerifierConfig
 
 LIMITS = JailLimits(memory_mb=1024, pids=200, cpu_s=900)  # not the defaults: seen as set
@@ -146,3 +148,21 @@ def test_closing_the_verifier_leaves_no_container() -> None:
         assert after - before == set()
     finally:
         client.close()
+
+
+@pytest.mark.parametrize("backend", ["bwrap", "docker"])
+def test_a_hung_or_dead_server_is_replaced_never_verified(backend: str) -> None:
+    """Past the wall clock the jailed server is killed and replaced (`timeout`); a server
+    that dies on every request is a `crash` after one retry, on either backend."""
+    require_backend(backend)
+    config = VerifierConfig(jail=backend, processes=1, vc_time_limit_s=60, timeout_s=5, cache=False)
+    with DafnyVerifier(config) as verifier:
+        assert verifier.verify(P.VERIFIED).status == "verified"
+        before = verifier.server_pool().idents()
+        assert verifier.verify(P.TIMEOUT).status == "timeout"
+        assert verifier.server_pool().idents() != before
+        assert verifier.verify(P.VERIFIED).status == "verified"  # the new server answers
+    broken = dataclasses.replace(detect(), server_exe="/nonexistent/DafnyServer.exe")
+    with DafnyVerifier(config, toolchain=broken) as verifier:
+        result = verifier.verify(P.VERIFIED)
+        assert result.status == "crash" and "after one retry" in result.output, result.output

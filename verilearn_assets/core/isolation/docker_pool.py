@@ -7,7 +7,8 @@ a one-shot unix socket of the host, each command one JSON line each way over it 
 `docker exec`; PID 1 sweeps every leftover process and `/tmp` before and after the
 command, and kills the command's process group on timeout). A `weakref.finalize` removes
 it if its session is dropped or the interpreter exits without closing it, and containers
-whose owning process died (killed with SIGKILL) are removed by the next session. The
+whose owning process died (killed with SIGKILL) are removed by the next session
+(`docker.reap_orphans`, shared with the other clients' containers). The
 isolation is the client's (`PoolPlan.container_args`, rendered from a `JailSpec` by
 `docker.container_kwargs`); the pool adds PID 1 and its socket.
 
