@@ -132,7 +132,7 @@ class _Popened(JailedProcess):
             self.cgroup = None
 
 
-def _start_popen(spec: JailSpec, backend: Backend, binary: str | None) -> _Popened:
+def _start_popen(spec: JailSpec, backend: Backend, binary: str | None, label: str) -> _Popened:
     from verilearn_assets.core.isolation.bwrap import bwrap_argv
     from verilearn_assets.core.isolation.cgroups import JailCgroup
     from verilearn_assets.core.isolation.run import BwrapGate, rlimit_values
@@ -146,7 +146,7 @@ def _start_popen(spec: JailSpec, backend: Backend, binary: str | None) -> _Popen
     if backend == "none":
         return _Popened(backend, subprocess.Popen(spec.argv, **pipes))
     limits = spec.limits
-    cgroup = JailCgroup(limits.pids or 0, limits.memory_mb or 0, cpus=limits.cpus, label="jail")
+    cgroup = JailCgroup(limits.pids or 0, limits.memory_mb or 0, cpus=limits.cpus, label=label)
     # RLIMIT_NPROC counts every process of the uid on the host: only a jail with a uid of
     # its own may have it (else a busy login would leave the jail no fork at all)
     rlimits = rlimit_values(limits if spec.uid is not None else replace(limits, pids=None))
@@ -237,12 +237,14 @@ def start_process(
     label: str | None = None,
     docker_client: Any = None,
     bwrap_binary: str | None = None,
+    cgroup_label: str = "jail",
 ) -> JailedProcess:
     """Start `spec` on `backend` (see the module doc). docker needs `image` (imported as an
     empty scratch image if missing), `label` (the containers' owner label; orphans of dead
-    owners are removed the first time a label is used) and a `docker_client`."""
+    owners are removed the first time a label is used) and a `docker_client`; bwrap names
+    the jail as `cgroup_label` in the warning a host without cgroups gets."""
     if backend != "docker":
-        return _start_popen(spec, backend, bwrap_binary)
+        return _start_popen(spec, backend, bwrap_binary, cgroup_label)
     from verilearn_assets.core.isolation.docker import (
         attach_stdio,
         container_kwargs,

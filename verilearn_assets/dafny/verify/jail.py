@@ -10,7 +10,9 @@ memory. The jail is a `JailSpec` of the isolation layer (`core/isolation`), star
 its `process.start_process` on one of its backends:
 
 - `bwrap`: every namespace unshared, `/lib`, `/lib64`, `/bin` as symlinks into `/usr`
-  (a merged-usr host), limits from a cgroup and rlimits;
+  (a merged-usr host), memory and tasks bounded by a cgroup, CPU seconds by RLIMIT_CPU
+  (a host that gives no cgroup, i.e. not root, leaves only the latter: mono reserves far
+  more address space than it uses, so RLIMIT_AS is no stand-in; a warning says so);
 - `docker`: a container from the empty scratch image that sees the same (`/lib`,
   `/lib64`, `/bin` bound where the host has symlinks, as Docker cannot make them in a
   read-only root), the limits as the container's, the daemon's init as PID 1;
@@ -161,7 +163,8 @@ def start(
         return start_process(spec, "none")
     from verilearn_assets.core.isolation.bwrap import require_bwrap
 
-    return start_process(spec, "bwrap", bwrap_binary=require_bwrap())
+    label = "dafny jail (no memory or task limit: only cpu_s applies)"
+    return start_process(spec, "bwrap", bwrap_binary=require_bwrap(), cgroup_label=label)
 
 
 def run(
