@@ -213,6 +213,8 @@ class _Contained(JailedProcess):
     def kill(self) -> None:
         if self._finalizer.alive:
             with contextlib.suppress(OSError):
+                self.sock.shutdown(2)  # SHUT_RDWR: wakes the reader blocked in recv
+            with contextlib.suppress(OSError):
                 self.sock.close()
             self._finalizer()  # removes the container (force), once
 
