@@ -24,7 +24,6 @@ def jailed(
 def limited(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Jailed]:
-    """The clients whose jail carries time, memory and pids limits (not Dafny's: the
-    verifier runs no candidate code, and the server pool times its requests itself)."""
+    """The clients whose jail carries time, memory and pids limits (every one)."""
     client, backend = request.param
     yield from open_client(client, backend, tmp_path_factory.mktemp(f"lim-{client}-{backend}"))

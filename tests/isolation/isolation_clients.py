@@ -3,8 +3,9 @@ one hostile program can be thrown at every client on every backend it supports:
 
 - `cells`: the Python cell pool (analysis), one task per program;
 - `commands`: the refactor command runner, `python -c` as an allowlisted command action;
-- `dafny`: the DafnyServer jail (`dafny/jail.py`'s JailSpec): Dafny runs no candidate code,
-  so the probe is a Python process started in exactly the jail the server gets.
+- `dafny`: the DafnyServer jail (`dafny/verify/jail.py`, its limits included): Dafny runs
+  no candidate code, so the probe is a Python process started the way, and in exactly the
+  jail, the server gets (`jail.start`), its stdout and stderr merged as the server's are.
 
 A probe is Python source that prints one JSON object as its last line of stdout.
 """
@@ -13,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,15 +22,16 @@ from typing import Any
 
 from backends import require_backend
 
-# (client, backend) pairs: every backend a client supports (Dafny's jail is bwrap only)
+# (client, backend) pairs: every backend a client supports
 CLIENTS = [
     ("cells", "bwrap"),
     ("cells", "docker"),
     ("commands", "bwrap"),
     ("commands", "docker"),
     ("dafny", "bwrap"),
+    ("dafny", "docker"),
 ]
-LIMITED = [c for c in CLIENTS if c[0] != "dafny"]  # clients whose jail has limits
+LIMITED = list(CLIENTS)  # clients whose jail has limits: every one
 MEMORY_MB = 256
 PIDS = 48
 
@@ -123,22 +124,23 @@ class CommandClient:
 
 
 class DafnyClient:
-    """A probe in the jail the DafnyServer pool gets (system Python: `/usr` is mounted)."""
+    """A probe in the jail the DafnyServer pool gets (system Python: `/usr` is mounted),
+    with the suite's memory and pids limits; `timeout_s` is the pool's wall clock."""
 
     def __init__(self, backend: str, tmp: Path) -> None:
+        from verilearn_assets.dafny.verify.jail import JailLimits
         from verilearn_assets.dafny.verify.toolchain import detect
 
+        self.backend = backend
         self.toolchain = detect()
+        self.limits = JailLimits(memory_mb=MEMORY_MB, pids=PIDS)
 
     def run(self, code: str, timeout_s: float) -> Outcome:
-        from verilearn_assets.dafny.verify.jail import wrap
+        from verilearn_assets.dafny.verify.jail import run
 
-        argv = wrap(["/usr/bin/python3", "-I", "-c", code], self.toolchain, "bwrap")
-        try:
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
-        except subprocess.TimeoutExpired as exc:
-            return Outcome(True, str(exc.stdout or ""), str(exc.stderr or ""))
-        return Outcome(False, done.stdout, done.stderr)
+        argv = ["/usr/bin/python3", "-I", "-c", code]
+        _, output, timed_out = run(argv, self.toolchain, self.backend, timeout_s, self.limits)
+        return Outcome(timed_out, output, "")
 
     def close(self) -> None:
         pass

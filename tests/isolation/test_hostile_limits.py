@@ -1,6 +1,5 @@
-"""The jail's limits, for every client whose jail has them (the cell pool, the command
-runner) on both backends: time, memory, processes; and for every client, nothing a
-program starts outlives it."""
+"""The jail's limits, for every client (the cell pool, the command runner, the DafnyServer
+jail) on both backends: time, memory, processes; and nothing a program starts outlives it."""
 
 from __future__ import annotations
 

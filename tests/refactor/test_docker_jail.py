@@ -134,7 +134,7 @@ for d, _, fs in sorted(os.walk('.')):
 def _own_containers() -> list[str]:
     """Refactor workspace containers this process started and that still exist."""
     from verilearn_assets.core.isolation.docker import docker_client
-    from verilearn_assets.core.isolation.docker_pool import _owner
+    from verilearn_assets.core.isolation.docker import owner as _owner
     from verilearn_assets.refactor.verify.docker_jail import LABEL, OWNER_LABEL
 
     client = docker_client()

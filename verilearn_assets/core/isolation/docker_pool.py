@@ -7,7 +7,8 @@ a one-shot unix socket of the host, each command one JSON line each way over it 
 `docker exec`; PID 1 sweeps every leftover process and `/tmp` before and after the
 command, and kills the command's process group on timeout). A `weakref.finalize` removes
 it if its session is dropped or the interpreter exits without closing it, and containers
-whose owning process died (killed with SIGKILL) are removed by the next session. The
+whose owning process died (killed with SIGKILL) are removed by the next session
+(`docker.reap_orphans`, shared with the other clients' containers). The
 isolation is the client's (`PoolPlan.container_args`, rendered from a `JailSpec` by
 `docker.container_kwargs`); the pool adds PID 1 and its socket.
 
@@ -43,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from verilearn_assets.core.isolation import pid1
+from verilearn_assets.core.isolation.docker import owner_labels, reap_orphans
 from verilearn_assets.core.isolation.pid1 import remove_tree
 from verilearn_assets.core.isolation.run import Completed
 from verilearn_assets.core.procs import running
@@ -56,15 +58,6 @@ HOST_GRACE_S = 30.0  # beyond the command's timeout, the host gives up and kills
 START_TIMEOUT_S = 60.0
 _REAPED: set[str] = set()  # labels whose orphans were reaped by this process
 _REAPED_DIRS: set[str] = set()  # roots whose idle directories were reaped
-
-
-def _owner() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
-def owner_label(label: str) -> str:
-    """The label naming the process that started a container (`<hostname>:<pid>`)."""
-    return f"{label}.owner"
 
 
 @dataclass(frozen=True)
@@ -102,21 +95,6 @@ def _remove_container(container_id: str) -> None:
         pass
     finally:
         client.close()
-
-
-def reap_orphans(client: Any, label: str) -> list[str]:
-    """Remove the `label` pool's containers whose owning process on this host is gone."""
-    host = socket.gethostname()
-    removed = []
-    for c in client.containers.list(all=True, filters={"label": f"{label}=workspace"}):
-        owner_host, _, pid = c.labels.get(owner_label(label), "").rpartition(":")
-        if owner_host != host or not pid.isdigit() or running(int(pid)):
-            continue
-        c.remove(force=True)
-        removed.append(c.short_id)
-    if removed:
-        log.warning("removed %d %s containers left by dead processes", len(removed), label)
-    return removed
 
 
 class DockerSession:
@@ -172,7 +150,7 @@ class DockerSession:
                     "serve",
                     f"{SOCKET_DIR_IN_JAIL}/s",
                 ],
-                labels={plan.label: "workspace", owner_label(plan.label): _owner()},
+                labels=owner_labels(plan.label, "workspace"),
                 init=False,  # pid1.py serve is PID 1 and reaps
                 **kwargs,
             )

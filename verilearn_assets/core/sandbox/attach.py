@@ -17,15 +17,12 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import struct
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from verilearn_assets.core.isolation.docker import MUX_HEADER, STDERR, STDOUT
 from verilearn_assets.core.sandbox import protocol
-
-MUX_HEADER = struct.Struct(">BxxxL")
-STDOUT, STDERR = 1, 2
 
 
 class AttachChannel:

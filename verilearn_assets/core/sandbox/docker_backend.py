@@ -1,8 +1,13 @@
 """Docker backend: one long-lived container per slot, labelled with its pool's id.
 
 Containers run with no network, a read-only root, a tmpfs workspace, all capabilities
-dropped, no-new-privileges, a non-root user and memory/pids/CPU limits. Clean-up only
-ever touches containers carrying this pool's label, so two pools can share a daemon.
+dropped, no-new-privileges, a non-root user and memory/pids/CPU limits (the options are
+the isolation layer's `container_kwargs` of the slot's JailSpec). Clean-up only ever
+touches containers carrying this pool's label, so two pools can share a daemon; each
+container also names its owning process (`core.isolation.docker.owner_labels`), and the
+first use of a daemon removes the slots of pools whose process died without a sweep
+(`reap_orphans`). Why these slots are not the command pool's (`docker_pool.py`): see
+`core/isolation/__init__.py`.
 A pool may span several daemons (`docker.hosts`): the backend keeps one client per host
 and the pool decides which host a slot runs on. With `docker.transport: attach` a slot's
 container is created with stdin open, attached to (stdin + stdout) before it starts,
@@ -20,11 +25,16 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import docker
-from docker.constants import MINIMUM_DOCKER_API_VERSION
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
-from docker.tls import TLSConfig
 
-from verilearn_assets.core.isolation.docker import container_kwargs, ensure_offline_image
+from verilearn_assets.core.isolation.docker import (
+    attach_stdio,
+    container_kwargs,
+    ensure_offline_image,
+    owner_labels,
+    reap_orphans_once,
+)
+from verilearn_assets.core.isolation.docker import host_client as isolation_host_client
 from verilearn_assets.core.isolation.spec import JailSpec
 from verilearn_assets.core.sandbox.config import DockerHost, SandboxConfig
 from verilearn_assets.core.sandbox.jail import LABEL, worker_argv
@@ -38,30 +48,17 @@ LOCAL_HOST = "local"  # the label of the daemon from the environment (single-hos
 def host_client(host: DockerHost | None, timeout: float = 10) -> docker.DockerClient:
     """A client for one configured host (None: the daemon from the environment)."""
     if host is None:
-        return docker.from_env(timeout=int(timeout))
-    tls: TLSConfig | bool = False
-    if host.tls is not None:
-        cert = (host.tls.client_cert, host.tls.client_key) if host.tls.client_cert else None
-        tls = TLSConfig(
-            client_cert=cert,
-            ca_cert=host.tls.ca_cert,
-            verify=host.tls.ca_cert if host.tls.verify else False,
-        )
-    if not tls:
-        return docker.DockerClient(base_url=host.url, timeout=int(timeout))
-    # requests lets REQUESTS_CA_BUNDLE / CURL_CA_BUNDLE (and proxy variables) override the
-    # session's CA, so the host's own CA would be ignored: open the client without the
-    # environment, at the minimum API version, then use the version the daemon speaks.
-    client = docker.DockerClient(
-        base_url=host.url, tls=tls, timeout=int(timeout), version=MINIMUM_DOCKER_API_VERSION
+        return isolation_host_client(None, timeout)
+    tls = host.tls
+    return isolation_host_client(
+        host.url,
+        timeout,
+        tls=tls is not None,
+        ca_cert=tls.ca_cert if tls else None,
+        client_cert=tls.client_cert if tls else None,
+        client_key=tls.client_key if tls else None,
+        verify=tls.verify if tls else True,
     )
-    client.api.trust_env = False
-    try:
-        client.api._version = client.api.version(api_version=False)["ApiVersion"]
-    except BaseException:
-        client.close()
-        raise
-    return client
 
 
 def hosts_available(config: SandboxConfig) -> tuple[bool, str]:
@@ -135,6 +132,7 @@ class DockerBackend:
     def prepare(self, host: str | None = None) -> None:
         """Make the image available on `host` (default: the first host)."""
         client = self._client(host or next(iter(self.hosts)))
+        reap_orphans_once(client, LABEL)  # slots of pools whose process died unannounced
         settings = self.config.docker
         if settings.image_mode == "offline":
             self.image = ensure_offline_image(client, settings.offline_image)
@@ -230,7 +228,7 @@ class DockerBackend:
             self.image,
             command=spec.argv,
             name=name,
-            labels={LABEL: self.pool_id, "verilearn.sandbox.slot": str(index)},
+            labels={**owner_labels(LABEL, self.pool_id), "verilearn.sandbox.slot": str(index)},
             **container_kwargs(spec),
             shm_size=f"{self.config.docker.shm_mb}m",
             init=False,  # the worker is PID 1: the kernel shields it from its own cells
@@ -241,10 +239,7 @@ class DockerBackend:
             return DockerSlot(container=container, name=name, host=host)
         # attach before start, so that not a byte the worker writes is missed
         try:
-            attached = client.api.attach_socket(
-                container.id, params={"stdin": 1, "stdout": 1, "stream": 1}
-            )
-            container.start()
+            attached = attach_stdio(client, container, stderr=False)
         except BaseException:
             try:
                 container.remove(force=True)

@@ -5,8 +5,10 @@ Protocol (Dafny 2.3): a verb line (`verify`, `version`, `quit`), a base64 line o
 (else the server waits forever). The answer ends with a line holding
 `[[DAFNY-SERVER: EOM]]`; `[SUCCESS]` there only means the request was handled.
 
-A pool hands one idle process to each request. A process that dies mid-request is started
-again and the request retried once; one that does not answer within the wall-clock
+Each process lives in the Dafny jail (`jail.start`: bwrap or a Docker container, with the
+jail's memory, task and CPU limits for the process's whole life). A pool hands one idle
+process to each request. A process that dies mid-request (a crash, or a limit reached) is
+started again and the request retried once; one that does not answer within the wall-clock
 timeout is killed and restarted, and the request is reported as `timeout`. A fresh
 process's first request gets `STARTUP_GRACE_S` more (mono start-up and JIT under load).
 """
@@ -16,15 +18,14 @@ from __future__ import annotations
 import atexit
 import base64
 import json
-import os
 import queue
-import signal
-import subprocess
-import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TypeVar
 
+from verilearn_assets.core.isolation.process import JailedProcess
 from verilearn_assets.dafny.verify import jail as jails
 from verilearn_assets.dafny.verify.toolchain import Toolchain, ToolchainError
 
@@ -34,12 +35,13 @@ SERVER_EOM = "[[DAFNY-SERVER: EOM]]"
 
 
 _SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dafny-spawn")
+T = TypeVar("T")
 
 
-def spawn(argv: list[str], **kwargs: object) -> subprocess.Popen:
-    """Popen from one long-lived thread: a jail dies with the thread that started it, and
-    requests run on short-lived worker threads."""
-    return _SPAWNER.submit(subprocess.Popen, argv, **kwargs).result()
+def spawn(start: Callable[[], T]) -> T:
+    """Start a jail from one long-lived thread: a bwrap jail dies with the thread that
+    started it, and requests run on short-lived worker threads."""
+    return _SPAWNER.submit(start).result()
 
 
 class ServerDied(RuntimeError):
@@ -57,88 +59,70 @@ class Reply:
 
 
 class DafnyServerProcess:
-    """One jailed DafnyServer.exe with a reader thread feeding a line queue."""
+    """One jailed DafnyServer.exe (`jail.start`: its stdout lines on a queue), within the
+    jail's limits for its whole life."""
 
-    def __init__(self, toolchain: Toolchain, jail: str) -> None:
+    def __init__(
+        self, toolchain: Toolchain, jail: str, limits: jails.JailLimits | None = None
+    ) -> None:
         if not toolchain.server_exe or not toolchain.runtime:
             raise RuntimeError("DafnyServer.exe or mono not found: use mode=cli")
         self.toolchain = toolchain
         self.jail = jail
+        self.limits = limits or jails.JailLimits()
         self.requests = 0  # since the last (re)start
         self.started = 0
         self._start()
 
     def _start(self) -> None:
-        argv = jails.wrap(
-            [self.toolchain.runtime or "mono", self.toolchain.server_exe or ""],
-            self.toolchain,
-            self.jail,
+        argv = [self.toolchain.runtime or "mono", self.toolchain.server_exe or ""]
+        self.process: JailedProcess = spawn(
+            lambda: jails.start(argv, self.toolchain, self.jail, self.limits)  # type: ignore[arg-type]
         )
-        self.process = spawn(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        self.lines: queue.Queue[str | None] = queue.Queue()
-        threading.Thread(target=self._read, args=(self.process, self.lines), daemon=True).start()
+        self.lines = self.process.lines
         self.started += 1
         self.requests = 0
 
-    @staticmethod
-    def _read(process: subprocess.Popen, lines: queue.Queue) -> None:
-        assert process.stdout is not None
-        for raw in process.stdout:
-            lines.put(raw.decode("utf-8", errors="replace").rstrip("\n"))
-        lines.put(None)
+    @property
+    def pid(self) -> int | None:
+        """The host pid of the jail (bwrap, none); None for a container."""
+        return getattr(self.process, "pid", None)
 
     @property
-    def pid(self) -> int:
-        return self.process.pid
+    def ident(self) -> str:
+        return self.process.ident
 
     def alive(self) -> bool:
-        return self.process.poll() is None
+        return self.process.alive()
 
     def restart(self) -> None:
         self.kill()
         self._start()
 
     def kill(self) -> None:
-        if self.process.poll() is None:
-            try:
-                os.killpg(self.process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        self.process.wait()
-        for stream in (self.process.stdin, self.process.stdout):
-            if stream is not None:
-                stream.close()
+        self.process.kill()
 
     def request(self, verb: str, task: dict, timeout_s: float) -> Reply:
         payload = base64.b64encode(json.dumps(task).encode()).decode()
         message = f"{verb}\n{payload}\n{CLIENT_EOM}\n".encode()
         try:
-            assert self.process.stdin is not None
-            self.process.stdin.write(message)
-            self.process.stdin.flush()
-        except (BrokenPipeError, OSError, ValueError) as exc:
-            raise ServerDied(f"dafny server pid {self.pid}: write failed: {exc}") from exc
+            self.process.write(message)
+        except (BrokenPipeError, OSError, ValueError, AssertionError) as exc:
+            raise ServerDied(f"dafny server {self.ident}: write failed: {exc}") from exc
         self.requests += 1
         deadline = time.monotonic() + timeout_s
         out: list[str] = []
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise ServerHung(f"dafny server pid {self.pid}: no answer in {timeout_s:.0f}s")
+                raise ServerHung(f"dafny server {self.ident}: no answer in {timeout_s:.0f}s")
             try:
                 line = self.lines.get(timeout=remaining)
             except queue.Empty:
                 continue
             if line is None:
-                raise ServerDied(
-                    f"dafny server pid {self.pid} exited ({self.process.poll()}) mid-request"
-                )
+                code = self.process.exit_code(timeout_s=5)
+                raise ServerDied(f"dafny server {self.ident} exited ({code}) mid-request")
             if SERVER_EOM in line:
                 return Reply("\n".join(out), handled="[SUCCESS]" in line)
             out.append(line)
@@ -155,7 +139,14 @@ class DafnyServerProcess:
 class ServerPool:
     """N long-lived servers; `run` borrows one, restarts it on death or hang."""
 
-    def __init__(self, toolchain: Toolchain, jail: str, size: int, max_requests: int = 500) -> None:
+    def __init__(
+        self,
+        toolchain: Toolchain,
+        jail: str,
+        size: int,
+        max_requests: int = 500,
+        limits: jails.JailLimits | None = None,
+    ) -> None:
         if size < 1:
             raise ValueError(f"dafny server pool: size must be >= 1, got {size}")
         if toolchain.dialect != "2":
@@ -170,7 +161,7 @@ class ServerPool:
         self.max_requests = max_requests
         self.recycled = 0
         self.idle: queue.Queue[DafnyServerProcess] = queue.Queue()
-        self.all = [DafnyServerProcess(toolchain, jail) for _ in range(size)]
+        self.all = [DafnyServerProcess(toolchain, jail, limits) for _ in range(size)]
         for proc in self.all:
             self.idle.put(proc)
         self.restarts = 0
@@ -205,8 +196,13 @@ class ServerPool:
         finally:
             self.idle.put(proc)
 
-    def pids(self) -> list[int]:
+    def pids(self) -> list[int | None]:
+        """The servers' host pids (None for a container: see `idents`)."""
         return [p.pid for p in self.all]
+
+    def idents(self) -> list[str]:
+        """Which jail each server runs in (`bwrap pid N`, `container ID`, ...)."""
+        return [p.ident for p in self.all]
 
     def close(self) -> None:
         for proc in self.all:

@@ -11,7 +11,6 @@ exceeds the number of cores.
 from __future__ import annotations
 
 import os
-import subprocess
 import tempfile
 import threading
 import time
@@ -49,7 +48,8 @@ class VerifierConfig(StrictConfig):
     processes: int = Field(default=0, ge=0)  # 0: min(2, cores)
     timeout_s: float = Field(default=60.0, gt=0)  # wall clock per program
     vc_time_limit_s: int = Field(default=20, ge=1)  # z3 time per verification condition
-    jail: jails.JailMode = "auto"
+    jail: jails.JailMode = "auto"  # bwrap when installed, else docker when a daemon answers
+    limits: jails.JailLimits = Field(default_factory=jails.JailLimits)  # per jail
     cache: bool = True
     allow_more_processes_than_cores: bool = False
     max_requests_per_process: int = Field(default=500, ge=1)  # then recycled (mono heap)
@@ -153,7 +153,11 @@ class DafnyVerifier:
         with self._pool_lock:
             if self._pool is None:
                 self._pool = ServerPool(
-                    self.toolchain, self.jail, self.size, self.config.max_requests_per_process
+                    self.toolchain,
+                    self.jail,
+                    self.size,
+                    self.config.max_requests_per_process,
+                    self.config.limits,
                 )
             return self._pool
 
@@ -214,32 +218,29 @@ class DafnyVerifier:
     def _verify_cli(self, source: str, name: str, extra: Sequence[str] = ()) -> VerifyResult:
         with tempfile.TemporaryDirectory(prefix="dafny-") as tmp:
             Path(tmp, name).write_text(source)
-            where = jails.INPUT_IN_JAIL if self.jail == "bwrap" else tmp
-            argv = jails.wrap(
-                cli_argv(
-                    self.toolchain.dialect,
-                    self.toolchain.dafny,
-                    jails.z3_path(self.toolchain, self.jail),
-                    self.config.vc_time_limit_s,
-                    f"{where}/{name}",
-                    extra,
-                ),
+            where = jails.input_path(self.jail, tmp)
+            argv = cli_argv(
+                self.toolchain.dialect,
+                self.toolchain.dafny,
+                jails.z3_path(self.toolchain, self.jail),
+                self.config.vc_time_limit_s,
+                f"{where}/{name}",
+                extra,
+            )
+            code, output, timed_out = jails.run(
+                argv,
                 self.toolchain,
-                self.jail,
+                self.jail,  # type: ignore[arg-type]
+                self.config.timeout_s,
+                self.config.limits,
                 input_dir=tmp,
             )
-            try:
-                proc = subprocess.run(
-                    argv, capture_output=True, text=True, timeout=self.config.timeout_s
-                )
-            except subprocess.TimeoutExpired:
-                return VerifyResult(status="timeout", output="wall-clock timeout (cli)")
-        text = filter_noise(proc.stdout + proc.stderr).replace(f"{where}/", "")
+        if timed_out:
+            return VerifyResult(status="timeout", output="wall-clock timeout (cli)")
+        text = filter_noise(output).replace(f"{where}/", "")
         status, errors = classify(text)
         finished = "Dafny program verifier finished" in text
-        if proc.returncode not in (0, 2, 3, 4) or (
-            status == "verified" and not finished and proc.returncode != 0
-        ):
+        if code not in (0, 2, 3, 4) or (status == "verified" and not finished and code != 0):
             return VerifyResult(status="crash", output=text[-OUTPUT_CAP:])
         return VerifyResult(status=status, errors=errors, output=text[-OUTPUT_CAP:])
 

@@ -11,10 +11,10 @@ fresh container per command).
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
+from verilearn_assets.core.isolation import docker as docker_backend
 from verilearn_assets.core.isolation import docker_pool
 from verilearn_assets.core.isolation.docker import container_kwargs as jail_kwargs
 from verilearn_assets.core.isolation.docker_pool import DockerSession, PoolPlan
@@ -29,14 +29,13 @@ from verilearn_assets.refactor.verify.jail_policy import (
     WORKSPACE_IN_JAIL,
     ast_grep_binary,
     give_to_sandbox_user,
-    is_timeout,
     jail_env,
     ro_paths,
     runtime_pycache,
 )
 
 LABEL = "verilearn.refactor"
-OWNER_LABEL = docker_pool.owner_label(LABEL)  # <hostname>:<pid> of the process that started it
+OWNER_LABEL = docker_backend.owner_label(LABEL)  # <hostname>:<pid> of the process that started it
 
 
 _DRIVER: dict[int, str] = {}
@@ -138,50 +137,28 @@ def open_session(config: RefactorConfig, root: Path) -> DockerSession:
 
 def reap_orphans(client: Any) -> list[str]:
     """Remove refactor workspace containers whose owning process on this host is gone."""
-    return docker_pool.reap_orphans(client, LABEL)
+    return docker_backend.reap_orphans(client, LABEL)
 
 
 def run_once(
     config: RefactorConfig, workspace: Path, control: Path, argv: list[str], timeout_s: float
 ):  # noqa: ANN201 - jail.Completed
-    """`docker.lifetime: command`: a fresh container for this one command."""
-    import docker
+    """`docker.lifetime: command`: a fresh container for this one command
+    (`core.isolation.docker.run_once`, with this family's isolation and label)."""
+    from verilearn_assets.core.isolation.docker import docker_client
+    from verilearn_assets.core.isolation.docker import run_once as run_in_fresh_container
 
-    from verilearn_assets.core.isolation.docker import docker_client, ensure_offline_image
-    from verilearn_assets.core.isolation.run import Completed, cap_output
-
-    limits = config.limits
     client = docker_client(timeout=max(30, int(timeout_s) + 10))
     try:
-        image = ensure_offline_image(client, config.docker.offline_image)
         give_to_sandbox_user(workspace)
-        start = time.perf_counter()
-        container = client.containers.run(
-            image,
-            command=argv,
-            labels={LABEL: "step"},
-            **container_kwargs(client, config, workspace, control, supervised=False),
+        return run_in_fresh_container(
+            client,
+            config.docker.offline_image,
+            container_kwargs(client, config, workspace, control, supervised=False),
+            argv,
+            {LABEL: "step"},
+            timeout_s,
+            config.limits.output_cap_bytes,
         )
-        timed_out = False
-        try:
-            try:
-                code = int(container.wait(timeout=timeout_s)["StatusCode"])
-            except Exception as exc:  # requests' ReadTimeout / ConnectionError on timeout
-                if not is_timeout(exc):
-                    raise
-                timed_out = True
-                container.kill()
-                code = int(container.wait(timeout=30)["StatusCode"])
-            duration = (time.perf_counter() - start) * 1000
-            cap = limits.output_cap_bytes
-            out = container.logs(stdout=True, stderr=False).decode(errors="replace")
-            err = container.logs(stdout=False, stderr=True).decode(errors="replace")
-            stdout, stderr = cap_output(out, cap), cap_output(err, cap)
-        finally:
-            try:
-                container.remove(force=True)
-            except docker.errors.NotFound:
-                pass
-        return Completed(code, stdout, stderr, duration, timed_out)
     finally:
         client.close()

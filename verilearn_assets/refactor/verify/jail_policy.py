@@ -169,12 +169,6 @@ def ro_paths(config: RefactorConfig) -> list[str]:
     return outermost(system + python_runtime_paths())
 
 
-def is_timeout(exc: Exception) -> bool:
-    import requests
-
-    return isinstance(exc, requests.exceptions.ReadTimeout | requests.exceptions.ConnectionError)
-
-
 def give_to_sandbox_user(workspace: Path) -> None:
     """The commands run as uid 65534: hand them the workspace (we own it, it is a copy).
     Walked iteratively by descriptors (`walk_dirs`): a tree a command built any deep."""
