@@ -7,11 +7,11 @@ party gets a clear `WarehouseBusy` instead of DuckDB's raw lock error.
 
 The SQL lives in `dbt_like_sql/{staging,marts}/*.sql` (what every family shares) and in each
 registered family's `sql/*.sql` (its own staging views `stg_*.sql` and marts `mart_*.sql`,
-beside its `family` module), one SELECT per file. Staging files read the lake through `'{{ lake }}/<asset>/...'` paths and become views;
-marts read staging views and other marts by name and become tables. Dependencies are parsed
-from the SQL (sqlglot), never listed by hand: a `{{ lake }}/<asset>/` path is a dependency on
-lake asset `<asset>`, a table name is a dependency on the SQL model of that name. Pure
-Python: no Dagster here.
+beside its `family` module), one SELECT per file. Staging files read the lake through
+`'{{ lake }}/<asset>/...'` paths and become views; marts read staging views and other marts
+by name and become tables. Dependencies are parsed from the SQL (sqlglot), never listed by
+hand: a `{{ lake }}/<asset>/` path is a dependency on lake asset `<asset>`, a table name is a
+dependency on the SQL model of that name. Pure Python: no Dagster here.
 """
 
 from __future__ import annotations
