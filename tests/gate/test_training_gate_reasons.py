@@ -143,16 +143,20 @@ def test_sft_model_refusal_names_the_dataset_and_how_to_build_it(home: Path) -> 
 
 
 @pytest.mark.parametrize(
-    ("stage", "refusal"),
+    ("argv", "refusal"),
     [
-        ("sft", "sft_dataset [train] is not trainable: the gate did not pass: "),
-        ("grpo", "GRPO on split 'train' refused: the gate did not pass: "),
+        (["train", "sft"], "sft_dataset [train] is not trainable: the gate did not pass: "),
+        (["train", "grpo"], "GRPO on split 'train' refused: the gate did not pass: "),
+        (  # an experiment arm asks the gate its stage's training command asks
+            ["experiment", "run", "orm_vs_prm", "--limit", "1", "--max-steps", "1"],
+            "grpo on split 'train' refused: the gate did not pass: ",
+        ),
     ],
 )
 def test_verilearn_train_refuses_with_the_gates_reason(
-    home: Path, capsys: pytest.CaptureFixture[str], stage: str, refusal: str
+    home: Path, capsys: pytest.CaptureFixture[str], argv: list[str], refusal: str
 ) -> None:
-    assert main(["train", stage]) == 2
+    assert main(argv) == 2
     err = " ".join(capsys.readouterr().err.split())  # the console wraps long lines
     assert refusal + "sft_dataset [train] was never materialized" in err
-    assert not (home / "runs").exists()
+    assert not list(home.glob("runs/*/model"))  # nothing was trained
