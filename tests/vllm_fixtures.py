@@ -30,6 +30,12 @@ MODEL_NAME = "tiny-qwen2"
 DEFAULT_MODEL_DIR = REPO_ROOT / ".verilearn" / "models" / "tiny-qwen2"
 
 
+def tiny_model_path() -> Path:
+    """Where the tiny model is: `$VERILEARN_TINY_MODEL`, else the `make tiny-model`
+    directory. The one place tests read it (the `tiny_model_dir` fixture also builds it)."""
+    return Path(os.environ.get("VERILEARN_TINY_MODEL") or DEFAULT_MODEL_DIR)
+
+
 def _unavailable(reason: str) -> None:
     """Fail when VERILEARN_REQUIRE_VLLM=1, else skip with the reason."""
     if os.environ.get("VERILEARN_REQUIRE_VLLM") == "1":
@@ -47,10 +53,12 @@ def vllm_python() -> Path:
 
 
 @pytest.fixture(scope="session")
-def tiny_model_dir(vllm_python: Path) -> Path:
-    """`$VERILEARN_TINY_MODEL` or the `make tiny-model` directory; built here if missing."""
-    model_dir = Path(os.environ.get("VERILEARN_TINY_MODEL") or DEFAULT_MODEL_DIR)
+def tiny_model_dir(request: pytest.FixtureRequest) -> Path:
+    """`$VERILEARN_TINY_MODEL` or the `make tiny-model` directory; built here if missing
+    (only then is the vLLM environment, which builds it, required)."""
+    model_dir = tiny_model_path()
     if not (model_dir / "config.json").is_file():
+        vllm_python: Path = request.getfixturevalue("vllm_python")
         done = subprocess.run(
             [str(vllm_python), "-m", "verilearn_assets.core.llm.tiny_model", str(model_dir)],
             cwd=REPO_ROOT,

@@ -17,7 +17,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from verilearn_assets.training.run_dir import GateEvidence, RunResult
+from run_dir_support import fake_run_dir
+
+from verilearn_assets.training.run_dir import GateEvidence
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -62,10 +64,6 @@ def _grpo_run(home: Path) -> Path:
     (all `model_eval` reads before it asks the gate)."""
     partition = home / "lake" / "sft_dataset" / "split=train"
     partition.mkdir(parents=True)
-    run = home / "runs" / "grpo-callers"
-    model = run / "model"
-    model.mkdir(parents=True)
-    (model / "config.json").write_text('{"model_type": "qwen2"}\n')
     evidence = GateEvidence(
         split="train",
         partition_path=str(partition),
@@ -76,19 +74,7 @@ def _grpo_run(home: Path) -> Path:
         task_sources=["template"],
         tasks_used=3,
     )
-    result = RunResult(
-        run_id="grpo-callers",
-        kind="grpo",
-        model_dir=str(model),
-        merged=True,
-        base_model=".verilearn/models/tiny-qwen2",
-        steps=1,
-        final_loss=1.0,
-        train_seconds=1.0,
-        evidence=evidence,
-    )
-    (run / "result.json").write_text(result.model_dump_json(indent=2))
-    return model
+    return fake_run_dir(home, "grpo-callers", evidence, kind="grpo")
 
 
 def _of(record: dict, prefix: str) -> list[str]:

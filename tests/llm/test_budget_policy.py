@@ -148,7 +148,7 @@ def test_long_episode_summarizes_old_outputs_and_keeps_records(counter: TokenCou
     tools = [i for i, m in enumerate(msgs) if m.kind == "tool_output"]
     last, hooked, failed = tools[-1], tools[3], tools[7]
     # the last output keeps its status line and its submission, whatever else is cut
-    assert got[last].startswith("[cell ok, 12 ms]") and "submitted: 1.5" in got[last]
+    assert got[last].startswith("[cell ok]") and "submitted: 1.5" in got[last]
     # older outputs become one-line summaries; at 2k tokens the oldest plain turns (no
     # hook, submission or error) are then dropped, oldest first, and a marker says so
     protected = {hooked, hooked - 1, failed, last, last - 1}
@@ -384,7 +384,7 @@ def test_sft_fit_keeps_every_assistant_turn_and_record(counter: TokenCounter) ->
         ]
     chat.append({"role": "assistant", "content": "```python\nsubmit(42.0)\n```"})
     view = parse_tool_text(tool_message(err, 8000))
-    assert view.status_line == "[cell error, 2 ms]" and view.error == "KeyError: 'c9'"
+    assert view.status_line == "[cell error]" and view.error == "KeyError: 'c9'"
     assert parse_tool_text(tool_message(done, 8000)).submissions == ("42.0",)
     floor = counter.count_chat([m for m in chat if m["role"] != "tool"])
     window = floor + 250  # room for one-line summaries, not for the outputs
@@ -396,7 +396,7 @@ def test_sft_fit_keeps_every_assistant_turn_and_record(counter: TokenCounter) ->
             assert after == before
     tools = [m["content"] for m in fit.messages if m["role"] == "tool"]
     size = sum(len(body) for _, body in parse_tool_text(chat[3]["content"]).sections)
-    assert tools[0] == f"[cell ok, 3 ms; {size} chars of output cut]"  # oldest: one line
-    assert tools[1].startswith("[cell error, 2 ms]") and "KeyError: 'c9'" in tools[1]
+    assert tools[0] == f"[cell ok; {size} chars of output cut]"  # oldest: one line
+    assert tools[1].startswith("[cell error]") and "KeyError: 'c9'" in tools[1]
     assert tools[-1].endswith("submitted: 42.0")
     assert set(fit.tokens_removed) == {"tool_output"}

@@ -15,12 +15,16 @@ from verilearn_assets.core.lake_fingerprint import differences, lake_print
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _lake(root: Path, answer: str, duration_ms: int) -> Path:
+def _lake(root: Path, answer: str, duration_ms: int | None) -> Path:
     questions = pl.DataFrame(
-        {"id": ["q1", "q2"], "answer": [answer, "2"], "duration_ms": [duration_ms, 5]}
+        {"id": ["q1", "q2"], "answer": [answer, "2"], "duration_ms": [duration_ms or 1, 5]}
     )
-    # a tool output as the sandbox writes it: run time in the header, an object's address
-    tool = f"[cell ok, {duration_ms} ms]\nstdout:\n<Fit object at 0x7f{duration_ms:04x}>"
+    # a tool output as older lakes hold it: run time in the header, an object's address;
+    # `duration_ms=None`: as tool messages are rendered now, with neither
+    if duration_ms is None:
+        tool = "[cell ok]\nstdout:\n<Fit object at 0x…>"
+    else:
+        tool = f"[cell ok, {duration_ms} ms]\nstdout:\n<Fit object at 0x7f{duration_ms:04x}>"
     episodes = pl.DataFrame(
         {"id": ["e1"], "question_id": ["q1"], "verified": [True], "messages": [tool]}
     )
@@ -36,6 +40,8 @@ def test_run_times_do_not_count_and_a_changed_answer_is_named(tmp_path: Path) ->
     assert sorted(before.assets) == ["fam/episodes", "fam/questions"]
     assert before.assets["fam/questions"].columns == ["answer", "id", "source", "split"]
     assert before == same
+    # a lake written since tool messages show no run time or address prints the same
+    assert lake_print(_lake(tmp_path / "d", "1", duration_ms=None)) == before
     assert before.assets["fam/episodes"].columns == [
         "id",
         "messages",

@@ -6,11 +6,13 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from verilearn_assets.core import warehouse
 from verilearn_assets.core.warehouse import (
     SQL_DIR,
     SqlModelError,
     build_model,
     discover_sql_models,
+    family_sql_dirs,
 )
 from verilearn_assets.reports.assets import REPORT_ASSET, build_report_assets
 
@@ -114,3 +116,40 @@ def test_error_at_build_time_names_file_and_line(sql_dir: Path, tmp_path: Path) 
             build_model(con, models["mart_badcol"], tmp_path / "empty-lake")
     assert str(err.value).startswith(f"{bad}:3: DuckDB could not build table 'mart_badcol'")
     assert "verifed" in str(err.value)
+
+
+def test_family_staging_views_live_with_the_family_and_read_its_lake() -> None:
+    """A family's `sql/stg_*.sql` is a staging view over that family's own lake assets;
+    the shared `dbt_like_sql/staging/` keeps the platform's (tables, model_eval, ...)."""
+    models = {m.name: m for m in discover_sql_models()}
+    for name in ("stg_questions", "stg_episodes", "stg_dafny_tasks", "stg_refactor_tasks"):
+        assert models[name].kind == "staging" and models[name].relation == "VIEW"
+    for fam_dir in family_sql_dirs():
+        family = fam_dir.parent.name
+        staged = [m for m in models.values() if m.path.parent == fam_dir and m.kind == "staging"]
+        assert staged, f"{fam_dir}: no staging view"
+        for m in staged:
+            assert m.lake_deps and all(d.startswith(f"{family}/") for d in m.lake_deps), m.path
+    shared = {m.name for m in models.values() if m.path.parent == SQL_DIR / "staging"}
+    assert {"stg_tables", "stg_model_eval"} <= shared
+    assert not any(n.startswith(("stg_dafny", "stg_refactor", "stg_questions")) for n in shared)
+
+
+def test_a_family_sql_file_must_say_its_kind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In a family's flat `sql/` the name's prefix is the kind: anything else is refused,
+    naming the file (a misnamed view would otherwise be built as a table, or not at all)."""
+    fam_sql = tmp_path / "toy" / "sql"
+    fam_sql.mkdir(parents=True)
+    (fam_sql / "stg_toy.sql").write_text(
+        "SELECT id FROM read_parquet('{{ lake }}/toy/tasks/*/*/part-*.parquet')\n"
+    )
+    real = warehouse.family_sql_dirs()
+    monkeypatch.setattr(warehouse, "family_sql_dirs", lambda: [*real, fam_sql])
+    models = {m.name: m for m in discover_sql_models()}
+    assert models["stg_toy"].kind == "staging"
+    bad = fam_sql / "toy_counts.sql"
+    bad.write_text("SELECT count(*) AS n FROM stg_toy\n")
+    with pytest.raises(SqlModelError, match=rf"{bad}: a family's SQL file is named stg_"):
+        discover_sql_models()

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from dagster import materialize
+from run_dir_support import fake_run_dir
 
 from resources.home import HomeResource
 from verilearn_assets.cli import main
@@ -20,27 +21,7 @@ from verilearn_assets.training.config import load_training_config
 from verilearn_assets.training.eval.assets import model_eval
 from verilearn_assets.training.eval.evidence import NotABaseline, UngatedModel, gate_evidence
 from verilearn_assets.training.eval.serving import resolve_model
-from verilearn_assets.training.run_dir import GateEvidence, RunResult
-
-
-def _run_dir(home: Path, run_id: str, evidence: GateEvidence | None) -> Path:
-    run = home / "runs" / run_id
-    model = run / "model"
-    model.mkdir(parents=True)
-    (model / "config.json").write_text('{"model_type": "qwen2"}\n')
-    result = RunResult(
-        run_id=run_id,
-        kind="sft",
-        model_dir=str(model),
-        merged=True,
-        base_model=".verilearn/models/tiny-qwen2",
-        steps=1,
-        final_loss=1.0,
-        train_seconds=1.0,
-        evidence=evidence,
-    )
-    (run / "result.json").write_text(result.model_dump_json(indent=2))
-    return model
+from verilearn_assets.training.run_dir import GateEvidence
 
 
 def _evidence(home: Path, partition: Path, rows_used: int = 3) -> GateEvidence:
@@ -84,7 +65,10 @@ def _failure(result) -> str:  # noqa: ANN001
         ("no_evidence", "field 'evidence' is empty"),
         ("partition_gone", "does not exist"),
         ("nothing_used", "rows_used is 0"),
-        ("never_gated", "was never materialized"),
+        (
+            "never_gated",
+            "its training data does not pass the gate: sft_dataset [train] was never materialized",
+        ),
         ("copied_out", "not a baseline"),
     ],
 )
@@ -99,7 +83,7 @@ def test_model_eval_refuses_ungated_training_data(home: Path, case: str, expecte
         "never_gated": _evidence(home, partition),  # looks right; Dagster never gated it
         "copied_out": _evidence(home, partition),  # its run is fine: the copy has none
     }[case]
-    model = _run_dir(home, f"sft-{case}", evidence)
+    model = fake_run_dir(home, f"sft-{case}", evidence)
     if case == "copied_out":  # a trained model moved out of its run: no run, not the base
         model = Path(shutil.copytree(model, home / "elsewhere" / f"sft-{case}"))
     result = _materialize(home, model)
@@ -113,7 +97,7 @@ def test_model_eval_refuses_ungated_training_data(home: Path, case: str, expecte
 def test_cli_eval_refuses_too_and_only_configured_baselines_pass(
     home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    model = _run_dir(home, "sft-handmade", None)
+    model = fake_run_dir(home, "sft-handmade", None)
     assert main(["eval", "--model", str(model), "--split", "dev"]) == 2
     err = capsys.readouterr().err
     assert "refusing sft-handmade" in err and "evidence" in err

@@ -8,12 +8,16 @@ from dagster import DagsterInstance, materialize
 
 from resources.home import HomeResource
 from verilearn_assets.training.config import load_training_config
-from verilearn_assets.training.grpo.assets import grpo_gate_reasons, grpo_job, grpo_model
+from verilearn_assets.training.grpo.assets import grpo_job, grpo_model, grpo_tasks
+from verilearn_assets.training.sft.assets import training_data_gate
 
 
 def test_grpo_model_refuses_ungated_data(home: Path) -> None:
     with DagsterInstance.ephemeral() as instance:
-        reasons = grpo_gate_reasons(instance, home, load_training_config())
+        config = load_training_config()
+        reasons = training_data_gate(
+            instance, home, config.split, config, grpo_tasks(config)
+        ).reasons
         assert any("sft_dataset [train] was never materialized" in r for r in reasons)
         assert any("no partition of analysis/questions for split 'train'" in r for r in reasons)
         result = materialize(
@@ -52,10 +56,12 @@ def test_gate_opens_only_when_every_blocking_check_passed(home: Path) -> None:
     record_evaluation(instance, sft_dataset_trainable.check_key, "train", ok, "grpo-gate-sft")
     for i, key in enumerate(keys[1:]):
         record_evaluation(instance, key, part, ok, f"grpo-gate-{i}")
-    reasons = grpo_gate_reasons(instance, home, config)
+    reasons = training_data_gate(instance, home, config.split, config, grpo_tasks(config)).reasons
     assert len(reasons) == 1 and keys[0].name in reasons[0] and "never evaluated" in reasons[0]
     record_evaluation(instance, keys[0], part, AssetCheckResult(passed=False), "grpo-gate-x")
-    reasons = grpo_gate_reasons(instance, home, config)
+    reasons = training_data_gate(instance, home, config.split, config, grpo_tasks(config)).reasons
     assert len(reasons) == 1 and keys[0].name in reasons[0]
     record_evaluation(instance, keys[0], part, ok, "grpo-gate-last")
-    assert grpo_gate_reasons(instance, home, config) == []
+    assert (
+        training_data_gate(instance, home, config.split, config, grpo_tasks(config)).reasons == []
+    )

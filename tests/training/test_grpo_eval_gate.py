@@ -22,17 +22,19 @@ from gate_support import (
     use_tiny_config_dir,
 )
 from grpo_support import verified_question, write_question, write_table
+from run_dir_support import fake_run_dir
 
 from verilearn_assets.cli import main
 from verilearn_assets.core.family import SftRow
 from verilearn_assets.core.sandbox.config import load_sandbox_config
 from verilearn_assets.core.sandbox.pool import SandboxPool
 from verilearn_assets.training.config import load_training_config
-from verilearn_assets.training.eval.assets import eval_gate_reasons
+from verilearn_assets.training.eval.assets import learned_tasks
 from verilearn_assets.training.eval.evidence import gate_evidence
 from verilearn_assets.training.eval.serving import resolve_model
 from verilearn_assets.training.grpo.trainer import StartModel, grpo_evidence
 from verilearn_assets.training.run_dir import GateEvidence, RunResult
+from verilearn_assets.training.sft.assets import training_data_gate
 
 GRPO = {
     "max_steps": 1,
@@ -96,11 +98,11 @@ def test_grpo_model_passes_the_eval_gate_with_inherited_evidence(
     assert mut.run_dir == grpo_dir
     passed = gate_evidence(mut, base_model=config.base_model_dir(), baselines=config.eval.baselines)
     assert passed == ev
-    assert eval_gate_reasons(instance, home, ev, config) == []
+    assert training_data_gate(instance, home, ev.split, config, learned_tasks(ev)).reasons == []
 
     # the task partitions GRPO learned from fail their checks now: evaluation refuses
     decide_family_gate(instance, "analysis", "template", "train", passed=False)
-    reasons = eval_gate_reasons(instance, home, ev, config)
+    reasons = training_data_gate(instance, home, ev.split, config, learned_tasks(ev)).reasons
     assert reasons and all("template|train" in r and "FAILED" in r for r in reasons)
     assert main(["eval", "--model", str(grpo_dir / "model"), "--split", "train"]) == 2
     err = capsys.readouterr().err
@@ -135,24 +137,12 @@ def test_grpo_evidence_from_the_base_model_and_from_an_ungated_sft_run(tmp_path:
     assert grpo_evidence(ungated_sft, gated, "analysis", "train", tasks, rows) is None
 
     # a base-start run's evidence passes the file gate on its tasks, not on rows
-    run = tmp_path / "runs" / "grpo-base"
-    (run / "model").mkdir(parents=True)
-    (run / "model" / "config.json").write_text('{"model_type": "qwen2"}\n')
-    result = RunResult(
-        run_id="grpo-base",
-        kind="grpo",
-        model_dir=str(run / "model"),
-        merged=True,
-        base_model=str(tmp_path),
-        steps=1,
-        final_loss=0.0,
-        train_seconds=1.0,
-        evidence=ev,
-    )
-    (run / "result.json").write_text(result.model_dump_json())
-    assert gate_evidence(resolve_model(run / "model"), base_model=tmp_path) == ev
+    model = fake_run_dir(tmp_path, "grpo-base", ev, kind="grpo")
+    assert gate_evidence(resolve_model(model), base_model=tmp_path) == ev
     # tasks claimed without naming their partitions: refused
+    result_file = model.parent / "result.json"
+    result = RunResult.model_validate_json(result_file.read_text())
     result.evidence = ev.model_copy(update={"task_sources": []})
-    (run / "result.json").write_text(json.dumps(result.model_dump(mode="json")))
+    result_file.write_text(json.dumps(result.model_dump(mode="json")))
     with pytest.raises(ValueError, match="task_sources"):
-        gate_evidence(resolve_model(run / "model"), base_model=tmp_path)
+        gate_evidence(resolve_model(model), base_model=tmp_path)

@@ -6,10 +6,10 @@ Blocking checks (severity ERROR) stop downstream steps in the same run; `sft_dat
 re-reads their latest evaluations so a later run cannot slip past a failed one.
 """
 
+from verilearn_assets.analysis.config import load_questions_config
 from verilearn_assets.analysis.family import FAMILY
 from verilearn_assets.core.contract import RuleContext
 from verilearn_assets.gate.adapter import blocking_checks, drift_checks
-from verilearn_assets.gate.config import load_gate_config
 from verilearn_assets.gate.drift import DriftRule
 
 
@@ -32,7 +32,7 @@ DRIFT_RULES = (
         what="alternatives rate",
         metadata_key="alternatives_rate",
         measure=alternatives_rate,
-        limit=lambda: load_gate_config().drift.max_alternatives_rate_rise,
+        limit=lambda: load_questions_config().rules.drift.max_alternatives_rate_rise,
         worse_when_higher=True,
         description="Warns when the alternatives (ambiguity) rate rises more than "
         "configured versus the previous materialization.",
@@ -43,7 +43,7 @@ DRIFT_RULES = (
         what="pass rate",
         metadata_key="pass_rate",
         measure=pass_rate,
-        limit=lambda: load_gate_config().drift.max_pass_rate_drop,
+        limit=lambda: load_questions_config().rules.drift.max_pass_rate_drop,
         worse_when_higher=False,
         description="Warns when the pass rate drops more than configured versus the "
         "previous materialization.",

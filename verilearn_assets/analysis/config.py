@@ -1,5 +1,10 @@
-"""`configs/questions.yaml`: how many questions a table yields, which templates run, and the
-floors (accepted questions per partition) the `questions_floors` gate rule holds them to."""
+"""`configs/questions.yaml`: how many questions a table yields, which templates run, the
+floors (accepted questions per partition) the `questions_floors` gate rule holds them to,
+and the sampling and drift limits of the family's other gate rules (`rules:`).
+
+Those last settings used to live in `configs/gate.yaml`; the gate itself has no setting of
+its own, so that file is gone, and one that still sets keys is refused here
+(`refuse_retired_gate_yaml`), naming each key and where it lives now."""
 
 from __future__ import annotations
 
@@ -10,7 +15,13 @@ from pydantic import Field
 from verilearn_assets.analysis.screen.config import ScreenConfig
 from verilearn_assets.analysis.sources.generation_stats import GenerationConfig
 from verilearn_assets.analysis.sources.procedural import ProgramSearchConfig
-from verilearn_assets.core.config import StrictConfig, load_config
+from verilearn_assets.core.config import (
+    ConfigError,
+    StrictConfig,
+    config_dir,
+    load_config,
+    read_yaml_mapping,
+)
 
 
 class EligibilityConfig(StrictConfig):
@@ -55,6 +66,34 @@ class QuestionFloors(StrictConfig):
     per_dataset_exempt: dict[str, str] = Field(default_factory=dict)
 
 
+class DriftLimits(StrictConfig):
+    """How far a rate may move the wrong way between two materializations of one partition
+    before the family's drift checks warn (`checks.py`, the gate's drift rule kind).
+
+    Drift checks only warn, never block: a limit set too tight costs a look in the UI, not
+    a refused run. The defaults are the values the checks shipped with; tune them on the
+    run-to-run spread of your own catalog."""
+
+    # verified-episode share: a drop means the teacher, the prompts or the sandbox changed
+    max_pass_rate_drop: float = Field(0.05, ge=0, le=1)
+    # share of accepted questions with alternatives: a rise means vaguer wording got through
+    max_alternatives_rate_rise: float = Field(0.10, ge=0, le=1)
+
+
+class RulesConfig(StrictConfig):
+    """The analysis gate rules' own knobs (the floors have their own section)."""
+
+    # accepted questions per partition the `reproduce` rule re-executes. None (every one):
+    # a question that does not reproduce must not reach training, so sample only for a
+    # catalog too large to re-run
+    reproduce_limit: int | None = Field(None, ge=1)
+    # accepted questions per partition `questions_conventions_stated` re-runs under every
+    # named convention variant, spread over the partition by id: each costs one sandbox run
+    # per variant, so this bounds the rule's cost whatever the partition's size
+    conventions_sample: int = Field(40, ge=1)
+    drift: DriftLimits = Field(default_factory=DriftLimits)
+
+
 class QuestionsConfig(StrictConfig):
     eligibility: EligibilityConfig = Field(default_factory=EligibilityConfig)
     template: TemplateSourceConfig = Field(default_factory=TemplateSourceConfig)
@@ -67,7 +106,50 @@ class QuestionsConfig(StrictConfig):
     generation: GenerationConfig = Field(default_factory=GenerationConfig)
     # accepted questions each partition must hold, by source (the `questions_floors` rule)
     floors: dict[str, QuestionFloors] = Field(default_factory=dict)
+    # sampling of the reproduce and conventions rules, drift limits (was configs/gate.yaml)
+    rules: RulesConfig = Field(default_factory=RulesConfig)
+
+
+# keys of the retired `configs/gate.yaml` -> where each one lives now in `questions.yaml`
+RETIRED_GATE_KEYS = {
+    "reproduce_limit": "rules.reproduce_limit",
+    "conventions_sample": "rules.conventions_sample",
+    "drift": "rules.drift",
+    "drift.max_pass_rate_drop": "rules.drift.max_pass_rate_drop",
+    "drift.max_alternatives_rate_rise": "rules.drift.max_alternatives_rate_rise",
+}
+
+
+def refuse_retired_gate_yaml(directory: Path) -> None:
+    """Refuse a `gate.yaml` that still sets keys: nothing reads it any more, so a value
+    kept there would be silently ignored. The error names the file, every key and where
+    it lives now. A file holding no key (comments only) is harmless and passes."""
+    path = directory / "gate.yaml"
+    if not path.is_file():
+        return
+    data = read_yaml_mapping(path)
+    if not data:
+        return
+    keys: list[str] = []
+    for key, value in data.items():
+        if isinstance(value, dict) and value:
+            keys.extend(f"{key}.{sub}" for sub in value)
+        else:
+            keys.append(str(key))
+    target = directory / "questions.yaml"
+    lines = []
+    for key in keys:
+        new = RETIRED_GATE_KEYS.get(key)
+        if new is None:
+            lines.append(f"{path}: key '{key}' is not read by anything (gate.yaml was retired)")
+        else:
+            lines.append(f"{path}: key '{key}' moved to {target} as '{new}'")
+    raise ConfigError(
+        "\n".join(lines) + f"\n{path}: move the values, then delete the file (the gate has "
+        "no setting of its own; these are the analysis family's)"
+    )
 
 
 def load_questions_config(directory: str | Path | None = None) -> QuestionsConfig:
+    refuse_retired_gate_yaml(Path(directory or config_dir()))
     return load_config("questions", QuestionsConfig, directory)

@@ -34,7 +34,6 @@ from verilearn_assets.core.ingest.coverage import catalog_coverage as ingest_cov
 from verilearn_assets.core.ingest.splits import catalog_splits
 from verilearn_assets.core.ingest.tables import load_table_records
 from verilearn_assets.core.records import SOURCES, SPLITS, Record
-from verilearn_assets.gate.config import load_gate_config
 
 
 def _questions(ctx: RuleContext) -> list[QuestionRecord]:
@@ -54,7 +53,7 @@ def reproduce(ctx: RuleContext) -> RuleOutcome:
     """Re-execute accepted questions in fresh sandbox tasks, under the very time limit
     that accepted them (`verify.timeout_s` of configs/questions.yaml)."""
     accepted = [q for q in _questions(ctx) if q.status == "accepted"]
-    limit = load_gate_config().reproduce_limit
+    limit = load_questions_config().rules.reproduce_limit
     sample = accepted if limit is None else accepted[:limit]
     paths = {t.id: t.path for t in load_table_records(ctx.home, ctx.split)}
     timeout_s = load_questions_config().verify.timeout_s

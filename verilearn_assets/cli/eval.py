@@ -7,7 +7,7 @@ completion per task, judged by its verifier (`--family dafny --role writer|annot
 `--family refactor`). Writes the records to the lake and prints the pass rate and the
 per-template (group) table. A trained
 model whose run shows no gated training data, or whose data does not pass the gate in this
-home's Dagster instance now, is refused as the asset refuses it (`eval_gate_reasons`); so is
+home's Dagster instance now, is refused as the asset refuses it (`training_data_gate`); so is
 a model outside any run that is not the base model or listed in eval.baselines.
 `--n N [--temperature T]` answers each task N times and prints pass@k and pass^k for every
 k <= N (`training/eval/pass_at_k.py`; the counts go to the lake and `mart_model_pass_rate`).
@@ -106,10 +106,13 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"refusing {mut.name}: {exc}") from exc
     if evidence is not None:
         from verilearn_assets.cli.orchestrate import instance_for_home
-        from verilearn_assets.training.eval.assets import eval_gate_reasons
+        from verilearn_assets.training.eval.assets import learned_tasks
+        from verilearn_assets.training.sft.assets import training_data_gate
 
         home = lake.home()
-        reasons = eval_gate_reasons(instance_for_home(home), home, evidence, config)
+        instance = instance_for_home(home)
+        tasks = learned_tasks(evidence)
+        reasons = training_data_gate(instance, home, evidence.split, config, tasks).reasons
         if reasons:
             raise CliError(
                 f"refusing {mut.name}: its training data does not pass the gate: "

@@ -115,16 +115,14 @@ def _gate(home: Path) -> Any:
     """The gate question `verilearn train sft|grpo` asks, per arm stage; refuses by raising."""
     from verilearn_assets.cli import CliError
     from verilearn_assets.cli.orchestrate import instance_for_home
-    from verilearn_assets.training.grpo.assets import grpo_gate_reasons
-    from verilearn_assets.training.sft.assets import gate_evidence, sft_gate_reasons
+    from verilearn_assets.training.grpo.assets import grpo_tasks
+    from verilearn_assets.training.sft.assets import gate_evidence, training_data_gate
 
     instance = instance_for_home(home)
 
     def gate(stage: str, config: Any) -> Any:
-        if stage == "sft":
-            reasons = sft_gate_reasons(instance, home, config.split, config)
-        else:
-            reasons = grpo_gate_reasons(instance, home, config)
+        tasks = None if stage == "sft" else grpo_tasks(config)
+        reasons = training_data_gate(instance, home, config.split, config, tasks).reasons
         if reasons:
             raise CliError(
                 f"{stage} on split {config.split!r} refused: the gate did not pass: "

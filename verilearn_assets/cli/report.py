@@ -40,7 +40,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "report",
         help="build the DuckDB views and marts over the lake and print the tables",
         description="Refresh the DuckDB warehouse ($VERILEARN_HOME/warehouse.duckdb, as its "
-        "one writer) from the lake: every staging view and mart of dbt_like_sql/, then print "
+        "one writer) from the lake: every staging view and mart of dbt_like_sql/ and of each "
+        "family's sql/, then print "
         "the report tables (every family's marts) as tables, markdown, csv or json.",
     )
     parser.add_argument(

@@ -3,8 +3,8 @@
 `train sft` asks the Dagster instance the same question `sft_model` asks (was
 `sft_dataset[split]` materialized, and did every blocking check on it pass on its latest
 materialization?) and exits 2 naming the reason when not; then it calls `train_sft`, the
-function the asset calls, with a progress bar. `train grpo` asks `grpo_gate_reasons` (the
-`grpo_model` asset's question) and calls `train_grpo` likewise.
+function the asset calls, with a progress bar. `train grpo` asks `training_data_gate` on
+`grpo_tasks` (the `grpo_model` asset's question) and calls `train_grpo` likewise.
 """
 
 from __future__ import annotations
@@ -133,11 +133,11 @@ def _with_roles(config: Any, roles: str) -> Any:
 def _sft(config: Any, home: Path, args: argparse.Namespace, console: Any) -> Any:
     from verilearn_assets.cli import CliError
     from verilearn_assets.cli.orchestrate import instance_for_home
-    from verilearn_assets.training.sft.assets import gate_evidence, sft_gate_reasons
+    from verilearn_assets.training.sft.assets import gate_evidence, training_data_gate
     from verilearn_assets.training.sft.trainer import train_sft
 
     instance = instance_for_home(home)
-    reasons = sft_gate_reasons(instance, home, config.split, config)
+    reasons = training_data_gate(instance, home, config.split, config).reasons
     if reasons:
         raise CliError(
             f"sft_dataset [{config.split}] is not trainable: the gate did not pass: "
@@ -153,12 +153,13 @@ def _sft(config: Any, home: Path, args: argparse.Namespace, console: Any) -> Any
 def _grpo(config: Any, home: Path, args: argparse.Namespace, console: Any) -> Any:
     from verilearn_assets.cli import CliError
     from verilearn_assets.cli.orchestrate import instance_for_home
-    from verilearn_assets.training.grpo.assets import grpo_gate_reasons
+    from verilearn_assets.training.grpo.assets import grpo_tasks
     from verilearn_assets.training.grpo.trainer import train_grpo
-    from verilearn_assets.training.sft.assets import gate_evidence
+    from verilearn_assets.training.sft.assets import gate_evidence, training_data_gate
 
     instance = instance_for_home(home)
-    reasons = grpo_gate_reasons(instance, home, config, args.family)
+    tasks = grpo_tasks(config, args.family)
+    reasons = training_data_gate(instance, home, config.split, config, tasks).reasons
     if reasons:
         raise CliError(
             f"GRPO on split {config.split!r} refused: the gate did not pass: " + " | ".join(reasons)

@@ -26,11 +26,14 @@ FINGERPRINT_COLUMN = re.compile(
 )
 # ... unless it measures time, which no two runs share
 VOLATILE_COLUMN = re.compile(r"(_ms|_s|_seconds|_at|latency|duration|elapsed|time)$")
-# ... and run times written into text: the sandbox heads each tool output in an episode's
-# messages with how long the cell took (`[cell ok, 80 ms]`), and a long output is cut to a
-# character budget that counts that header, so where the cut falls moves with the digits
+# ... and run times written into text: lakes built before the tool messages dropped them
+# head each tool output with how long the cell took (`[cell ok, 80 ms]`), and a long output
+# is cut to a character budget that counts that header, so where the cut falls moves with
+# the digits. Masked to the form tool messages have now (`[cell ok]`), so an old lake and a
+# new one compare equal
 CELL_TIME = re.compile(r"(\[cell \w+), \d+ ms\]")
-# ... and the memory addresses in the repr of an object a cell printed
+# ... and the memory addresses in the repr of an object a cell printed (old lakes; tool
+# messages now show the form this masks them to)
 ADDRESS = re.compile(r" at 0x[0-9a-f]+>")
 CUT_LINE = re.compile(r"[^\n]*…\[\d+ characters truncated\]…[^\n]*")
 
@@ -69,7 +72,7 @@ def _frames(asset_dir: Path) -> list[pl.DataFrame]:
 def _steady(value: object) -> object:
     """`value` with the run times in its text (and the cuts they move) masked."""
     if isinstance(value, str):
-        value = ADDRESS.sub(" at 0x…>", CELL_TIME.sub(r"\1, <ms>]", value))
+        value = ADDRESS.sub(" at 0x…>", CELL_TIME.sub(r"\1]", value))
         return CUT_LINE.sub("<cut>", value)
     if isinstance(value, list):
         return [_steady(v) for v in value]

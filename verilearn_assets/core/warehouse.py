@@ -6,12 +6,12 @@ beside the database): one writer at a time, any number of read-only readers, and
 party gets a clear `WarehouseBusy` instead of DuckDB's raw lock error.
 
 The SQL lives in `dbt_like_sql/{staging,marts}/*.sql` (what every family shares) and in each
-registered family's `sql/*.sql` (its own marts, beside its `family` module), one SELECT per
-file. Staging files read the lake through `'{{ lake }}/<asset>/...'` paths and become views;
-marts read staging views and other marts by name and become tables. Dependencies are parsed
-from the SQL (sqlglot), never listed by hand: a `{{ lake }}/<asset>/` path is a dependency on
-lake asset `<asset>`, a table name is a dependency on the SQL model of that name. Pure
-Python: no Dagster here.
+registered family's `sql/*.sql` (its own staging views `stg_*.sql` and marts `mart_*.sql`,
+beside its `family` module), one SELECT per file. Staging files read the lake through
+`'{{ lake }}/<asset>/...'` paths and become views; marts read staging views and other marts
+by name and become tables. Dependencies are parsed from the SQL (sqlglot), never listed by
+hand: a `{{ lake }}/<asset>/` path is a dependency on lake asset `<asset>`, a table name is a
+dependency on the SQL model of that name. Pure Python: no Dagster here.
 """
 
 from __future__ import annotations
@@ -238,12 +238,15 @@ class SqlModel:
 
 
 _KIND_BY_DIR: dict[str, ModelKind] = {"staging": "staging", "marts": "mart"}
-FAMILY_SQL_DIR = "sql"  # a family's marts: `<family package>/sql/*.sql`
+FAMILY_SQL_DIR = "sql"  # a family's views and marts: `<family package>/sql/*.sql`
+# in a family's flat `sql/`, the file name's prefix says the kind (the shared SQL: its folder)
+_KIND_BY_PREFIX: dict[str, ModelKind] = {"stg_": "staging", "mart_": "mart"}
 
 
 def family_sql_dirs() -> list[Path]:
     """The `sql/` folder of every registered family that has one, in registry order: found
-    beside the family's package, so a family's marts need no edit outside its folder."""
+    beside the family's package, so a family's views and marts need no edit outside its
+    folder."""
     out = []
     for mod in family_modules():
         for root in importlib.import_module(mod).__path__:
@@ -254,7 +257,7 @@ def family_sql_dirs() -> list[Path]:
 
 def sql_files(sql_dir: Path = SQL_DIR) -> list[tuple[Path, ModelKind]]:
     """Every SQL file with its kind: the shared `staging/` and `marts/` of `sql_dir`, then
-    each family's `sql/*.sql` (marts)."""
+    each family's `sql/*.sql` (`stg_*` staging views, `mart_*` marts)."""
     sql_dir = Path(sql_dir)
     if not sql_dir.is_dir():
         raise FileNotFoundError(f"{sql_dir}: SQL directory not found")
@@ -270,7 +273,15 @@ def sql_files(sql_dir: Path = SQL_DIR) -> list[tuple[Path, ModelKind]]:
         for path in sorted(fam_dir.rglob("*.sql")):
             if path.parent != fam_dir:
                 raise SqlModelError(path, None, "a family's SQL files belong in its sql/ (flat)")
-            out.append((path, "mart"))
+            kind = next((k for p, k in _KIND_BY_PREFIX.items() if path.name.startswith(p)), None)
+            if kind is None:
+                raise SqlModelError(
+                    path,
+                    None,
+                    "a family's SQL file is named stg_*.sql (a staging view over the lake) "
+                    "or mart_*.sql (a mart)",
+                )
+            out.append((path, kind))
     return out
 
 

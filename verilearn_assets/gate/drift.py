@@ -25,7 +25,8 @@ class DriftRule:
     - `measure(ctx)`: the rate now, on the partition `ctx` names;
     - `metadata_key`: the materialization metadata of the guarded asset that holds the same
       rate, so the previous materialization's value is the baseline;
-    - `limit()`: how far it may move the wrong way (read when evaluated: config edits count);
+    - `limit()`: how far it may move the wrong way, from the family's own config (read
+      when evaluated: config edits count; the gate has no setting of its own);
     - `worse_when_higher`: True for a rate that should not rise (ambiguity), False for one
       that should not drop (pass rate).
     """

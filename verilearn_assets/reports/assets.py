@@ -1,5 +1,5 @@
-"""Report assets: every `dbt_like_sql/**/*.sql` file (and each view generated from the
-family registry) becomes a Dagster asset, plus `report`.
+"""Report assets: every `dbt_like_sql/**/*.sql` file, every family's `sql/*.sql` (and each
+view generated from the family registry) becomes a Dagster asset, plus `report`.
 
 The SQL parsing, dependency discovery and building live in `core/warehouse.py` and the
 rendering in `core/report.py` (both pure); this module turns them into assets (group

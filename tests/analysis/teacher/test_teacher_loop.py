@@ -216,3 +216,40 @@ def test_hooks_the_sandbox_drops_are_counted_as_malformed(
     assert ep.verified and [h.name for h in ep.hooks] == ["mean_qty"]
     assert (ep.hooks_total, ep.hooks_grounded, ep.hooks_malformed) == (3, 1, 2)
     assert "[sandbox] dropped a malformed hook 2: value_hash:" in ep.cells[0].stderr
+
+
+STEADY_CELL = """import random, time
+class Fit:
+    pass
+time.sleep(random.random() / 10)  # a run time that differs on every execution
+fits = [Fit() for _ in range(3)]
+print(fits)
+print('x' * 3000)  # long enough that the message is cut in the middle
+fits[0]"""
+
+
+def test_two_executions_of_a_cell_give_byte_identical_tool_messages(
+    sandbox: Sandbox, table: TableRecord
+) -> None:
+    """The model never sees a cell's run time or an object's address: the same episode
+    renders the same tool messages on every run (the SFT rows and evaluation prompts are
+    these messages), while each cell's own record keeps what it measured."""
+    truth = qty_sum(table)
+    question = make_question(table, "submit(int(df['qty'].sum()))", truth, INT)
+    cfg = TeacherConfig(tool_output_chars=1000)
+    episodes = []
+    for _ in range(2):
+        policy = ScriptedPolicy([cell(STEADY_CELL), cell(f"submit({truth})")])
+        episodes.append(sandbox.run(run_episode(question, table, policy, sandbox.pool, cfg)))
+    first, second = episodes
+    tools = [[m.content for m in ep.messages if m.role == "tool"] for ep in episodes]
+    assert tools[0] == tools[1]
+    assert [m.content for m in first.messages] == [m.content for m in second.messages]
+    shown = tools[0][0]
+    assert shown.startswith("[cell ok]\nstdout:\n[<__main__.Fit object at 0x…>, ")
+    assert "characters truncated" in shown and "value:\n<__main__.Fit object at 0x…>" in shown
+    assert " ms]" not in shown and "0x7" not in shown
+    # the records keep the real run and output: time measured, addresses as printed
+    assert all(c.duration_ms > 0 for ep in episodes for c in ep.cells)
+    assert "<__main__.Fit object at 0x" in first.cells[0].stdout
+    assert "0x…" not in first.cells[0].stdout

@@ -18,6 +18,8 @@ from verilearn_assets.analysis.rollout.prompts import (
     Observation,
     cap_text,
     describe_column,
+    status_line,
+    steady,
     system_rules,
     table_head,
 )
@@ -59,10 +61,11 @@ def table_segment(table: TableRecord) -> TableSegment:
 
 def tool_view(out: CellOutput) -> ToolView:
     obs = out.observation
-    sections = (("stdout", obs.stdout), ("stderr", obs.stderr), ("value", obs.value_repr or ""))
-    error_lines = [ln for ln in obs.stderr.splitlines() if ln.strip()]
+    stdout, stderr, value = steady(obs.stdout), steady(obs.stderr), steady(obs.value_repr or "")
+    sections = (("stdout", stdout), ("stderr", stderr), ("value", value))
+    error_lines = [ln for ln in stderr.splitlines() if ln.strip()]
     return ToolView(
-        status_line=f"[cell {obs.status}, {obs.duration_ms:.0f} ms]",
+        status_line=status_line(obs),
         sections=tuple((n, b) for n, b in sections if b),
         submissions=tuple(cap_text(s, out.limit // 4) for s in obs.submissions),
         hooks=out.hook_names,

@@ -7,6 +7,7 @@ this module always rendered.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -163,14 +164,32 @@ def reprompt(reason: str, errors_left: int, prompts: AnalysisPrompts | None = No
 
 @dataclass(frozen=True)
 class Observation:
-    """What one cell produced, in the fields the tool message shows."""
+    """What one cell produced; the tool message shows all of it but the run time."""
 
     status: str
-    duration_ms: float
+    duration_ms: float  # kept by the episode's `CellRun`; never shown to the model
     stdout: str
     stderr: str
     value_repr: str | None
     submissions: Sequence[str]
+
+
+# A cell's run time and the memory address in a printed object's repr (`<Fit object at
+# 0x7f3a…>`) differ on every execution. The model sees neither, so one demo renders the same
+# tool messages on every run: teacher episodes, SFT rows and evaluation rollouts alike (and
+# the middle cut of a long output, whose budget counts the header, falls in the same place).
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+>")
+ADDRESS_SHOWN = " at 0x…>"
+
+
+def status_line(obs: Observation) -> str:
+    """The tool message's first line: the cell's status (`[cell ok]`, `[cell error]`)."""
+    return f"[cell {obs.status}]"
+
+
+def steady(text: str) -> str:
+    """`text` as the model sees it: object addresses replaced by one fixed form."""
+    return _ADDRESS.sub(ADDRESS_SHOWN, text)
 
 
 def tool_message(obs: Observation, limit: int) -> str:
@@ -180,9 +199,13 @@ def tool_message(obs: Observation, limit: int) -> str:
     trace) relies on, so they are never cut; only stdout, stderr and the value share the
     budget, each truncated in the middle with an explicit marker.
     """
-    header = f"[cell {obs.status}, {obs.duration_ms:.0f} ms]"
+    header = status_line(obs)
     markers = [f"submitted: {cap_text(s, limit // 4)}" for s in obs.submissions]
-    sections = [("stdout", obs.stdout), ("stderr", obs.stderr), ("value", obs.value_repr or "")]
+    sections = [
+        ("stdout", steady(obs.stdout)),
+        ("stderr", steady(obs.stderr)),
+        ("value", steady(obs.value_repr or "")),
+    ]
     present = [(name, body) for name, body in sections if body]
     fixed = len(header) + sum(len(m) + 1 for m in markers)
     budget = max(limit - fixed, 100 * max(len(present), 1))

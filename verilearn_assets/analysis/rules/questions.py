@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 
 import polars as pl
 
-from verilearn_assets.analysis.config import QuestionFloors
+from verilearn_assets.analysis.config import QuestionFloors, load_questions_config
 from verilearn_assets.analysis.records import QuestionRecord
 from verilearn_assets.analysis.screen.conventions import check_conventions
 from verilearn_assets.analysis.sources.candidate import AlternativeCode, Candidate
@@ -15,7 +15,6 @@ from verilearn_assets.analysis.sources.procedural.dryrun import load_table
 from verilearn_assets.core.answers import answer_hash, parse_answer
 from verilearn_assets.core.contract import RuleContext, RuleOutcome
 from verilearn_assets.core.ingest.tables import load_table_records
-from verilearn_assets.gate.config import load_gate_config
 
 
 def schema_contract(frame: pl.DataFrame, source: str, split: str) -> RuleOutcome:
@@ -207,4 +206,4 @@ def conventions_stated_rule(ctx: RuleContext) -> RuleOutcome:
     """`conventions_stated` over one partition (the gate rule's entry point)."""
     paths = {t.id: t.path for t in load_table_records(ctx.home, ctx.split)}
     questions = [q for q in ctx.tasks() if isinstance(q, QuestionRecord)]
-    return conventions_stated(questions, paths, load_gate_config().conventions_sample)
+    return conventions_stated(questions, paths, load_questions_config().rules.conventions_sample)

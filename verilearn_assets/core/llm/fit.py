@@ -312,7 +312,7 @@ class ContextBudget:
         System messages, the first user message (the task), every assistant turn (it
         carries the loss) and any other user message are kept byte for byte; tool outputs
         (`tool` messages, or later `user` ones that start with a status line such as
-        `[cell ok, 3 ms]`) are middle-truncated, then summarized (status, submissions and
+        `[cell ok]`) are middle-truncated, then summarized (status, submissions and
         error kept), the last one only at the end of the ladder; none is dropped, so no
         two assistant turns ever meet.
         """

@@ -155,7 +155,7 @@ class TableSegment(Segment):
 class ToolView:
     """One tool output's parts: what a truncation may shorten and what it must keep."""
 
-    status_line: str  # e.g. "[cell ok, 12 ms]": never cut
+    status_line: str  # e.g. "[cell ok]": never cut
     sections: tuple[tuple[str, str], ...]  # (name, body): stdout, stderr, value
     submissions: tuple[str, ...] = ()  # submission records: never cut
     hooks: tuple[str, ...] = ()  # names of the hooks the cell recorded: never cut

@@ -5,19 +5,16 @@ role (the first registered family by default; its contract says how it is run). 
 refuses a trained model
 whose run shows no gated training data, or whose `sft_dataset` partition (and, for a GRPO
 run, the family task partitions its prompts came from) does not pass the gate in this
-instance now (`eval_gate`, the training gate; `verilearn eval` asks it too); a model outside any
-training run is allowed only as a baseline (training.yaml's base_model, or listed in
-eval.baselines).
+instance now (`training_data_gate` on `learned_tasks`; `verilearn eval` asks it too); a
+model outside any training run is allowed only as a baseline (training.yaml's base_model,
+or listed in eval.baselines).
 """
-
-from pathlib import Path
 
 from dagster import (
     AssetChecksDefinition,
     AssetExecutionContext,
     AssetsDefinition,
     Config,
-    DagsterInstance,
     Failure,
     JobDefinition,
     MaterializeResult,
@@ -29,44 +26,25 @@ from dagster import (
 from resources.home import HomeResource
 from verilearn_assets.core.deploy import op_tags_for
 from verilearn_assets.core.partitions import SPLIT
-from verilearn_assets.gate.training_gate import (
-    GateOptions,
-    TrainingGateEvidence,
-    gate_closed,
-    training_gate,
-)
-from verilearn_assets.training.config import TrainingConfig, load_training_config
+from verilearn_assets.gate.training_gate import gate_closed
+from verilearn_assets.training.config import load_training_config
 from verilearn_assets.training.eval.evaluator import evaluate_model
 from verilearn_assets.training.eval.evidence import UngatedModel, gate_evidence
 from verilearn_assets.training.eval.request import EvalRequest
 from verilearn_assets.training.eval.serving import resolve_model
 from verilearn_assets.training.run_dir import GateEvidence
-from verilearn_assets.training.sft.assets import sft_dataset_gate
+from verilearn_assets.training.sft.assets import TaskData, training_data_gate
 
 
-def eval_gate(
-    instance: DagsterInstance, home: Path, evidence: GateEvidence, config: TrainingConfig
-) -> TrainingGateEvidence:
-    """The training gate asked again for a trained model, in `instance` now: its
-    `sft_dataset` partition's blocking checks and, for a GRPO run, the family's blocking
-    checks on every task partition its prompts came from (each must be materialized)."""
-    dataset = sft_dataset_gate(instance, home, evidence.split, config)
-    if evidence.family and evidence.task_split:
-        return training_gate(
-            instance,
-            evidence.task_split,
-            [evidence.family],
-            evidence.task_sources,
-            GateOptions(dataset=dataset, every_source=True),
-        )
-    return training_gate(instance, evidence.split, [], [], GateOptions(dataset=dataset))
-
-
-def eval_gate_reasons(
-    instance: DagsterInstance, home: Path, evidence: GateEvidence, config: TrainingConfig
-) -> list[str]:
-    """Why a trained model's data does not pass the gate in `instance` now (empty: it does)."""
-    return eval_gate(instance, home, evidence, config).reasons
+def learned_tasks(evidence: GateEvidence) -> TaskData | None:
+    """The task partitions a trained model learned from beside its `sft_dataset` partition
+    (a GRPO run's prompts; None for an SFT run), for the training gate asked again before
+    it is evaluated: each one its prompts came from must still be materialized and pass."""
+    if not (evidence.family and evidence.task_split):
+        return None
+    return TaskData(
+        evidence.family, evidence.task_split, tuple(evidence.task_sources), every_source=True
+    )
 
 
 class ModelEvalConfig(Config):
@@ -102,7 +80,9 @@ def model_eval(
     except UngatedModel as exc:
         raise Failure(description=f"model_eval [{split}] refuses {mut.name}: {exc}") from exc
     if evidence is not None:
-        gate = eval_gate(context.instance, home.dir(), evidence, training)
+        gate = training_data_gate(
+            context.instance, home.dir(), evidence.split, training, learned_tasks(evidence)
+        )
         if not gate.open:
             raise gate_closed(
                 f"model_eval [{split}] refuses {mut.name}: its training data "

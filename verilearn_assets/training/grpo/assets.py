@@ -4,17 +4,14 @@
 rewards through `Family.grpo`). It refuses, like `sft_model`, unless the data it learns
 from passed the gate: `sft_dataset[train]` (what the starting model was trained on) and
 every blocking check of the family on each materialized `source × train` partition. The
-CLI (`verilearn train grpo`) can ask the same question through `grpo_gate_reasons`.
+CLI (`verilearn train grpo`) asks the same question: `training_data_gate` on `grpo_tasks`.
 """
-
-from pathlib import Path
 
 from dagster import (
     AssetChecksDefinition,
     AssetExecutionContext,
     AssetsDefinition,
     Config,
-    DagsterInstance,
     JobDefinition,
     MaterializeResult,
     MetadataValue,
@@ -27,44 +24,24 @@ from verilearn_assets.core.deploy import op_tags_for
 from verilearn_assets.core.family import families
 from verilearn_assets.core.records import SOURCES
 from verilearn_assets.gate.adapter import asset_key
-from verilearn_assets.gate.training_gate import (
-    GateOptions,
-    TrainingGateEvidence,
-    gate_closed,
-    training_gate,
-)
+from verilearn_assets.gate.training_gate import gate_closed
 from verilearn_assets.training.config import TrainingConfig, load_training_config
 from verilearn_assets.training.grpo.trainer import resolve_family, train_grpo
 from verilearn_assets.training.run_dir import TrainRun
 from verilearn_assets.training.sft.assets import (
+    TaskData,
     gate_evidence,
-    sft_dataset_gate,
     sft_model,
     train_metadata,
+    training_data_gate,
 )
 
 
-def grpo_gate(
-    instance: DagsterInstance, home: Path, config: TrainingConfig, family: str | None = None
-) -> TrainingGateEvidence:
-    """The training gate GRPO asks: `sft_dataset[split]` (what the starting model learned)
-    and the family's blocking checks on its `source × split` task partitions."""
+def grpo_tasks(config: TrainingConfig, family: str | None = None) -> TaskData:
+    """What GRPO learns from beside `sft_dataset[split]` (the starting model's data): the
+    family's task partitions `grpo.sources × split`, the data its gate must also pass."""
     fam = resolve_family(family, config.grpo)
-    split = config.split
-    return training_gate(
-        instance,
-        split,
-        [fam.name],
-        config.grpo.sources or SOURCES,
-        GateOptions(dataset=sft_dataset_gate(instance, home, split, config)),
-    )
-
-
-def grpo_gate_reasons(
-    instance: DagsterInstance, home: Path, config: TrainingConfig, family: str | None = None
-) -> list[str]:
-    """Why GRPO may not train on `config.split` of the family; empty when it may."""
-    return grpo_gate(instance, home, config, family).reasons
+    return TaskData(fam.name, config.split, tuple(config.grpo.sources or SOURCES))
 
 
 class GrpoModelConfig(Config):
@@ -121,7 +98,8 @@ def grpo_model(
     context: AssetExecutionContext, config: GrpoModelConfig, home: HomeResource
 ) -> MaterializeResult:
     training = load_training_config(config.config_path)
-    gate = grpo_gate(context.instance, home.dir(), training, config.family)
+    tasks = grpo_tasks(training, config.family)
+    gate = training_data_gate(context.instance, home.dir(), training.split, training, tasks)
     if not gate.open:
         raise gate_closed("grpo_model refuses: the gate did not pass: ", gate)
 

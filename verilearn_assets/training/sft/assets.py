@@ -6,17 +6,19 @@ on the split SFT trains on (`training.yaml split`) and warns on the others.
 `sft_model` trains on the `train` partition and refuses unless that partition was
 materialized (itself behind the reliability gate) and every blocking check on it passed on
 its latest materialization; the CLI (`verilearn train sft`) asks the same question through
-`sft_gate_reasons` (both through `gate.training_gate`) and trains through the same `train_sft`.
+`training_data_gate` (the one helper every training stage and `model_eval` ask, over
+`gate.training_gate`) and trains through the same `train_sft`.
 
 `make demo` is model-free, so there `sft_dataset_trainable` fails with "base model not
 built" (a warning: the data pipeline finishes). Once the base model exists (`make
-tiny-model`), `sft_gate_reasons` re-runs that one check on that partition — the same
+tiny-model`), `training_data_gate` re-runs that one check on that partition — the same
 `trainable_result`, recorded in the instance as `verilearn gate` records — before it answers:
 a check that failed only for want of a model is decided on the data, and a check that
 failed for any other reason stands.
 """
 
 import base64
+from dataclasses import dataclass
 from pathlib import Path
 
 from dagster import (
@@ -144,7 +146,7 @@ def recheck_without_model(
     try:
         result = trainable_result(home, split, config)
     except SftDataMissing:
-        return None  # the partition's files are gone: sft_gate_reasons names that
+        return None  # the partition's files are gone: training_data_gate names that
     record_evaluation(instance, key, split, result, new_gate_run_id())
     return result
 
@@ -164,20 +166,41 @@ def sft_dataset_gate(
     )
 
 
-def sft_gate(
-    instance: DagsterInstance, home: Path, split: str, config: TrainingConfig | None = None
+@dataclass(frozen=True)
+class TaskData:
+    """Family task partitions a model learns (or learned) from beside `sft_dataset`: GRPO's
+    prompts. `every_source`: each listed source must have been materialized (a trained
+    model's: each one its prompts came from); otherwise at least one (a run about to start,
+    since an unconfigured source must not block the others)."""
+
+    family: str
+    split: str
+    sources: tuple[str, ...]
+    every_source: bool = False
+
+
+def training_data_gate(
+    instance: DagsterInstance,
+    home: Path,
+    split: str,
+    config: TrainingConfig | None = None,
+    tasks: TaskData | None = None,
 ) -> TrainingGateEvidence:
-    """The training gate SFT asks: `sft_dataset[split]`'s blocking checks (the family
-    checks were asked when that partition was materialized)."""
+    """The training gate on a model's data, the one every stage asks (`sft_model`,
+    `grpo_model`, `model_eval` and their CLI commands): `sft_dataset[split]`'s blocking
+    checks (the family checks were asked when that partition was materialized) and, for
+    `tasks`, the family's blocking checks on those task partitions. `.reasons` says why
+    training (or evaluation) must not start; empty: it may."""
     dataset = sft_dataset_gate(instance, home, split, config)
-    return training_gate(instance, split, [], [], GateOptions(dataset=dataset))
-
-
-def sft_gate_reasons(
-    instance: DagsterInstance, home: Path, split: str, config: TrainingConfig | None = None
-) -> list[str]:
-    """Why `sft_dataset[split]` may not be trained on; empty when it may."""
-    return sft_gate(instance, home, split, config).reasons
+    if tasks is None:
+        return training_gate(instance, split, [], [], GateOptions(dataset=dataset))
+    return training_gate(
+        instance,
+        tasks.split,
+        [tasks.family],
+        list(tasks.sources),
+        GateOptions(dataset=dataset, every_source=tasks.every_source),
+    )
 
 
 def gate_evidence(instance: DagsterInstance, home: Path, split: str) -> GateEvidence:
@@ -237,7 +260,7 @@ def sft_model(
 ) -> MaterializeResult:
     training: TrainingConfig = load_training_config(config.config_path)
     split = training.split
-    gate = sft_gate(context.instance, home.dir(), split, training)
+    gate = training_data_gate(context.instance, home.dir(), split, training)
     if not gate.open:
         raise gate_closed(
             f"sft_model refuses: the gate on sft_dataset [{split}] did not pass: ", gate
