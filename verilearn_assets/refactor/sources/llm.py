@@ -37,21 +37,31 @@ from verilearn_assets.refactor.rollout.prompts import PromptConfig
 from verilearn_assets.refactor.sources.candidate import TEST_COMMAND, Candidate, run_candidate
 from verilearn_assets.refactor.sources.catalog import CatalogRule, Repo, RuleExamples
 from verilearn_assets.refactor.sources.quality import finalize
+from verilearn_assets.refactor.sources.repos.baseline import source_files
 from verilearn_assets.refactor.verify.actions import ActionRejected, RuleAction
+from verilearn_assets.refactor.verify.clean_copy import is_test_path
 from verilearn_assets.refactor.verify.languages import canonical_language
 from verilearn_assets.refactor.verify.rule_files import RuleFileError, parse_rule_documents
 
 Proposer = Callable[[list[dict[str, Any]], int], Awaitable[str]]
 
 
-def code_excerpt(repo: Path, limit: int) -> str:
-    """The package's modules (tests left out), each under its path, cut at `limit` chars."""
+# the line comment a file's path is written under in the excerpt
+HASH_COMMENT = frozenset({"python", "ruby", "yaml", "bash", "elixir", "nix", "hcl"})
+
+
+def code_excerpt(repo: Path, limit: int, language: str = "python") -> str:
+    """The package's modules in its language (tests left out), each under its path as a
+    comment of that language, cut at `limit` chars."""
+    comment = "#" if language in HASH_COMMENT else "//"
     parts = []
-    for path in sorted(repo.rglob("*.py")):
+    for path in source_files(repo, language):
         rel = path.relative_to(repo).as_posix()
-        if rel.startswith("tests/") or "/__pycache__/" in rel or path.stat().st_size == 0:
+        if rel.startswith("tests/") or path.stat().st_size == 0:
             continue
-        parts.append(f"# {rel}\n{path.read_text()}")
+        if language != "python" and is_test_path(rel):
+            continue
+        parts.append(f"{comment} {rel}\n{path.read_text(errors='replace')}")
     return "\n".join(parts)[:limit]
 
 
@@ -196,7 +206,7 @@ async def propose_task(
     code_chars: int = 2000,
     seed: int = 0,
 ) -> RefactorTask:
-    code = code_excerpt(repo.path, code_chars)
+    code = code_excerpt(repo.path, code_chars, repo.language)
     asked = [
         {"role": "system", "content": prompts.propose_system},
         {"role": "user", "content": prompts.propose_user.format(repo=repo.name, code=code)},

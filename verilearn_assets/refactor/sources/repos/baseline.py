@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from verilearn_assets.core.records import content_hash
 from verilearn_assets.refactor.config import RefactorConfig
 from verilearn_assets.refactor.verify.actions import ActionRejected, check_test_command
+from verilearn_assets.refactor.verify.languages import extensions
 from verilearn_assets.refactor.verify.runner import (
     TEST_RUNNERS,
     TestResult,
@@ -78,14 +79,26 @@ class Baseline(BaseModel):
         return [t.test_id for t in self.tests if t.status == "passed"]
 
 
-def python_files(root: Path) -> list[Path]:
+# a package's installed dependencies are not its code
+SOURCE_SKIP = SKIP_DIRS | {"node_modules"}
+
+
+def source_files(root: Path, language: str = "python") -> list[Path]:
+    """The repository's files of `language` (by ast-grep's extensions), tests included:
+    no hidden, cache or dependency folder, no symlink."""
+    suffixes = tuple(f".{ext}" for ext in extensions(language))
     out = []
-    for path in sorted(root.rglob("*.py")):
+    for path in sorted(root.rglob("*")):
         rel = path.relative_to(root).parts
-        if not (SKIP_DIRS & set(rel)) and not any(p.startswith(".") for p in rel):
-            if not path.is_symlink():
-                out.append(path)
+        if not path.name.endswith(suffixes) or (SOURCE_SKIP & set(rel)):
+            continue
+        if not any(p.startswith(".") for p in rel) and not path.is_symlink() and path.is_file():
+            out.append(path)
     return out
+
+
+def python_files(root: Path) -> list[Path]:
+    return source_files(root, "python")
 
 
 def _is_test_file(path: Path) -> bool:

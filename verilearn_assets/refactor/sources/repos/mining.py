@@ -33,8 +33,8 @@ from verilearn_assets.refactor.sources.plan import candidates
 from verilearn_assets.refactor.sources.quality import finalize
 from verilearn_assets.refactor.sources.repos.baseline import (
     Baseline,
-    python_files,
     reading_whole_output,
+    source_files,
     take_baseline,
 )
 from verilearn_assets.refactor.sources.repos.records import PROFILE_LAKE, Measure, RepoProfileRow
@@ -58,7 +58,7 @@ class RepoProfile(BaseModel):
     model_config = ConfigDict(extra="forbid")
     repo: str
     origin: str
-    files: int  # Python files (tests included)
+    files: int  # files of the repository's language (tests included)
     baseline: Baseline
     sites: list[RuleSites]
 
@@ -113,7 +113,13 @@ def profile_repo(
     """The repository's baseline and sites, taken once per (origin, tree, command, rules)
     and kept as JSON under `cache_dir` (default `<home>/refactor/repo_profiles`)."""
     key = content_hash(
-        "repo-profile", repo.name, repo.origin, str(repo.path), given, [r.rule for r in rules]
+        "repo-profile",
+        repo.name,
+        repo.origin,
+        str(repo.path),
+        repo.language,
+        given,
+        [r.rule for r in rules],
     )
     cache_dir = cache_dir or resolve_home() / "refactor" / "repo_profiles"
     cached = cache_dir / f"{repo.name}-{key[:16]}.json"
@@ -122,7 +128,7 @@ def profile_repo(
     profile = RepoProfile(
         repo=repo.name,
         origin=repo.origin,
-        files=len(python_files(repo.path)),
+        files=len(source_files(repo.path, repo.language)),
         baseline=take_baseline(repo.name, repo.path, config, given),
         sites=mine_sites(repo, rules, config),
     )
