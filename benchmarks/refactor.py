@@ -25,7 +25,10 @@ started ahead) and `docker-per-command` (a fresh container per command). Prints 
 object: steps/s and median step time of each, and each one's overhead over the
 bare baseline (target for the jails: under 30%): of the totals, of the medians, and the
 median over blocks of a mode's block against the bare block just before it (the figure
-least moved by other load on a shared machine).
+least moved by other load on a shared machine). Per language, each mode's median step is
+also split into its two jailed commands (spawn to exit, as the jail measured them) and
+the runner's own work around them (copy, snapshots, diff, clean copy, cleanup); the
+runner's workspaces live in the benchmark's home, made under `--home-parent`.
 """
 
 from __future__ import annotations
@@ -121,9 +124,10 @@ def languages_report(languages: list[str], modes: list[str], configs: dict, args
             else functools.partial(bare_runner_step, repo.path, rule_file, test_argv)
         )
         steps = {"bare": bare}
+        jail_ms: dict[str, list[float]] = {m: [] for m in modes}
         for mode in modes:
-            steps[mode] = lambda m=mode, r=repo, u=rule, a=test_argv: jailed_step(
-                r.path, u, configs[m], a
+            steps[mode] = lambda m=mode, r=repo, u=rule, a=test_argv, j=jail_ms[mode]: jailed_step(
+                r.path, u, configs[m], a, j
             )
         times: dict[str, list[float]] = {name: [] for name in steps}
         paired: dict[str, list[float]] = {m: [] for m in modes}
@@ -145,11 +149,23 @@ def languages_report(languages: list[str], modes: list[str], configs: dict, args
         bare_total = sum(times["bare"])
         entry: dict = {"corpus": repo.name, "test": " ".join(test_argv)}
         entry["bare_steps_per_s"] = round(args.steps / bare_total, 3)
+        entry["bare_median_ms"] = round(statistics.median(times["bare"]) * 1000, 1)
         for mode in modes:
+            measured = jail_ms[mode][-args.steps :]  # not the warm-up step
             entry[mode] = {
                 "steps_per_s": round(args.steps / sum(times[mode]), 3),
                 "overhead_total": round(sum(times[mode]) / bare_total - 1, 4),
                 "overhead_paired_median": round(statistics.median(paired[mode]) - 1, 4),
+                "median_ms": round(statistics.median(times[mode]) * 1000, 1),
+                # where a step's time goes: the two jailed commands (spawn to exit, as the
+                # jail measured them), and the runner's own work around them
+                "median_jail_ms": round(statistics.median(measured), 1),
+                "median_runner_ms": round(
+                    statistics.median(
+                        t * 1000 - j for t, j in zip(times[mode], measured, strict=True)
+                    ),
+                    1,
+                ),
             }
         report[language] = entry
         shutil.rmtree(rule_file.parent)
@@ -162,11 +178,22 @@ def settle_docker() -> None:
     settle()
 
 
-def jailed_step(repo: Path, rule: dict, config, test_argv=("pytest", "-q")) -> bool:  # noqa: ANN001
+def jailed_step(
+    repo: Path,
+    rule: dict,
+    config,  # noqa: ANN001
+    test_argv=("pytest", "-q"),  # noqa: ANN001
+    jail_ms: list[float] | None = None,
+) -> bool:
+    """One runner step; `jail_ms` gets the time its two jailed commands took as the jail
+    measured them (spawn to exit), the rest of the step being the runner's own work
+    (copy, snapshots, diff, clean copy, cleanup)."""
     ws = prepare_workspace("bench", repo, config)
     try:
         result = apply_action(ws, {"kind": "rule", "rule": rule})
         tests = run_tests(ws, TestSpec(argv=list(test_argv)))
+        if jail_ms is not None:
+            jail_ms.append(result.duration_ms + tests.duration_ms)
         return result.status == "ok" and tests.status == "passed"
     finally:
         cleanup(ws)
@@ -199,6 +226,13 @@ def main() -> None:
         help="comma-separated languages of the bundled corpora (python, javascript, go, rust, "
         "java, c): the comparison per language, each with its own test runner",
     )
+    parser.add_argument(
+        "--home-parent",
+        default=None,
+        help="the folder the jailed runner's home (and so its workspaces) is made in "
+        "(default: the system's temporary folder); e.g. /dev/shm to see the runner's "
+        "file-system work on the tmpfs the bare steps of other languages use",
+    )
     args = parser.parse_args()
     skipped: list[str] = []
     if args.modes is None:
@@ -215,7 +249,7 @@ def main() -> None:
         raise SystemExit(f"unknown modes {unknown}; choose from {list(MODES)}")
     repo = next(r.path for r in load_corpus() if r.name == "pathconf")
     rule = next(r.rule for r in load_rules() if r.id == RULE)
-    home = Path(tempfile.mkdtemp(prefix="refactor-bench-"))
+    home = Path(tempfile.mkdtemp(prefix="refactor-bench-", dir=args.home_parent))
     os.environ["VERILEARN_HOME"] = str(home)
     base = load_refactor_config().for_home(home)
     base = base.model_copy(update={"test_cache": None})  # every step really runs pytest
@@ -227,6 +261,7 @@ def main() -> None:
     if args.languages:
         languages = [lang for lang in args.languages.split(",") if lang]
         out = {"steps": args.steps, "block": args.block, "target_overhead": 0.30}
+        out["home"] = str(home)
         out["languages"] = languages_report(languages, modes, configs, args)
         settle_docker()
         shutil.rmtree(home)

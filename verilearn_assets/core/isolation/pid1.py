@@ -258,12 +258,16 @@ def cap(data: bytes, limit: int) -> str:
     return f"{text[:half]}\n…[{len(text) - limit} characters cut]…\n{text[-half:]}"
 
 
-def wipe() -> None:
-    """Empty /tmp as the sandbox user (who wrote what is there); a /tmp holding nothing
-    but mount points (most commands leave nothing) costs a listing, not a fork."""
+def wipe(directory: str = SCRATCH) -> None:
+    """Empty `directory` (/tmp, /dev/shm) as the sandbox user (who wrote what is there); one
+    holding nothing but mount points (most commands leave nothing) costs a listing, not a
+    fork. The listing is complete whatever the modes below it: an entry a command hid
+    (a directory of mode 000) is still an entry here, and makes the fork happen."""
+    if not os.path.isdir(directory):
+        return
     mounts = set(mount_points())
-    if any(os.path.join(SCRATCH, name) not in mounts for name in os.listdir(SCRATCH)):
-        as_sandbox_user(wipe_scratch, SCRATCH)
+    if any(os.path.join(directory, name) not in mounts for name in os.listdir(directory)):
+        as_sandbox_user(wipe_scratch, directory)
 
 
 def run(spec: dict) -> dict:
@@ -329,9 +333,10 @@ def remove_sysv_ipc() -> int:
     """Remove every System V shared memory segment, message queue and semaphore set of
     this IPC namespace (the container's own); returns how many there were."""
     import ctypes
-    import ctypes.util
 
-    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    # the C library already loaded (as `harden_self`): `ctypes.util.find_library` runs
+    # ldconfig or gcc to find it, 30-80 ms of every reset
+    libc = ctypes.CDLL(None, use_errno=True)
     removers = {
         "shm": lambda ident: libc.shmctl(ident, IPC_RMID, None),
         "msg": lambda ident: libc.msgctl(ident, IPC_RMID, None),
@@ -352,13 +357,30 @@ def remove_sysv_ipc() -> int:
     return removed
 
 
+def sysv_ipc_count() -> int:
+    """How many System V IPC objects this IPC namespace holds (`/proc/sysvipc` lists every
+    one, whoever owns it)."""
+    count = 0
+    for kind in ("shm", "msg", "sem"):
+        try:
+            with open(f"/proc/sysvipc/{kind}") as fh:
+                count += max(0, len(fh.read().splitlines()) - 1)  # below the header
+        except OSError:
+            continue
+    return count
+
+
 def reset() -> dict:
-    """Make the container as fresh for the next workspace as a new one would be."""
+    """Make the container as fresh for the next workspace as a new one would be. Each
+    wipe forks a child as the sandbox user only when there is something to wipe (the
+    usual reset, after commands that cleaned up, is listings only: no fork)."""
     swept = sweep()
-    as_sandbox_user(wipe_scratch, SCRATCH)
-    as_sandbox_user(wipe_scratch, SHM)
-    # the commands' objects: removable by their owner, not by a root without CAP_SYS_ADMIN
-    as_sandbox_user(remove_sysv_ipc)
+    wipe(SCRATCH)
+    wipe(SHM)
+    if sysv_ipc_count():
+        # the commands' objects: removable by their owner, not by a root without
+        # CAP_SYS_ADMIN
+        as_sandbox_user(remove_sysv_ipc)
     return {"reset": True, "swept": swept}
 
 

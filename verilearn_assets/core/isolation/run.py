@@ -1,10 +1,11 @@
 """Run one short-lived command in a bwrap jail, its limits set from the host.
 
 `run_jailed(spec)` renders the spec (`bwrap.bwrap_argv`) with the seccomp filter, starts
-bwrap held at `--block-fd` (`BwrapGate`), puts it in the jail's cgroup with its rlimits,
-releases it, and waits up to the spec's time limit; a timeout kills the whole jail (the
-pid namespace dies with its first process, so a forked daemon cannot outlive the command).
-Output goes to files, capped: a forked child holding a pipe open cannot stall the reader.
+bwrap in the jail's cgroup (through `JailCgroup.launcher`: born in it), held at
+`--block-fd` (`BwrapGate`) while the host gives it its rlimits, releases it, and waits
+up to the spec's time limit; a timeout kills the whole jail (the pid namespace dies with
+its first process, so a forked daemon cannot outlive the command). Output goes to
+files, capped: a forked child holding a pipe open cannot stall the reader.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from verilearn_assets.core.isolation.bwrap import bwrap_argv
-from verilearn_assets.core.isolation.cgroups import JailCgroup
+from verilearn_assets.core.isolation.cgroups import JailCgroup, JailUnavailable
 from verilearn_assets.core.isolation.spec import JailSpec, Limits
 
 
@@ -74,10 +75,11 @@ class BwrapGate:
 
     bwrap writes its sandbox child's pid to `--info-fd` and then blocks on `--block-fd`
     before it loads the seccomp filter and forks the command (bubblewrap's `--block-fd`):
-    both bwrap processes are put in the jail's cgroups and given its rlimits, and only
-    then released; every process of the command descends from them. If anything fails
-    on the way, bwrap is killed (its sandbox child dies with it: `--die-with-parent`)
-    before the block is lifted."""
+    both bwrap processes, already in the jail's cgroups (`JailCgroup.launcher`; else
+    moved there from the host), are given its rlimits, and only then released; every
+    process of the command descends from them. If anything fails on the way, bwrap is
+    killed (its sandbox child dies with it: `--die-with-parent`) before the block is
+    lifted."""
 
     def __init__(self) -> None:
         self.info_read, self.info_write = os.pipe()
@@ -97,12 +99,19 @@ class BwrapGate:
         return self.info_write, self.block_read
 
     def admit(
-        self, process: subprocess.Popen, rlimits: Rlimits, procs: list[str], timeout_s: float
+        self,
+        process: subprocess.Popen,
+        rlimits: Rlimits,
+        procs: list[str],
+        timeout_s: float,
+        joined: JailCgroup | None = None,
     ) -> None:
-        """After the spawn: close bwrap's ends, move and limit it and its sandbox child,
-        release the block. Whatever goes wrong, bwrap is dead before the block's write end
-        closes (an EOF releases it too); a bwrap that ended on its own (a bad mount) is
-        left to say why through its exit code and stderr."""
+        """After the spawn: close bwrap's ends, move (`procs`) and limit it and its sandbox
+        child, release the block. With `joined` (bwrap started through
+        `JailCgroup.launcher`, born in the cgroup: nothing to move), the sandbox child is
+        checked to be in it first. Whatever goes wrong, bwrap is dead before the block's
+        write end closes (an EOF releases it too); a bwrap that ended on its own (a bad
+        mount) is left to say why through its exit code and stderr."""
         self._close(self.info_write)
         self._close(self.block_read)
         child = None
@@ -111,6 +120,8 @@ class BwrapGate:
             if child is None:  # bwrap ended before its sandbox existed
                 return
             try:
+                if joined is not None and joined.paths and not joined.holds(child):
+                    raise JailUnavailable(f"bwrap's sandbox child is not in {joined.paths}")
                 for pid in (process.pid, child):
                     for procs_file in procs:
                         with open(procs_file, "w") as fh:
@@ -173,11 +184,11 @@ def kill_group(pid: int) -> None:
         pass
 
 
-def _limiter(rlimits: Rlimits, procs_files: list[str]) -> Callable[[], None]:
+def _limiter(rlimits: Rlimits, join_files: list[str]) -> Callable[[], None]:
     def apply() -> None:  # runs in the child between fork and exec
-        for procs_file in procs_files:
-            with open(procs_file, "w") as fh:
-                fh.write(str(os.getpid()))
+        for join_file in join_files:  # itself: no global cgroup lock (`join_files`)
+            with open(join_file, "w") as fh:
+                fh.write("0")
         for which, value in rlimits:
             resource.setrlimit(which, value)
 
@@ -203,8 +214,9 @@ def run_command(
     cgroup = JailCgroup(
         limits.pids or 0, limits.memory_mb or 0, require_cgroup, prefix=cgroup_prefix, label=label
     )
-    procs = cgroup.procs_files()
     rlimits = rlimit_values(limits)
+    if gate is not None:  # bwrap born in the cgroup (`JailCgroup.launcher`)
+        command = cgroup.launcher(command)
     start = time.perf_counter()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         try:
@@ -217,10 +229,10 @@ def run_command(
                 stderr=err,
                 start_new_session=True,
                 pass_fds=pass_fds + (gate.child_fds() if gate else ()),
-                preexec_fn=None if gate else _limiter(rlimits, procs),  # noqa: PLW1509
+                preexec_fn=None if gate else _limiter(rlimits, cgroup.join_files()),  # noqa: PLW1509
             )
             if gate is not None:
-                gate.admit(process, rlimits, procs, timeout_s)
+                gate.admit(process, rlimits, [], timeout_s, joined=cgroup)
             timed_out = False
             try:
                 code = wait_exit(process, timeout_s)
