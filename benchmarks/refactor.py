@@ -17,6 +17,8 @@ With `--languages`, the same comparison per language: a bundled corpus of that l
 its first catalog rule, its own test runner (`node --test`, `go test`, `cargo test`, the
 jail's Java runner, `make test`) in the jail against the same command bare, with the same
 environment and fresh caches per step (the jail's /tmp is fresh every command), in turns.
+The bare tree is copied onto the file system of the runner's workspaces (the benchmark's
+home), so the disk is paid alike; its caches live in memory, as the jail's tmpfs.
 
 Modes: `none` (the runner unjailed), `bwrap`, `docker` (the default `lifetime: pool`:
 containers kept between workspaces and reset in between, each command sent over a unix
@@ -28,7 +30,8 @@ median over blocks of a mode's block against the bare block just before it (the 
 least moved by other load on a shared machine). Per language, each mode's median step is
 also split into its two jailed commands (spawn to exit, as the jail measured them) and
 the runner's own work around them (copy, snapshots, diff, clean copy, cleanup); the
-runner's workspaces live in the benchmark's home, made under `--home-parent`.
+runner's workspaces (and the bare trees) live in the benchmark's home, made under
+`--home-parent`.
 """
 
 from __future__ import annotations
@@ -82,15 +85,20 @@ def bare_step(repo: Path, rule_file: Path) -> bool:
         return done.returncode == 0
 
 
-def bare_runner_step(repo: Path, rule_file: Path, test_argv: list[str]) -> bool:
+def bare_runner_step(repo: Path, rule_file: Path, test_argv: list[str], tree_parent: Path) -> bool:
     """A bare step of another language: ast-grep, then its runner as the jail resolves it
-    (`toolchains`), its caches (the jail's /tmp paths) in this step's own temporary dir,
-    in memory as the jail's tmpfs is (/dev/shm: a disk cache would slow the bare side)."""
+    (`toolchains`). The tree is copied onto the file system the runner's workspaces use
+    (`tree_parent`, in the benchmark's home), so both sides pay the same disk; the runner's
+    caches (the jail's /tmp paths) go to this step's own folder in memory, as the jail's
+    tmpfs is (/dev/shm: a disk cache would slow the bare side)."""
     from verilearn_assets.refactor.verify import toolchains
 
     shm = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
-    with tempfile.TemporaryDirectory(dir=shm) as tmp:
-        tree = Path(tmp) / "tree"
+    with (
+        tempfile.TemporaryDirectory(dir=shm) as tmp,
+        tempfile.TemporaryDirectory(dir=tree_parent) as copies,
+    ):
+        tree = Path(copies) / "tree"
         shutil.copytree(repo, tree)
         env = {"PATH": "/usr/bin:/bin", "HOME": tmp, "TMPDIR": tmp, "LANG": "C.UTF-8"}
         for key, value in toolchains.env_for(test_argv).items():
@@ -121,7 +129,7 @@ def languages_report(languages: list[str], modes: list[str], configs: dict, args
         bare = (
             functools.partial(bare_step, repo.path, rule_file)
             if language == "python"
-            else functools.partial(bare_runner_step, repo.path, rule_file, test_argv)
+            else functools.partial(bare_runner_step, repo.path, rule_file, test_argv, args.home)
         )
         steps = {"bare": bare}
         jail_ms: dict[str, list[float]] = {m: [] for m in modes}
@@ -229,9 +237,9 @@ def main() -> None:
     parser.add_argument(
         "--home-parent",
         default=None,
-        help="the folder the jailed runner's home (and so its workspaces) is made in "
-        "(default: the system's temporary folder); e.g. /dev/shm to see the runner's "
-        "file-system work on the tmpfs the bare steps of other languages use",
+        help="the folder the benchmark's home (the runner's workspaces and the bare trees of "
+        "other languages) is made in (default: the system's temporary folder); e.g. /dev/shm "
+        "to take the disk out of both sides",
     )
     args = parser.parse_args()
     skipped: list[str] = []
@@ -251,6 +259,7 @@ def main() -> None:
     rule = next(r.rule for r in load_rules() if r.id == RULE)
     home = Path(tempfile.mkdtemp(prefix="refactor-bench-", dir=args.home_parent))
     os.environ["VERILEARN_HOME"] = str(home)
+    args.home = home  # the bare steps copy their trees onto the runner's file system
     base = load_refactor_config().for_home(home)
     base = base.model_copy(update={"test_cache": None})  # every step really runs pytest
     configs = {}
