@@ -10,6 +10,8 @@ through `fetch_package` (the path `read_corpus` takes) and through the catalog.
 from __future__ import annotations
 
 import sys
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -52,8 +54,10 @@ setup()
 
 
 @pytest.fixture
-def hostile_sdist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
-    """A local index holding one hostile sdist; a fake user HOME with a secret."""
+def hostile_sdist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict]:
+    """A local index holding one hostile sdist; a fake user HOME with a secret. The host
+    paths outside the test's folder carry this run's token, so a file an earlier run (or an
+    unjailed try by hand) left cannot fail this one; whatever a run wrote is removed after."""
     require_backend("bwrap")
     home = tmp_path / "user-home"
     (home / ".ssh").mkdir(parents=True)
@@ -62,12 +66,14 @@ def hostile_sdist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
     monkeypatch.setenv("HOME", str(home))  # what the host's pip would take as HOME
     dest = tmp_path / "fetch"
     dest.mkdir()
+    token = uuid.uuid4().hex[:12]
+    system_target = f"/usr/lib/escaped-into-usr-{token}"
     targets = [
         str(tmp_path / "escaped-into-tmp"),  # the host's /tmp (the test's folder)
         str(dest.parent / "escaped-beside-destination"),
         str(home / "escaped-into-home"),
-        "/usr/lib/escaped-into-usr",
-        str(Path(__file__).resolve().parent / "escaped-into-repo"),
+        system_target,
+        str(Path(__file__).resolve().parent / f"escaped-into-repo-{token}"),
     ]
     probe = dest / "probe.txt"
     setup = (
@@ -81,7 +87,16 @@ def hostile_sdist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
     monkeypatch.setenv("PIP_NO_BUILD_ISOLATION", "0")  # pip's inverted switch: no isolation
     monkeypatch.setenv("VERILEARN_PACKAGE_CACHE", str(tmp_path / "package-cache"))
     digest = make_sdist(index, "vlhostile", "1.0.0", {"setup.py": setup, "vlhostile.py": ""})
-    return {"dest": dest, "probe": probe, "targets": targets, "sha": digest, "home": home}
+    yield {
+        "dest": dest,
+        "probe": probe,
+        "targets": targets,
+        "system_target": system_target,
+        "sha": digest,
+        "home": home,
+    }
+    for target in targets:
+        Path(target).unlink(missing_ok=True)
 
 
 def _assert_contained(case: dict, probe_text: str) -> None:
@@ -92,7 +107,7 @@ def _assert_contained(case: dict, probe_text: str) -> None:
     assert sum(1 for line in lines if line.startswith("write ")) == len(case["targets"])
     # a write under /tmp may land in the jail's own tmpfs (checked above: not on the host);
     # the system is read-only
-    assert "write /usr/lib/escaped-into-usr: denied OSError" in lines, probe_text
+    assert f"write {case['system_target']}: denied OSError" in lines, probe_text
     assert "PRIVATE-KEY" not in probe_text
     assert any(line.startswith("read /etc/shadow: denied") for line in lines), probe_text
 
