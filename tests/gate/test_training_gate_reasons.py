@@ -49,6 +49,19 @@ def _reasons(instance: DagsterInstance, home: Path, tasks=None) -> list[str]:  #
     return training_data_gate(instance, home, config.split, config, tasks).reasons
 
 
+def _learned_from(sources: list[str]) -> GateEvidence:
+    """The evidence of a model trained on analysis train rows of `sources`."""
+    return GateEvidence(
+        split="train",
+        partition_path="unused",
+        rows_in_partition=1,
+        rows_used=1,
+        family="analysis",
+        task_split="train",
+        task_sources=sources,
+    )
+
+
 def test_a_check_evaluated_before_the_latest_materialization_is_stale(home: Path) -> None:
     instance = DagsterInstance.ephemeral()
     _sft_dataset(instance, home)
@@ -80,15 +93,7 @@ def test_an_unmaterialized_asset_beside_a_materialized_one_names_each_check(
     _materialize(instance, AssetKey(["analysis", "questions"]), part)
     for i, key in enumerate(questions):
         record_evaluation(instance, key, part, OK, f"gate-q{i}")
-    ev = GateEvidence(
-        split="train",
-        partition_path="unused",
-        rows_in_partition=1,
-        rows_used=1,
-        family="analysis",
-        task_split="train",
-        task_sources=["template"],
-    )
+    ev = _learned_from(["template"])
     reasons = _reasons(instance, home, learned_tasks(ev))
     assert reasons == [
         f"analysis/episodes [{part}]: not materialized, so check {k.name} never ran"
@@ -106,15 +111,7 @@ def test_a_trained_models_source_that_was_never_materialized_is_named(home: Path
         _materialize(instance, asset, part)
     for i, key in enumerate(all_blocking_check_keys(["analysis"])):
         record_evaluation(instance, key, part, OK, f"gate-{i}")
-    ev = GateEvidence(
-        split="train",
-        partition_path="unused",
-        rows_in_partition=1,
-        rows_used=1,
-        family="analysis",
-        task_split="train",
-        task_sources=["template", "procedural"],
-    )
+    ev = _learned_from(["template", "procedural"])
     missing = str(partition_key("procedural", "train"))
     assert _reasons(instance, home, learned_tasks(ev)) == [
         f"analysis tasks [{missing}]: never materialized in this instance"
