@@ -111,3 +111,12 @@ def drive_actor(home: Path, teacher, tasks: list, extra_steps: int, **limits: fl
         return asyncio.run(drive())
     finally:
         actor.close()
+
+
+def write_tree(root: Path, files: dict[str, str]) -> Path:
+    """A repository tree of `files` (path -> text) under `root`."""
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root

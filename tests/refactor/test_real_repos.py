@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from refactor_support import refactor_config, write_tasks
+from refactor_support import refactor_config, write_tasks, write_tree
 
 from verilearn_assets.core import lake
 from verilearn_assets.refactor.config import RefactorConfig
@@ -87,14 +87,6 @@ UNITTEST_REPO = {
     ),
     "tests/test_opt.py": "import vl_missing_at_import  # noqa: F401\n",
 }
-
-
-def write_tree(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root
 
 
 def selected(narrowed: list[str], statuses: dict[str, str]) -> set[str]:

@@ -6,17 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from refactor_support import write_tree
+
 from verilearn_assets.refactor.sources.llm import code_excerpt
 from verilearn_assets.refactor.sources.repos.baseline import python_files, source_files
-
-
-def _tree(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root
-
 
 JS = {
     "index.js": "var a = 1;\nmodule.exports = a;\n",
@@ -31,7 +24,7 @@ JS = {
 
 
 def test_source_files_are_the_languages_own(tmp_path: Path) -> None:
-    root = _tree(tmp_path, JS)
+    root = write_tree(tmp_path, JS)
     (root / "link.js").symlink_to(root / "index.js")
     got = [p.relative_to(root).as_posix() for p in source_files(root, "javascript")]
     assert got == ["index.js", "lib/util.mjs", "test/more.js", "test.js"]  # Path order
@@ -39,7 +32,7 @@ def test_source_files_are_the_languages_own(tmp_path: Path) -> None:
 
 
 def test_the_proposer_sees_the_languages_code_without_tests(tmp_path: Path) -> None:
-    root = _tree(tmp_path, JS)
+    root = write_tree(tmp_path, JS)
     text = code_excerpt(root, 10_000, "javascript")
     assert (
         text
@@ -49,7 +42,7 @@ def test_the_proposer_sees_the_languages_code_without_tests(tmp_path: Path) -> N
 
 
 def test_python_excerpt_keeps_its_old_form(tmp_path: Path) -> None:
-    root = _tree(
+    root = write_tree(
         tmp_path,
         {"pkg/__init__.py": "", "pkg/core.py": "X = 1\n", "tests/test_core.py": "import pkg\n"},
     )
