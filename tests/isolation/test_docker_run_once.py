@@ -29,7 +29,7 @@ def test_lifetime_command_runs_each_command_in_a_fresh_container(tmp_path: Path)
     )
     client = docker_client()
     steps = {"label": f"{LABEL}=step"}
-    before = {c.id for c in client.containers.list(all=True, filters=steps)}
+    before = {c.id for c in client.containers.list(all=True, ignore_removed=True, filters=steps)}
     ws = prepare_workspace("t-once", {"mod.py": "x = 1\n"}, config)
     try:
         hostname = "import socket; print(socket.gethostname())"
@@ -44,6 +44,8 @@ def test_lifetime_command_runs_each_command_in_a_fresh_container(tmp_path: Path)
     finally:
         cleanup(ws)
     try:
-        assert {c.id for c in client.containers.list(all=True, filters=steps)} <= before
+        assert {
+            c.id for c in client.containers.list(all=True, ignore_removed=True, filters=steps)
+        } <= before
     finally:
         client.close()

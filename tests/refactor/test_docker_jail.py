@@ -140,7 +140,9 @@ def _own_containers() -> list[str]:
     client = docker_client()
     try:
         found = client.containers.list(
-            all=True, filters={"label": [f"{LABEL}=workspace", f"{OWNER_LABEL}={_owner()}"]}
+            all=True,
+            ignore_removed=True,
+            filters={"label": [f"{LABEL}=workspace", f"{OWNER_LABEL}={_owner()}"]},
         )
         return [c.short_id for c in found]
     finally:

@@ -52,6 +52,8 @@ CASES = {
 COMMANDS = {"npm": ["npm", "test"]}
 SPAWN = 400  # children a hostile test tries to start (the jail's pids limit is far below)
 
+# the children get no pipes (stdio 'ignore'): a child the pids limit leaves half-started
+# never closes one, and node's runner would wait on it to the step's timeout (30 s per run)
 JS = """'use strict';
 const test = require('node:test');
 const fs = require('node:fs');
@@ -76,7 +78,7 @@ test('hostile', async () => {
   let n = 0;
   for (let i = 0; i < SPAWN; i++) {
     try {
-      const c = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 20000)']);
+      const c = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 20000)'], { stdio: 'ignore' });
       c.on('error', () => {});
       c.unref();
       if (c.pid === undefined) break;

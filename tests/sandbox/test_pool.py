@@ -166,15 +166,24 @@ def test_docker_cleanup_touches_only_its_own_pool(caplog) -> None:
         with caplog.at_level(logging.ERROR, logger="verilearn.sandbox"):
             runner.run(mine.stop())
         assert broken.name in caplog.text and "failed to stop" in caplog.text
-        left = client.containers.list(all=True, filters={"label": f"{LABEL}=vltest-mine"})
+        left = client.containers.list(
+            all=True, ignore_removed=True, filters={"label": f"{LABEL}=vltest-mine"}
+        )
         assert left == []  # the label sweep removed the one that failed
-        theirs = client.containers.list(filters={"label": f"{LABEL}=vltest-other"})
+        theirs = client.containers.list(
+            ignore_removed=True, filters={"label": f"{LABEL}=vltest-other"}
+        )
         assert len(theirs) == 1 and theirs[0].status == "running"
         assert runner.run(other.run_program("submit(2)", None)).answer == "2"
     finally:
         runner.run(other.stop())
         runner.close()
-    assert client.containers.list(all=True, filters={"label": f"{LABEL}=vltest-other"}) == []
+    assert (
+        client.containers.list(
+            all=True, ignore_removed=True, filters={"label": f"{LABEL}=vltest-other"}
+        )
+        == []
+    )
 
 
 def test_zygote_is_pid_one_and_runs_host_libraries(pool) -> None:

@@ -130,7 +130,9 @@ def _client() -> docker.DockerClient:
 def _labelled(pool_id: str) -> list[str]:
     client = _client()
     try:
-        found = client.containers.list(all=True, filters={"label": f"{LABEL}={pool_id}"})
+        found = client.containers.list(
+            all=True, ignore_removed=True, filters={"label": f"{LABEL}={pool_id}"}
+        )
         return [c.name for c in found]
     finally:
         client.close()

@@ -157,7 +157,9 @@ def two_host_pool(daemon2: Daemon2) -> Iterator[PoolHandle]:
 def labelled(url: str, pool_id: str) -> list[str]:
     client = docker.DockerClient(base_url=url, timeout=10)
     try:
-        found = client.containers.list(all=True, filters={"label": f"{LABEL}={pool_id}"})
+        found = client.containers.list(
+            all=True, ignore_removed=True, filters={"label": f"{LABEL}={pool_id}"}
+        )
         return [c.name for c in found]
     finally:
         client.close()

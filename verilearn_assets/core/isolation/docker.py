@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import docker
-from docker.errors import DockerException, ImageNotFound
+from docker.errors import DockerException, ImageNotFound, NotFound
 
 from verilearn_assets.core.isolation.spec import JailSpec, Tmpfs
 from verilearn_assets.core.procs import running
@@ -190,11 +190,14 @@ def reap_orphans(client: Any, label: str) -> list[str]:
     (one without an owner label, or owned on another host, is left alone)."""
     host = socket.gethostname()
     removed = []
-    for c in client.containers.list(all=True, filters={"label": label}):
+    for c in client.containers.list(all=True, ignore_removed=True, filters={"label": label}):
         owner_host, _, pid = c.labels.get(owner_label(label), "").rpartition(":")
         if owner_host != host or not pid.isdigit() or running(int(pid)):
             continue
-        c.remove(force=True)
+        try:
+            c.remove(force=True)
+        except NotFound:  # it removed itself (auto-remove) since the listing
+            continue
         removed.append(c.short_id)
     if removed:
         log.warning("removed %d %s containers left by dead processes", len(removed), label)
