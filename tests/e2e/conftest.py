@@ -69,7 +69,6 @@ def _start_demo(root: Path) -> _Started:
             env=env,
             stdout=out,
             stderr=err,
-            text=True,
             cwd=REPO,
         )
     return _Started(root, env, proc, time.monotonic())
