@@ -131,24 +131,20 @@ def test_the_server_runs_within_the_limits(jailed: DafnyVerifier) -> None:
 def test_closing_the_verifier_leaves_no_container() -> None:
     """Every container the Docker jail started (servers and CLI runs) is gone at close."""
     require_backend("docker")
-    from verilearn_assets.core.isolation.docker import docker_client, owner_label
+    from verilearn_assets.core.isolation.docker import docker_client, labelled, owner_label
 
     client = docker_client()
-    mine = {"label": f"{owner_label(LABEL)}={os.uname().nodename}:{os.getpid()}"}
+    mine = f"{owner_label(LABEL)}={os.uname().nodename}:{os.getpid()}"
     try:
-        before = {
-            c.id for c in client.containers.list(all=True, ignore_removed=True, filters=mine)
-        }  # other tests'
+        before = {c.id for c in labelled(client, mine)}  # other tests'
         config = VerifierConfig(jail="docker", processes=1, cache=False, mode="cli")
         with DafnyVerifier(config) as verifier:
             assert verifier.verify(P.VERIFIED).status == "verified"
             server = verifier.verify(P.VERIFIED, mode="server", use_cache=False)
             assert server.status == "verified"
-            during = {
-                c.id for c in client.containers.list(all=True, ignore_removed=True, filters=mine)
-            } - before
+            during = {c.id for c in labelled(client, mine)} - before
             assert len(during) == 1  # the server's; the CLI run's is gone already
-        after = {c.id for c in client.containers.list(all=True, ignore_removed=True, filters=mine)}
+        after = {c.id for c in labelled(client, mine)}
         assert after - before == set()
     finally:
         client.close()

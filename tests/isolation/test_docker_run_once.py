@@ -11,7 +11,7 @@ from backends import require_backend
 
 def test_lifetime_command_runs_each_command_in_a_fresh_container(tmp_path: Path) -> None:
     require_backend("docker")
-    from verilearn_assets.core.isolation.docker import docker_client
+    from verilearn_assets.core.isolation.docker import docker_client, labelled
     from verilearn_assets.refactor.config import load_refactor_config
     from verilearn_assets.refactor.verify.docker_jail import LABEL
     from verilearn_assets.refactor.verify.runner import apply_action, cleanup, prepare_workspace
@@ -28,8 +28,7 @@ def test_lifetime_command_runs_each_command_in_a_fresh_container(tmp_path: Path)
         }
     )
     client = docker_client()
-    steps = {"label": f"{LABEL}=step"}
-    before = {c.id for c in client.containers.list(all=True, ignore_removed=True, filters=steps)}
+    before = {c.id for c in labelled(client, f"{LABEL}=step")}
     ws = prepare_workspace("t-once", {"mod.py": "x = 1\n"}, config)
     try:
         hostname = "import socket; print(socket.gethostname())"
@@ -44,8 +43,6 @@ def test_lifetime_command_runs_each_command_in_a_fresh_container(tmp_path: Path)
     finally:
         cleanup(ws)
     try:
-        assert {
-            c.id for c in client.containers.list(all=True, ignore_removed=True, filters=steps)
-        } <= before
+        assert {c.id for c in labelled(client, f"{LABEL}=step")} <= before
     finally:
         client.close()

@@ -133,17 +133,13 @@ for d, _, fs in sorted(os.walk('.')):
 
 def _own_containers() -> list[str]:
     """Refactor workspace containers this process started and that still exist."""
-    from verilearn_assets.core.isolation.docker import docker_client
+    from verilearn_assets.core.isolation.docker import docker_client, labelled
     from verilearn_assets.core.isolation.docker import owner as _owner
     from verilearn_assets.refactor.verify.docker_jail import LABEL, OWNER_LABEL
 
     client = docker_client()
     try:
-        found = client.containers.list(
-            all=True,
-            ignore_removed=True,
-            filters={"label": [f"{LABEL}=workspace", f"{OWNER_LABEL}={_owner()}"]},
-        )
+        found = labelled(client, f"{LABEL}=workspace", f"{OWNER_LABEL}={_owner()}")
         return [c.short_id for c in found]
     finally:
         client.close()

@@ -43,10 +43,7 @@ def test_slots_of_a_dead_owner_are_reaped_and_no_other(tmp_path) -> None:
             backend.prepare()
         finally:
             backend.close()
-        left = {
-            c.id
-            for c in client.containers.list(all=True, ignore_removed=True, filters={"label": LABEL})
-        }
+        left = {c.id for c in iso.labelled(client, LABEL)}
         assert made["dead"] not in left
         assert {made["alive"], made["elsewhere"], made["unlabelled"]} <= left
     finally:

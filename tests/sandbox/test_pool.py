@@ -12,6 +12,7 @@ import pytest
 from backends import require_backend
 from sandbox_helpers import LoopThread, test_config
 
+from verilearn_assets.core.isolation.docker import labelled
 from verilearn_assets.core.sandbox.jail import LABEL
 from verilearn_assets.core.sandbox.pool import SandboxError, SandboxPool
 
@@ -166,9 +167,7 @@ def test_docker_cleanup_touches_only_its_own_pool(caplog) -> None:
         with caplog.at_level(logging.ERROR, logger="verilearn.sandbox"):
             runner.run(mine.stop())
         assert broken.name in caplog.text and "failed to stop" in caplog.text
-        left = client.containers.list(
-            all=True, ignore_removed=True, filters={"label": f"{LABEL}=vltest-mine"}
-        )
+        left = labelled(client, f"{LABEL}=vltest-mine")
         assert left == []  # the label sweep removed the one that failed
         theirs = client.containers.list(
             ignore_removed=True, filters={"label": f"{LABEL}=vltest-other"}
@@ -178,12 +177,7 @@ def test_docker_cleanup_touches_only_its_own_pool(caplog) -> None:
     finally:
         runner.run(other.stop())
         runner.close()
-    assert (
-        client.containers.list(
-            all=True, ignore_removed=True, filters={"label": f"{LABEL}=vltest-other"}
-        )
-        == []
-    )
+    assert labelled(client, f"{LABEL}=vltest-other") == []
 
 
 def test_zygote_is_pid_one_and_runs_host_libraries(pool) -> None:

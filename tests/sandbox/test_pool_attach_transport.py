@@ -26,6 +26,7 @@ from backends import require_backend
 from pydantic import ValidationError
 from sandbox_helpers import LoopThread, PoolHandle, test_config
 
+from verilearn_assets.core.isolation.docker import labelled
 from verilearn_assets.core.sandbox.config import DockerSettings
 from verilearn_assets.core.sandbox.jail import LABEL
 from verilearn_assets.core.sandbox.pool import SandboxError, SandboxPool
@@ -130,10 +131,7 @@ def _client() -> docker.DockerClient:
 def _labelled(pool_id: str) -> list[str]:
     client = _client()
     try:
-        found = client.containers.list(
-            all=True, ignore_removed=True, filters={"label": f"{LABEL}={pool_id}"}
-        )
-        return [c.name for c in found]
+        return [c.name for c in labelled(client, f"{LABEL}={pool_id}")]
     finally:
         client.close()
 

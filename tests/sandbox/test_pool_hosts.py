@@ -21,6 +21,7 @@ from backends import require_backend
 from pydantic import ValidationError
 from sandbox_helpers import LoopThread, PoolHandle, test_config
 
+from verilearn_assets.core.isolation.docker import labelled
 from verilearn_assets.core.sandbox.config import DockerSettings, SandboxConfig
 from verilearn_assets.core.sandbox.jail import LABEL
 from verilearn_assets.core.sandbox.pool import SandboxError, SandboxPool, spread
@@ -151,16 +152,13 @@ def two_host_pool(daemon2: Daemon2) -> Iterator[PoolHandle]:
         runner.run(pool.stop())
         runner.close()
         daemon2.start()  # the drain test may leave it stopped; the sweep check needs it
-        assert labelled(HOST1, pool.pool_id) == [] and labelled(HOST2, pool.pool_id) == []
+        assert pool_names(HOST1, pool.pool_id) == [] and pool_names(HOST2, pool.pool_id) == []
 
 
-def labelled(url: str, pool_id: str) -> list[str]:
+def pool_names(url: str, pool_id: str) -> list[str]:
     client = docker.DockerClient(base_url=url, timeout=10)
     try:
-        found = client.containers.list(
-            all=True, ignore_removed=True, filters={"label": f"{LABEL}={pool_id}"}
-        )
-        return [c.name for c in found]
+        return [c.name for c in labelled(client, f"{LABEL}={pool_id}")]
     finally:
         client.close()
 
@@ -186,7 +184,7 @@ def test_tasks_spread_over_both_hosts(two_host_pool: PoolHandle) -> None:
     pool = two_host_pool.pool
     assert pool.host_status() == {"h1": "healthy", "h2": "healthy"}
     assert pool.slots_per_host() == {"h1": 2, "h2": 2}
-    assert len(labelled(HOST1, pool.pool_id)) == 2 and len(labelled(HOST2, pool.pool_id)) == 2
+    assert len(pool_names(HOST1, pool.pool_id)) == 2 and len(pool_names(HOST2, pool.pool_id)) == 2
     results = run_squares(two_host_pool, range(8), pause=0.3)
     assert [r.answer for r in results] == [str(n * n) for n in range(8)]
     assert {r.host for r in results} == {"h1", "h2"}
@@ -279,4 +277,4 @@ def test_tcp_host_with_tls_client_certificates(daemon2: Daemon2) -> None:
     assert result.answer == "42" and result.host == "tls"
     assert status["tls"] == "healthy" and slots == {"tls": 2, "no-cert": 0}
     assert status["no-cert"].startswith("drained:") and "certificate" in status["no-cert"]
-    assert labelled(HOST2, pool.pool_id) == []
+    assert pool_names(HOST2, pool.pool_id) == []

@@ -185,12 +185,19 @@ def owner_labels(label: str, role: str) -> dict[str, str]:
     return {label: role, owner_label(label): owner()}
 
 
+def labelled(client: Any, *labels: str) -> list[Any]:
+    """Every container, stopped ones too, carrying all `labels` (`key` or `key=value`). One
+    that removes itself between docker-py's listing and its inspect is left out instead of
+    raising NotFound: pool slots and one-shot containers auto-remove at any moment."""
+    return client.containers.list(all=True, ignore_removed=True, filters={"label": list(labels)})
+
+
 def reap_orphans(client: Any, label: str) -> list[str]:
     """Remove the containers carrying `label` whose owning process on this host is gone
     (one without an owner label, or owned on another host, is left alone)."""
     host = socket.gethostname()
     removed = []
-    for c in client.containers.list(all=True, ignore_removed=True, filters={"label": label}):
+    for c in labelled(client, label):
         owner_host, _, pid = c.labels.get(owner_label(label), "").rpartition(":")
         if owner_host != host or not pid.isdigit() or running(int(pid)):
             continue

@@ -31,6 +31,7 @@ from verilearn_assets.core.isolation.docker import (
     attach_stdio,
     container_kwargs,
     ensure_offline_image,
+    labelled,
     owner_labels,
     reap_orphans_once,
 )
@@ -273,9 +274,7 @@ class DockerBackend:
 
     def own_containers(self, host: str | None = None) -> list[Any]:
         client = self._client(host or next(iter(self.hosts)))
-        return client.containers.list(
-            all=True, ignore_removed=True, filters={"label": f"{LABEL}={self.pool_id}"}
-        )
+        return labelled(client, f"{LABEL}={self.pool_id}")
 
     def sweep(self, hosts: list[str] | None = None) -> list[tuple[str, str]]:
         """Remove every container left with this pool's label on the given hosts (default:
