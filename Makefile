@@ -78,10 +78,28 @@ lint: install
 check-defs: install
 	cd $(CURDIR) && $(VENV)/bin/dg check defs
 
+# The suite runs as two pytest sessions side by side: a third of a serial run leaves the
+# two cores idle (vLLM start-ups, containers, Celery and the demo waiting), so one session
+# fills the other's gaps. Session 1 names its folders; session 2 is `tests` without them,
+# so a new folder cannot be left out. Each prints its own report (and slowest tests) when
+# it ends, whole (--output-sync); either failing, or collecting nothing (exit 5), fails.
+TEST_SESSION_1 := tests/training tests/scale tests/llm tests/platform tests/reports \
+	tests/gate tests/ingest tests/e2e
+PYTEST := VERILEARN_REQUIRE_DOCKER=1 VERILEARN_REQUIRE_VLLM=1 VERILEARN_REQUIRE_BROWSER=1 \
+	VERILEARN_TINY_MODEL=$(CURDIR)/$(TINY_MODEL_DIR) $(VENV)/bin/pytest -ra -q --durations=15
+
 test: install system-deps dockerd vllm-env tiny-model $(TEST_DEPS) lint check-defs
-	VERILEARN_REQUIRE_DOCKER=1 VERILEARN_REQUIRE_VLLM=1 VERILEARN_REQUIRE_BROWSER=1 \
-	VERILEARN_TINY_MODEL=$(CURDIR)/$(TINY_MODEL_DIR) \
-	$(VENV)/bin/pytest -ra -q --durations=15
+	@echo "pytest: two sessions side by side; each prints its report when it ends"
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-session-1 test-session-2
+
+.PHONY: test-session-1 test-session-2
+test-session-1:
+	@echo "== pytest session 1: $(TEST_SESSION_1)"
+	$(PYTEST) $(TEST_SESSION_1)
+
+test-session-2:
+	@echo "== pytest session 2: tests without session 1's folders"
+	$(PYTEST) tests $(addprefix --ignore=,$(TEST_SESSION_1))
 
 ui: install
 	$(VENV)/bin/dagster dev -m verilearn_assets.definitions -h 127.0.0.1 -p 3000

@@ -17,12 +17,13 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "llm"))
+sys.path[:0] = [str(REPO / "tests" / "llm"), str(REPO / "tests")]  # its helpers import `wide_table`
 
 from test_budget_policy import long_episode  # noqa: E402  (the policy tests' episode)
 
 from verilearn_assets.analysis.rollout.context import budget_messages  # noqa: E402
 from verilearn_assets.core.llm.fit import ContextBudget  # noqa: E402
+from verilearn_assets.core.llm.launcher import tiny_model_dir  # noqa: E402
 from verilearn_assets.core.llm.tokens import load_counter  # noqa: E402
 
 
@@ -39,7 +40,7 @@ def run(budget: ContextBudget, turns: int) -> tuple[float, list]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model-dir", default=str(REPO / ".verilearn/models/tiny-qwen2"))
+    ap.add_argument("--model-dir", default=str(tiny_model_dir()))
     ap.add_argument("--turns", type=int, default=30)
     args = ap.parse_args()
     counter = load_counter(args.model_dir)

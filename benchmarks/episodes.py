@@ -37,13 +37,17 @@ from verilearn_assets.core.answers import answer_hash
 from verilearn_assets.core.ingest.profile import profile_frame
 from verilearn_assets.core.llm.client import VllmClient
 from verilearn_assets.core.llm.config import VllmConfig
-from verilearn_assets.core.llm.launcher import REPO_ROOT, VllmServer, free_port, resolve_python
+from verilearn_assets.core.llm.launcher import (
+    VllmServer,
+    free_port,
+    resolve_python,
+    tiny_model_dir,
+)
 from verilearn_assets.core.records import AnswerSchema, TableRecord, canonical_json
 from verilearn_assets.core.sandbox.config import SandboxConfig
 from verilearn_assets.core.sandbox.pool import SandboxPool
 
 OUT = Path(__file__).resolve().parent / "_output"
-DEFAULT_MODEL = REPO_ROOT / ".verilearn" / "models" / "tiny-qwen2"
 MAX_MODEL_LEN = 2048
 
 
@@ -251,8 +255,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--model-path",
         type=Path,
-        default=DEFAULT_MODEL,
-        help="model directory for a launched server",
+        default=tiny_model_dir(),
+        help="model directory for a launched server ($VERILEARN_TINY_MODEL, else make's)",
     )
     parser.add_argument(
         "--levels", default="1,2,4,8,16,32", type=lambda s: [int(x) for x in s.split(",")]

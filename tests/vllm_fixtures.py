@@ -26,14 +26,10 @@ from verilearn_assets.core.llm.launcher import (
     resolve_python,
 )
 
+# under another name: the session fixture below is called `tiny_model_dir`
+from verilearn_assets.core.llm.launcher import tiny_model_dir as tiny_model_path
+
 MODEL_NAME = "tiny-qwen2"
-DEFAULT_MODEL_DIR = REPO_ROOT / ".verilearn" / "models" / "tiny-qwen2"
-
-
-def tiny_model_path() -> Path:
-    """Where the tiny model is: `$VERILEARN_TINY_MODEL`, else the `make tiny-model`
-    directory. The one place tests read it (the `tiny_model_dir` fixture also builds it)."""
-    return Path(os.environ.get("VERILEARN_TINY_MODEL") or DEFAULT_MODEL_DIR)
 
 
 def _unavailable(reason: str) -> None:

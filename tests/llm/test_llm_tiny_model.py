@@ -53,3 +53,14 @@ def test_same_seed_same_files_other_seed_other_weights(vllm_python: Path, tmp_pa
     assert "<|im_start|>" in (a / "chat_template.jinja").read_text()
     meta = json.loads((a / "verilearn_tiny_model.json").read_text())
     assert meta["seed"] == 0 and meta["corpus_sha256"]
+
+
+def test_tests_and_benchmarks_find_the_model_where_the_environment_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from verilearn_assets.core.llm.launcher import tiny_model_dir
+
+    monkeypatch.setenv("VERILEARN_TINY_MODEL", str(tmp_path / "built-elsewhere"))
+    assert tiny_model_dir() == tmp_path / "built-elsewhere"
+    monkeypatch.delenv("VERILEARN_TINY_MODEL")
+    assert tiny_model_dir() == REPO_ROOT / ".verilearn" / "models" / "tiny-qwen2"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import pytest
@@ -20,17 +19,17 @@ ENV_KEYS = (
 
 
 @pytest.fixture(scope="session")
-def cluster() -> Iterator[Cluster]:
-    """Redis, Postgres and two Celery workers on free loopback ports; this process sees the
-    same configuration (home, config dir, URLs) as the workers."""
-    saved = {k: os.environ.get(k) for k in ENV_KEYS}
+def session_cluster() -> Iterator[Cluster]:
+    """Redis, Postgres and two Celery workers on free loopback ports, for the session."""
     with running_cluster(workers=2) as c:
-        os.environ.update({k: c.env[k] for k in ENV_KEYS})
-        try:
-            yield c
-        finally:
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
+        yield c
+
+
+@pytest.fixture
+def cluster(session_cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> Cluster:
+    """The session cluster; during the test this process sees the same configuration (home,
+    config dir, URLs) as the workers. Only during it: a test after this folder's, in the
+    same session, must see its own configuration, not the cluster's narrowed one."""
+    for key in ENV_KEYS:
+        monkeypatch.setenv(key, session_cluster.env[key])
+    return session_cluster

@@ -26,6 +26,7 @@ from verilearn_assets.core.llm.config import LocalServerConfig, check_gpu_placem
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_VENV_PYTHON = REPO_ROOT / ".venv-vllm" / "bin" / "python"
+DEFAULT_TINY_MODEL = REPO_ROOT / ".verilearn" / "models" / "tiny-qwen2"  # `make tiny-model`
 
 
 class VllmLaunchError(RuntimeError):
@@ -46,6 +47,13 @@ def resolve_python(python_exe: str | os.PathLike[str] | None = None) -> Path:
             "or set VERILEARN_VLLM_PYTHON / the launcher's python_exe"
         )
     return path
+
+
+def tiny_model_dir() -> Path:
+    """The tiny model's directory: `$VERILEARN_TINY_MODEL` (what `make test` sets), else
+    the one `make tiny-model` builds in the checkout. Tests and benchmarks read it here, so
+    a model built elsewhere is found by all of them."""
+    return Path(os.environ.get("VERILEARN_TINY_MODEL") or DEFAULT_TINY_MODEL)
 
 
 def free_port(host: str = "127.0.0.1") -> int:
