@@ -140,9 +140,10 @@ class RefactorConfig(StrictConfig):
     state: StateSettings = Field(default_factory=StateSettings)
     generation: GenerationSettings = Field(default_factory=GenerationSettings)
     actors: ActorSettings = Field(default_factory=ActorSettings)
-    # per-language test-runner limits (toolchains.py has the defaults), by canonical name
-    toolchains: dict[Literal["javascript", "go", "rust", "java", "c"], ToolchainLimits] = Field(
-        default_factory=dict
+    # per-language test-runner limits (toolchains.py has the defaults), by canonical name;
+    # `npm` (javascript's second runner) over `javascript`'s
+    toolchains: dict[Literal["javascript", "npm", "go", "rust", "java", "c"], ToolchainLimits] = (
+        Field(default_factory=dict)
     )
 
     def with_backend(self, backend: Backend) -> RefactorConfig:

@@ -288,15 +288,19 @@ def env_for(argv: list[str]) -> dict[str, str]:
 
 
 def limits_of(config: RefactorConfig, chain: Toolchain) -> dict[str, float]:
-    """A toolchain's limits: its defaults, then `configs/refactor.yaml` `toolchains:`."""
+    """A toolchain's limits: its defaults, then `configs/refactor.yaml` `toolchains:` under
+    its language, then under a second runner's own name (`npm` over `javascript`), so npm's
+    install-free test scripts and node's runner can be given different limits."""
     chosen: dict[str, float] = {
         "memory_mb": chain.memory_mb,
         "pids": chain.pids,
         "test_timeout_s": chain.test_timeout_s,
     }
-    override = config.toolchains.get(chain.language)
-    if override is not None:
-        chosen.update(override.model_dump(exclude_none=True))
+    keys = [chain.language] + ([chain.runner] if chain.runner in SECOND_RUNNERS else [])
+    for key in keys:
+        override = config.toolchains.get(key)
+        if override is not None:
+            chosen.update(override.model_dump(exclude_none=True))
     return chosen
 
 
