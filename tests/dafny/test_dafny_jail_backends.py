@@ -13,6 +13,7 @@ import pytest
 from backends import require_backend
 from redteam_cases import BODY_CHEATS, VERIFIER_CHEATS
 
+from verilearn_assets.core.isolation.spec import SANDBOX_UID
 from verilearn_assets.dafny import prompts
 from verilearn_assets.dafny.corpus.loader import load_bundled
 from verilearn_assets.dafny.corpus.splits import split_examples
@@ -114,6 +115,9 @@ def test_the_server_runs_within_the_limits(jailed: DafnyVerifier) -> None:
         assert cpu == LIMITS.cpu_s
         assert host["NetworkMode"] == "none" and host["ReadonlyRootfs"] is True
         assert host["CapDrop"] == ["ALL"] and process.container.labels[LABEL] == "process"  # type: ignore[attr-defined]
+        # not root's uid when the caller is root: the sandbox's, as every other jail
+        user = process.container.attrs["Config"]["User"]  # type: ignore[attr-defined]
+        assert user == f"{SANDBOX_UID}:{SANDBOX_UID}"
         return
     paths = {p.parent.name: p for p in process.cgroup.paths}  # type: ignore[attr-defined]
     if not paths:

@@ -59,8 +59,8 @@ class Limits:
 class JailSpec:
     """One jail: command, mounts, environment, limits, uid, network.
 
-    `uid` None keeps the caller's uid (no user namespace of the jail's own: Dafny's jail,
-    which runs nothing of the candidate's); `root_tmpfs_mb` sizes the jail's root tmpfs;
+    `uid` None keeps the caller's uid (no user namespace of the jail's own: Dafny's bwrap
+    jail, which runs nothing of the candidate's); `root_tmpfs_mb` sizes the jail's root tmpfs;
     `read_only_root` remounts it read-only once the binds are in place; `as_pid_1` makes
     the command the pid namespace's init (it reaps, and cannot be signalled from inside).
     """

@@ -34,7 +34,7 @@ from pydantic import Field
 
 from verilearn_assets.core.config import StrictConfig
 from verilearn_assets.core.isolation.process import JailedProcess, start_process
-from verilearn_assets.core.isolation.spec import Bind, JailSpec, Limits, Tmpfs
+from verilearn_assets.core.isolation.spec import SANDBOX_UID, Bind, JailSpec, Limits, Tmpfs
 from verilearn_assets.dafny.verify.toolchain import Toolchain
 
 JailMode = Literal["auto", "bwrap", "docker", "none"]
@@ -99,8 +99,10 @@ def jail_spec(
     limits: JailLimits | None = None,
 ) -> JailSpec:
     """Dafny's jail: `/usr` and `/etc` (mono's config) and z3, read-only; a private `/tmp`;
-    the limits. The caller's uid is kept (no user namespace of the jail's own): the
-    verifier runs no program code, and mono needs nothing more; no capability is left."""
+    the limits; no capability left. Under Docker the verifier runs as `SANDBOX_UID` (the
+    caller's uid would be root's when the caller is root, and nothing in the container
+    needs it; its /tmp is that uid's). Under bwrap the caller's uid is kept (no user
+    namespace of the jail's own): the verifier runs no program code."""
     limits = limits or JailLimits()
     binds = [
         Bind("/usr", "/usr", runtime=True),
@@ -119,10 +121,10 @@ def jail_spec(
         argv=argv,
         binds=binds,
         env={"HOME": "/tmp", "PATH": "/usr/bin:/bin"},
-        tmpfs=[Tmpfs("/tmp", limits.tmp_mb)],
+        tmpfs=[Tmpfs("/tmp", limits.tmp_mb, owned=jail == "docker")],
         symlinks=symlinks,
         chdir="/tmp",
-        uid=os.getuid() if jail == "docker" else None,
+        uid=SANDBOX_UID if jail == "docker" else None,
         limits=Limits(cpu_s=limits.cpu_s, memory_mb=limits.memory_mb, pids=limits.pids),
     )
 
