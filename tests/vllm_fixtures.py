@@ -25,9 +25,9 @@ from verilearn_assets.core.llm.launcher import (
     free_port,
     resolve_python,
 )
-
-# under another name: the session fixture below is called `tiny_model_dir`
-from verilearn_assets.core.llm.launcher import tiny_model_dir as tiny_model_path
+from verilearn_assets.core.llm.launcher import (
+    tiny_model_dir as tiny_model_path,  # the session fixture below has the function's name
+)
 
 MODEL_NAME = "tiny-qwen2"
 

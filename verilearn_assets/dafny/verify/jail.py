@@ -158,6 +158,8 @@ def start(
     limits = limits or JailLimits()
     spec = jail_spec(argv, toolchain, jail, input_dir, limits)
     if jail == "docker":
+        if input_dir is not None:  # read-only to the jail's uid, which is not the caller's
+            os.chmod(input_dir, 0o755)
         return start_process(
             spec, "docker", image=limits.docker_image, label=LABEL, docker_client=_docker_client()
         )

@@ -218,8 +218,6 @@ class DafnyVerifier:
     def _verify_cli(self, source: str, name: str, extra: Sequence[str] = ()) -> VerifyResult:
         with tempfile.TemporaryDirectory(prefix="dafny-") as tmp:
             Path(tmp, name).write_text(source)
-            if self.jail == "docker":  # the jail's uid is not the caller's: it reads only
-                os.chmod(tmp, 0o755)
             where = jails.input_path(self.jail, tmp)
             argv = cli_argv(
                 self.toolchain.dialect,
